@@ -1,0 +1,209 @@
+"""The HTTP API, served by the same aiohttp application as ``/slack/events``.
+
+Routes (JSON unless noted; each converts the request, calls the
+:class:`bot.services.BotContext` method the Slack handlers and live tools use,
+and converts the answer back):
+
+    GET  /healthz             {"ok": true, "uptime_s"}
+    GET  /api/status          BotContext.status()
+    GET  /api/commands        {"commands": [...]}
+    GET  /api/release         BotContext.release()
+    GET  /api/logs            {"logs": [...]}     ?limit=1..500 &level=info &include_stack=1 (stacks: admin only)
+    GET  /api/metrics         BotContext.metrics()
+    GET  /metrics             Prometheus text exposition
+    GET  /api/routes          {"routes": [...]}   ?path= &method=
+    GET  /api/admin/errors    {"errors": [...]}   bearer ADMIN_API_TOKEN; 404 when the token is unset
+    POST /api/ask             {"question", "with_ai"?} → text/event-stream of
+                              ``activity``, ``token`` and ``done`` events (``error`` on failure);
+                              bearer ADMIN_API_TOKEN required when it is set
+
+Bearer tokens are compared with ``hmac.compare_digest`` (constant time). Errors
+are ``{"error": code, "message": sentence}`` with a 4xx status.
+"""
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from bot.services import Identity
+from rag.errors import UserError
+
+__all__ = ["install_api", "CONTEXT_KEY", "MAX_LOG_LIMIT", "MAX_QUESTION_BODY_BYTES"]
+
+log = logging.getLogger(__name__)
+
+CONTEXT_KEY: web.AppKey = web.AppKey("slackzilla_context", object)
+MAX_LOG_LIMIT = 500
+DEFAULT_LOG_LIMIT = 50
+#: Largest accepted ``POST /api/ask`` body in bytes.
+MAX_QUESTION_BODY_BYTES = 64 * 1024
+
+
+def install_api(app: web.Application, ctx) -> web.Application:
+    """Add the routes above to ``app`` (the Bolt app's ``web_app()``) and return it."""
+    app[CONTEXT_KEY] = ctx
+    app.add_routes([
+        web.get("/healthz", healthz),
+        web.get("/api/status", status),
+        web.get("/api/commands", commands),
+        web.get("/api/release", release),
+        web.get("/api/logs", logs),
+        web.get("/api/metrics", metrics_json),
+        web.get("/metrics", metrics_prometheus),
+        web.get("/api/routes", routes),
+        web.get("/api/admin/errors", admin_errors),
+        web.post("/api/ask", ask),
+    ])
+    return app
+
+
+def _ctx(request: web.Request):
+    return request.app[CONTEXT_KEY]
+
+
+def _error(status: int, code: str, message: str, *, headers: dict | None = None) -> web.Response:
+    return web.json_response({"error": code, "message": message}, status=status, headers=headers)
+
+
+def _bearer_ok(request: web.Request, token: str) -> bool:
+    header = request.headers.get("Authorization", "")
+    scheme, _, provided = header.partition(" ")
+    if scheme.lower() != "bearer" or not provided:
+        return False
+    return hmac.compare_digest(provided.strip().encode(), token.encode())
+
+
+def _unauthorized() -> web.Response:
+    return _error(401, "unauthorized", "A valid bearer token (ADMIN_API_TOKEN) is required.",
+                  headers={"WWW-Authenticate": 'Bearer realm="slackzilla"'})
+
+
+def _flag(request: web.Request, name: str) -> bool:
+    return request.query.get(name, "").lower() in ("1", "true", "yes", "on")
+
+
+async def healthz(request: web.Request) -> web.Response:
+    ctx = _ctx(request)
+    return web.json_response({"ok": True, "uptime_s": round(ctx.runtime.clock() - ctx.runtime.started_at, 3)})
+
+
+async def status(request: web.Request) -> web.Response:
+    return web.json_response(_ctx(request).status())
+
+
+async def commands(request: web.Request) -> web.Response:
+    return web.json_response({"commands": _ctx(request).commands()})
+
+
+async def release(request: web.Request) -> web.Response:
+    return web.json_response(_ctx(request).release())
+
+
+async def logs(request: web.Request) -> web.Response:
+    ctx = _ctx(request)
+    try:
+        limit = int(request.query.get("limit", DEFAULT_LOG_LIMIT))
+    except ValueError:
+        return _error(400, "bad_request", "limit must be a whole number.")
+    if not 1 <= limit <= MAX_LOG_LIMIT:
+        return _error(400, "bad_request", f"limit must be between 1 and {MAX_LOG_LIMIT}.")
+    include_stack = _flag(request, "include_stack")
+    if include_stack:
+        token = ctx.settings.admin_api_token
+        if not token or not _bearer_ok(request, token):
+            return _error(403, "forbidden", "Stack traces need the admin bearer token (ADMIN_API_TOKEN).")
+    try:
+        entries = ctx.logs(limit=limit, level=request.query.get("level") or None, include_stack=include_stack)
+    except ValueError as err:
+        return _error(400, "bad_request", str(err))
+    return web.json_response({"logs": entries})
+
+
+async def metrics_json(request: web.Request) -> web.Response:
+    return web.json_response(_ctx(request).metrics())
+
+
+async def metrics_prometheus(request: web.Request) -> web.Response:
+    body = _ctx(request).runtime.metrics.prometheus_text()
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def routes(request: web.Request) -> web.Response:
+    found = _ctx(request).routes()
+    path = request.query.get("path", "").lower()
+    method = request.query.get("method", "").lower()
+    if path or method:
+        found = [r for r in found if path in str(r.get("path", "")).lower()
+                 and (not method or str(r.get("method", "")).lower() == method)]
+    return web.json_response({"routes": found})
+
+
+async def admin_errors(request: web.Request) -> web.Response:
+    ctx = _ctx(request)
+    token = ctx.settings.admin_api_token
+    if not token:
+        return _error(404, "not_found", "The admin API is off (ADMIN_API_TOKEN is not set).")
+    if not _bearer_ok(request, token):
+        return _unauthorized()
+    try:
+        limit = min(max(int(request.query.get("limit", DEFAULT_LOG_LIMIT)), 1), MAX_LOG_LIMIT)
+    except ValueError:
+        return _error(400, "bad_request", "limit must be a whole number.")
+    include_stack = request.query.get("include_stack", "1").lower() not in ("0", "false", "no", "off")
+    return web.json_response({"errors": ctx.errors(limit=limit, include_stack=include_stack)})
+
+
+async def ask(request: web.Request) -> web.StreamResponse:
+    """Stream one answer as Server-Sent Events (``event: activity|token|done|error``)."""
+    ctx = _ctx(request)
+    token = ctx.settings.admin_api_token
+    if token and not _bearer_ok(request, token):
+        return _unauthorized()
+    if request.content_length is not None and request.content_length > MAX_QUESTION_BODY_BYTES:
+        return _error(413, "too_large", f"The body is larger than {MAX_QUESTION_BODY_BYTES} bytes.")
+    try:
+        body = await request.json()
+    except (ValueError, UnicodeDecodeError):
+        return _error(400, "bad_request", 'The body must be JSON like {"question": "..."}.')
+    question = body.get("question") if isinstance(body, dict) else None
+    if not isinstance(question, str) or not question.strip():
+        return _error(400, "bad_request", 'Give a non-empty "question" string.')
+    with_ai = body.get("with_ai", True)
+    if not isinstance(with_ai, bool):
+        return _error(400, "bad_request", '"with_ai" must be true or false.')
+
+    response = web.StreamResponse(headers={
+        "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+    })
+    await response.prepare(request)
+
+    async def send(event: str, data) -> None:
+        payload = json.dumps(data, ensure_ascii=False, default=str)
+        await response.write(f"event: {event}\ndata: {payload}\n\n".encode())
+
+    async def on_activity(activity) -> None:
+        await send("activity", activity.to_json() if hasattr(activity, "to_json") else activity)
+
+    async def on_token(text: str) -> None:
+        await send("token", {"text": text})
+
+    identity = Identity(user_id=None, is_admin=bool(token), source="api")
+    try:
+        result = await ctx.answer(question, identity=identity, on_activity=on_activity, on_token=on_token,
+                                  with_ai=with_ai)
+        await send("done", result.to_json())
+    except UserError as err:
+        await send("error", {"error": type(err).__name__, "message": str(err)})
+    except ConnectionResetError:
+        log.info("/api/ask client went away")
+        return response
+    except Exception as err:  # noqa: BLE001 - the stream must end with a reason
+        ctx.runtime.errors.capture(err, command="api.ask", keep_message=False)
+        log.error("/api/ask failed with %s", type(err).__name__, exc_info=True)
+        await send("error", {"error": "internal", "message": "The answer failed; the error has been logged."})
+    await response.write_eof()
+    return response

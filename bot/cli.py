@@ -1,0 +1,259 @@
+"""The ``slackzilla`` command line (DESIGN.md §6 is the contract).
+
+Every command that reads a repository takes ``--repo`` (default ``$REPO_PATH``,
+then the current directory) and ``--index`` (default ``$RAG_INDEX_PATH``, then
+``<repo>/.rag/index.sqlite``). ``--json`` prints exactly one JSON document on
+stdout; progress and logs go to stderr. Errors are one line on stderr and a
+non-zero exit, never a traceback.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from rag.engine import Engine
+from rag.errors import RagError
+
+__all__ = ["main", "cli"]
+
+EXIT_USAGE = 2
+EXIT_FAILURE = 1
+
+
+def _fail(message: str, code: int = EXIT_FAILURE) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def friendly_errors(fn: Callable) -> Callable:
+    """Turn engine and OS errors into one clear line and a non-zero exit."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except RagError as exc:
+            _fail(str(exc))
+        except (OSError, ValueError) as exc:
+            _fail(str(exc))
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+
+    return wrapper
+
+
+repo_option = click.option(
+    "--repo", "repo", type=click.Path(path_type=Path), envvar="REPO_PATH", default=None,
+    help="Repository root (default: $REPO_PATH, then the current directory).",
+)
+index_option = click.option(
+    "--index", "index_path", type=click.Path(path_type=Path), envvar="RAG_INDEX_PATH", default=None,
+    help="Index file (default: $RAG_INDEX_PATH, then <repo>/.rag/index.sqlite).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+
+
+def _emit(data) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=None))
+
+
+def open_engine(repo: Path | None, index_path: Path | None, *, update: bool = True, quiet: bool = False) -> Engine:
+    """Open the engine and bring the index up to date (progress bar on a TTY unless ``quiet``)."""
+    engine = Engine.open(repo, index_path=index_path)
+    if update:
+        run_update(engine, full=False, quiet=quiet)
+    return engine
+
+
+def run_update(engine: Engine, *, full: bool, quiet: bool):
+    """Run one index update with a progress bar on stderr when it is a terminal."""
+    if quiet or not sys.stderr.isatty():
+        return engine.update(full=full)
+    bar = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=total, label="indexing", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    try:
+        return engine.update(full=full, progress=progress)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", is_flag=True, help="Log debug details to stderr.")
+def cli(verbose: bool) -> None:
+    """Slackzilla: ask questions about a code repository."""
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+
+
+@cli.command("index")
+@repo_option
+@index_option
+@click.option("--full", is_flag=True, help="Rebuild the index from scratch.")
+@json_option
+@friendly_errors
+def index_cmd(repo: Path | None, index_path: Path | None, full: bool, as_json: bool) -> None:
+    """Build or update the index (incremental by content hash)."""
+    engine = Engine.open(repo, index_path=index_path)
+    try:
+        stats = run_update(engine, full=full, quiet=as_json)
+    finally:
+        engine.close()
+    if as_json:
+        _emit(stats.to_json())
+        return
+    skipped = ", ".join(f"{k} {v}" for k, v in sorted(stats.skipped.items())) or "none"
+    click.echo(
+        f"{stats.files} files, {stats.chunks} chunks: {stats.added} added, {stats.changed} changed, "
+        f"{stats.removed} removed in {stats.seconds:.2f}s (skipped: {skipped}; secrets redacted: {stats.redactions})"
+    )
+
+
+def _check_question(question: str) -> str:
+    if not question or not question.strip():
+        _fail("the question is empty: pass a question in quotes, e.g. slackzilla ask \"how is the index built?\"", EXIT_USAGE)
+    return question
+
+
+@cli.command("retrieve")
+@click.argument("question", required=False)
+@repo_option
+@index_option
+@click.option("--limit", default=8, show_default=True, type=click.IntRange(1, 100), help="Maximum sources.")
+@click.option("--type", "kind", type=click.Choice(["documentation", "source", "config", "example", "test"]),
+              default=None, help="Only chunks of this type.")
+@click.option("--batch", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="JSONL file of {\"id\", \"question\"}; prints one JSON line per input line.")
+@json_option
+@friendly_errors
+def retrieve_cmd(question, repo, index_path, limit, kind, batch, as_json) -> None:
+    """Retrieve the sources that best match a question."""
+    if batch is None:
+        _check_question(question)
+    engine = open_engine(repo, index_path, quiet=as_json or batch is not None)
+    try:
+        if batch is not None:
+            from rag.evaluation import load_jsonl
+
+            for item in load_jsonl(batch):
+                sources = engine.retrieve(str(item.get("question", "")), limit=limit, kind=kind)
+                _emit({"id": item.get("id"), "sources": [s.to_json() for s in sources]})
+            return
+        sources = engine.retrieve(question, limit=limit, kind=kind)
+        images = engine.retrieve_images(question)
+    finally:
+        engine.close()
+    if as_json:
+        _emit({"sources": [s.to_json() for s in sources], "images": [i.to_json() for i in images]})
+        return
+    if not sources:
+        click.echo("No matching sources.")
+    for s in sources:
+        click.echo(f"{s.score:7.3f}  {s.path}:{s.start}-{s.end}" + (f"  # {s.heading}" if s.heading else ""))
+
+
+def format_local_answer(question: str, sources, images=()) -> str:
+    """The no-model answer for a terminal: a summary line, then each source with a snippet."""
+    if not sources:
+        return "No part of the repository matches this question."
+    files = list(dict.fromkeys(s.path for s in sources))
+    lines = [f"Found {len(sources)} relevant passages in {len(files)} files (no model configured: showing sources)."]
+    for n, s in enumerate(sources, 1):
+        lines.append("")
+        lines.append(f"[{n}] {s.path}:{s.start}-{s.end}" + (f"  ({s.heading})" if s.heading else ""))
+        snippet = [ln for ln in s.text.split("\n") if ln.strip()][:6]
+        lines.extend("    " + ln[:160] for ln in snippet)
+    for image in images:
+        lines.append(f"image: {image.path}")
+    return "\n".join(lines)
+
+
+@cli.command("ask")
+@click.argument("question", required=False)
+@repo_option
+@index_option
+@click.option("--no-ai", is_flag=True, help="Answer locally from the retrieved sources, without a model.")
+@click.option("--limit", default=8, show_default=True, type=click.IntRange(1, 50))
+@json_option
+@friendly_errors
+def ask_cmd(question, repo, index_path, no_ai, limit, as_json) -> None:
+    """Answer a question about the repository, with sources."""
+    _check_question(question)
+    engine = open_engine(repo, index_path, quiet=as_json)
+    try:
+        sources = engine.retrieve(question, limit=limit)
+        images = engine.retrieve_images(question)
+    finally:
+        engine.close()
+    if as_json:
+        _emit({"answer": format_local_answer(question, sources, images),
+               "sources": [s.to_json() for s in sources], "images": [i.to_json() for i in images]})
+        return
+    click.echo(format_local_answer(question, sources, images))
+
+
+@cli.command("eval")
+@click.option("--set", "set_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--corpora", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 100))
+@click.option("--results", type=click.Path(dir_okay=False, path_type=Path), help="Also write score.py-style results JSONL.")
+@json_option
+@friendly_errors
+def eval_cmd(set_path, corpora, limit, results, as_json) -> None:
+    """Score retrieval on an eval set: R@1, R@5, MRR@10 per kind, abstain rate."""
+    from rag.evaluation import run_eval
+
+    result = run_eval(set_path, corpora, limit=limit, results_out=results)
+    if as_json:
+        _emit(result)
+        return
+    click.echo(f"{'kind':<12}{'n':>4}{'R@1':>8}{'R@5':>8}{'MRR@10':>8}")
+    for kind, row in [*result["kinds"].items(), ("ALL", result["all"])]:
+        if row.get("n"):
+            click.echo(f"{kind:<12}{row['n']:>4}{row['r1']:>8.3f}{row['r5']:>8.3f}{row['mrr10']:>8.3f}")
+    ab = result["abstain"]
+    if ab["n"]:
+        click.echo(f"{'none':<12}{ab['n']:>4}  abstain rate {ab['rate']:.3f}")
+
+
+@cli.command("bench")
+@repo_option
+@click.option("--queries", default=200, show_default=True, type=click.IntRange(1, 10000))
+@json_option
+@friendly_errors
+def bench_cmd(repo, queries, as_json) -> None:
+    """Benchmark indexing and query latency on a scratch copy of the repository."""
+    from rag.evaluation import run_bench
+    from rag.errors import RepoNotFoundError
+
+    root = Path(repo or ".")
+    if not root.is_dir():
+        raise RepoNotFoundError(f"Repository not found: {root} is not a directory.")
+    result = run_bench(root, queries=queries, progress=None if as_json else (lambda m: click.echo(m, err=True)))
+    if as_json:
+        _emit(result.to_json())
+        return
+    for key, value in result.to_json().items():
+        click.echo(f"{key:>18}: {value}")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="slackzilla")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,413 @@
+"""Runtime state of one bot process: recent logs, captured errors, metrics, status, release.
+
+This is what the live tools (``getLogs``, ``getErrors``, ``getMetrics``,
+``getStatus``, ``getReleaseInfo``) and the HTTP API (``/api/*``) read. One
+:class:`Runtime` is built per process by the factory and passed in; nothing here
+is a module-level singleton, so tests get a fresh state per app. Each instance
+owns its own prometheus-client ``CollectorRegistry`` for the same reason.
+
+Everything kept is metadata: log records are what the code logged (the code logs
+metadata, never question text or secrets), errors keep type, message and stack.
+The live-tools adapter sanitises again before anything reaches the model.
+"""
+from __future__ import annotations
+
+import collections
+import importlib.metadata
+import logging
+import re
+import subprocess
+import threading
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+__all__ = [
+    "Runtime",
+    "LogRingBuffer",
+    "LogEntry",
+    "CapturedError",
+    "ErrorLog",
+    "Metrics",
+    "ReindexRun",
+    "release_info",
+    "package_version",
+    "latest_changelog_section",
+    "git_commit",
+    "DEFAULT_LOG_CAPACITY",
+    "DEFAULT_ERROR_CAPACITY",
+]
+
+DEFAULT_LOG_CAPACITY = 500
+DEFAULT_ERROR_CAPACITY = 100
+#: Latency samples kept per command for the percentiles (a sliding window).
+DEFAULT_LATENCY_WINDOW = 1000
+DEFAULT_REINDEX_HISTORY = 20
+#: Histogram buckets in seconds: slash commands are milliseconds, asks are seconds.
+LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+PACKAGE_NAME = "slackzilla"
+_LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One log record: ``time`` is epoch seconds, ``stack`` the formatted exception if any."""
+
+    time: float
+    level: str
+    logger: str
+    message: str
+    stack: str | None = None
+
+    def to_json(self, *, include_stack: bool = False) -> dict:
+        data = {"time": self.time, "level": self.level, "logger": self.logger, "message": self.message}
+        if include_stack and self.stack:
+            data["stack"] = self.stack
+        return data
+
+
+class LogRingBuffer(logging.Handler):
+    """A logging handler keeping the last ``capacity`` records in memory (thread-safe)."""
+
+    def __init__(self, capacity: int = DEFAULT_LOG_CAPACITY, *, level: int = logging.INFO) -> None:
+        super().__init__(level=level)
+        self._records: collections.deque[LogEntry] = collections.deque(maxlen=capacity)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            stack = None
+            if record.exc_info:
+                stack = "".join(traceback.format_exception(*record.exc_info))
+            entry = LogEntry(record.created, record.levelname, record.name, record.getMessage(), stack)
+        except Exception:  # noqa: BLE001 - a handler must never raise
+            self.handleError(record)
+            return
+        self._records.append(entry)
+
+    def entries(self, *, limit: int = 50, level: str | None = None) -> list[LogEntry]:
+        """The newest ``limit`` records at ``level`` or above, newest first.
+
+        Raises:
+            ValueError: ``level`` is not a logging level name.
+        """
+        floor = 0
+        if level:
+            if level.upper() not in _LEVELS:
+                raise ValueError(f"unknown log level {level!r}; use one of {', '.join(_LEVELS)}")
+            floor = _LEVELS[level.upper()]
+        chosen = [e for e in reversed(self._records) if _LEVELS.get(e.level, 0) >= floor]
+        return chosen[:limit] if limit > 0 else []
+
+
+@dataclass(frozen=True, slots=True)
+class CapturedError:
+    """An exception the bot caught and reported: ``time`` in epoch seconds."""
+
+    type: str
+    message: str
+    stack: str
+    time: float
+    command: str | None = None
+
+    def to_json(self, *, include_stack: bool = False) -> dict:
+        data = {"type": self.type, "message": self.message, "time": self.time, "command": self.command}
+        if include_stack:
+            data["stack"] = self.stack
+        return data
+
+
+class ErrorLog:
+    """The last ``capacity`` captured errors, newest last."""
+
+    def __init__(self, capacity: int = DEFAULT_ERROR_CAPACITY, *, clock=time.time) -> None:
+        self._errors: collections.deque[CapturedError] = collections.deque(maxlen=capacity)
+        self._clock = clock
+
+    def capture(self, error: BaseException, *, command: str | None = None, keep_message: bool = True) -> CapturedError:
+        """Record ``error`` (with its traceback) and return the record.
+
+        ``keep_message=False`` stores the type name instead of ``str(error)`` and
+        traceback frames without the message: for command crashes, whose message
+        may quote the user's input (a password given to ``/sz-hash pbkdf2``).
+        """
+        if keep_message:
+            message = str(error)
+            stack = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        else:
+            message = f"{type(error).__name__} (message withheld: it may quote command input)"
+            stack = "".join(traceback.format_tb(error.__traceback__)) + type(error).__name__
+        captured = CapturedError(type(error).__name__, message, stack, self._clock(), command)
+        self._errors.append(captured)
+        return captured
+
+    def entries(self, *, limit: int = 50) -> list[CapturedError]:
+        """The newest ``limit`` errors, newest first."""
+        return list(reversed(self._errors))[:limit] if limit > 0 else []
+
+    def __len__(self) -> int:
+        return len(self._errors)
+
+
+def percentile(samples: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (``q`` in 0..100) of ``samples``; ``None`` when empty.
+
+    Nearest-rank is the textbook definition (NIST e-Handbook 7.2.5.2): the value at
+    rank ``ceil(q/100 * n)`` of the sorted samples; no interpolation.
+    """
+    if not samples:
+        return None
+    ordered = sorted(samples)
+    rank = max(1, -(-q * len(ordered) // 100))
+    return ordered[int(rank) - 1]
+
+
+class Metrics:
+    """Counters and latencies, as JSON (``snapshot``) and Prometheus text (``prometheus_text``).
+
+    Latency percentiles (p50/p95/p99, milliseconds) come from the last
+    ``DEFAULT_LATENCY_WINDOW`` samples per command; Prometheus gets histograms.
+    """
+
+    def __init__(self, *, window: int = DEFAULT_LATENCY_WINDOW) -> None:
+        self.registry = CollectorRegistry()
+        self._lock = threading.Lock()
+        self._window = window
+        self._latencies: dict[str, collections.deque[float]] = {}
+        self._counts: dict[str, dict[str, int]] = {}
+        self._asks = {"total": 0, "failed": 0}
+        self._tokens = {"input": 0, "output": 0, "total": 0}
+        self._reindex = {"runs": 0, "failed": 0, "busy": 0}
+        self._feedback: dict[str, int] = {}
+        self._commands_total = Counter(
+            "slackzilla_commands", "Slash commands handled.", ["command", "result"], registry=self.registry
+        )
+        self._command_seconds = Histogram(
+            "slackzilla_command_seconds", "Slash command latency.", ["command"],
+            buckets=LATENCY_BUCKETS_S, registry=self.registry,
+        )
+        self._asks_total = Counter("slackzilla_asks", "Questions answered.", ["result"], registry=self.registry)
+        self._tokens_total = Counter("slackzilla_tokens", "Model tokens used.", ["kind"], registry=self.registry)
+        self._reindex_total = Counter("slackzilla_reindex_runs", "Reindex runs.", ["result"], registry=self.registry)
+        self._feedback_total = Counter("slackzilla_feedback", "Answer feedback votes.", ["vote"], registry=self.registry)
+
+    def record_command(self, command_id: str, seconds: float, *, ok: bool) -> None:
+        """Count one command run taking ``seconds`` (wall clock, handler only)."""
+        with self._lock:
+            window = self._latencies.setdefault(command_id, collections.deque(maxlen=self._window))
+            window.append(seconds)
+            counts = self._counts.setdefault(command_id, {"count": 0, "failed": 0})
+            counts["count"] += 1
+            counts["failed"] += 0 if ok else 1
+        self._commands_total.labels(command_id, "ok" if ok else "error").inc()
+        self._command_seconds.labels(command_id).observe(seconds)
+
+    def record_ask(self, *, ok: bool, input_tokens: int = 0, output_tokens: int = 0) -> None:
+        """Count one answered question and the model tokens it used (summed over rounds)."""
+        with self._lock:
+            self._asks["total"] += 1
+            self._asks["failed"] += 0 if ok else 1
+            for kind, amount in (("input", input_tokens), ("output", output_tokens)):
+                if amount > 0:
+                    self._tokens[kind] += amount
+                    self._tokens["total"] += amount
+                    self._tokens_total.labels(kind).inc(amount)
+        self._asks_total.labels("ok" if ok else "error").inc()
+
+    def record_reindex(self, *, ok: bool) -> None:
+        with self._lock:
+            self._reindex["runs"] += 1
+            self._reindex["failed"] += 0 if ok else 1
+        self._reindex_total.labels("ok" if ok else "error").inc()
+
+    def record_reindex_busy(self) -> None:
+        """Count a reindex request refused because one was already running."""
+        with self._lock:
+            self._reindex["busy"] += 1
+        self._reindex_total.labels("busy").inc()
+
+    def record_feedback(self, vote: str) -> None:
+        with self._lock:
+            self._feedback[vote] = self._feedback.get(vote, 0) + 1
+        self._feedback_total.labels(vote).inc()
+
+    def snapshot(self) -> dict:
+        """``{"commands": {id: {count, failed, p50_ms, p95_ms, p99_ms}}, "asks", "tokens", "reindex", "feedback"}``."""
+        with self._lock:
+            commands = {}
+            for command_id, counts in sorted(self._counts.items()):
+                samples = list(self._latencies.get(command_id, ()))
+                commands[command_id] = {
+                    **counts,
+                    **{f"p{q}_ms": _ms(percentile(samples, q)) for q in (50, 95, 99)},
+                }
+            return {
+                "commands": commands,
+                "asks": dict(self._asks),
+                "tokens": dict(self._tokens),
+                "reindex": dict(self._reindex),
+                "feedback": dict(self._feedback),
+            }
+
+    def prometheus_text(self) -> bytes:
+        """The Prometheus text exposition of this instance's registry."""
+        return generate_latest(self.registry)
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 2)
+
+
+@dataclass(slots=True)
+class ReindexRun:
+    """One index update: who or what started it, when, what changed, how it ended.
+
+    ``trigger`` is ``startup``, ``schedule`` or ``admin``; times are epoch seconds.
+    """
+
+    trigger: str
+    started_at: float
+    user_id: str | None = None
+    full: bool = False
+    seconds: float | None = None
+    ok: bool | None = None
+    error: str | None = None
+    stats: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+_CHANGELOG_HEADING = re.compile(r"^##\s+(?!#)(.+?)\s*$", re.MULTILINE)
+
+
+def latest_changelog_section(text: str) -> dict | None:
+    """The first ``## `` section of a Keep-a-Changelog file: ``{"title", "body"}`` or ``None``.
+
+    A section headed ``Unreleased`` with an empty body is skipped.
+    """
+    matches = list(_CHANGELOG_HEADING.finditer(text))
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        body = text[match.end():end].strip()
+        title = match.group(1).strip()
+        if "unreleased" in title.lower() and not body:
+            continue
+        return {"title": title, "body": body}
+    return None
+
+
+def package_version() -> str:
+    """The installed ``slackzilla`` version from package metadata (``0.0.0+unknown`` if not installed)."""
+    try:
+        return importlib.metadata.version(PACKAGE_NAME)
+    except importlib.metadata.PackageNotFoundError:
+        return "0.0.0+unknown"
+
+
+def release_info(*, search: list[Path] | None = None) -> dict:
+    """``{"name", "version", "changelog": {"title", "body"} | None, "changelog_path"}``.
+
+    The version comes from the installed package metadata; the changelog is the
+    first ``CHANGELOG.md`` found in ``search`` (default: the project checkout
+    next to this package), or ``None``.
+    """
+    version = package_version()
+    candidates = list(search or []) + [Path(__file__).resolve().parents[1]]
+    for directory in candidates:
+        path = Path(directory) / "CHANGELOG.md"
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        return {"name": PACKAGE_NAME, "version": version, "changelog": latest_changelog_section(text),
+                "changelog_path": str(path)}
+    return {"name": PACKAGE_NAME, "version": version, "changelog": None, "changelog_path": None}
+
+
+def git_commit(repo: Path, *, timeout_s: float = 2.0) -> str | None:
+    """The checked-out commit SHA of ``repo`` (``git rev-parse HEAD``), or ``None``."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--verify", "-q", "HEAD"],
+            capture_output=True, text=True, timeout=timeout_s, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    sha = done.stdout.strip()
+    return sha if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", sha) else None
+
+
+class Runtime:
+    """All runtime state of one bot process.
+
+    Attributes:
+        started_at: epoch seconds at construction.
+        logs: ring buffer handler; :meth:`install_log_handler` attaches it.
+        errors: captured errors.
+        metrics: counters, latency percentiles and the Prometheus registry.
+        reindex_runs: the last ``DEFAULT_REINDEX_HISTORY`` :class:`ReindexRun`, newest last.
+        commit: the repository's checked-out commit (set by the wiring), or ``None``.
+        next_reindex_at: epoch seconds of the next scheduled reindex (set by the scheduler).
+    """
+
+    def __init__(
+        self,
+        *,
+        log_capacity: int = DEFAULT_LOG_CAPACITY,
+        error_capacity: int = DEFAULT_ERROR_CAPACITY,
+        clock=time.time,
+    ) -> None:
+        self.clock = clock
+        self.started_at = clock()
+        self.version = package_version()
+        self.logs = LogRingBuffer(log_capacity)
+        self.errors = ErrorLog(error_capacity, clock=clock)
+        self.metrics = Metrics()
+        self.reindex_runs: collections.deque[ReindexRun] = collections.deque(maxlen=DEFAULT_REINDEX_HISTORY)
+        self.commit: str | None = None
+        self.next_reindex_at: float | None = None
+
+    def install_log_handler(self, logger: logging.Logger | None = None) -> logging.Handler:
+        """Attach :attr:`logs` to ``logger`` (default: the root logger) and return it."""
+        target = logger or logging.getLogger()
+        if self.logs not in target.handlers:
+            target.addHandler(self.logs)
+        return self.logs
+
+    def remove_log_handler(self, logger: logging.Logger | None = None) -> None:
+        (logger or logging.getLogger()).removeHandler(self.logs)
+
+    def capture_command_error(self, command_id: str, error: Exception) -> None:
+        """The registry's ``on_error`` hook: record a command crash without its message."""
+        self.errors.capture(error, command=command_id, keep_message=False)
+
+    def last_reindex(self) -> ReindexRun | None:
+        """The newest finished reindex run, or ``None``."""
+        finished = [run for run in self.reindex_runs if run.ok is not None]
+        return finished[-1] if finished else None
+
+    def status(self, *, generation: int | None = None, index_updated_at: float | None = None) -> dict:
+        """``{"version", "uptime_s", "started_at", "commit", "index": {"generation", "updated_at", "age_s"},
+        "next_reindex_at", "last_reindex", "reindex_running"}`` (times in epoch seconds)."""
+        now = self.clock()
+        last = self.last_reindex()
+        if index_updated_at is None and last is not None and last.ok:
+            index_updated_at = last.started_at + (last.seconds or 0)
+        running = any(run.ok is None for run in self.reindex_runs)
+        return {
+            "version": self.version,
+            "uptime_s": round(now - self.started_at, 3),
+            "started_at": self.started_at,
+            "commit": self.commit,
+            "index": {
+                "generation": generation,
+                "updated_at": index_updated_at,
+                "age_s": None if index_updated_at is None else round(now - index_updated_at, 3),
+            },
+            "next_reindex_at": self.next_reindex_at,
+            "last_reindex": last.to_json() if last else None,
+            "reindex_running": running,
+        }

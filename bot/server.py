@@ -1,0 +1,134 @@
+"""Run the bot: HTTP mode (``/slack/events`` + ``/api/*`` on ``HOST:PORT``) or Socket Mode.
+
+``slackzilla serve`` calls :func:`serve`. The aiohttp application always
+serves the HTTP API on ``HOST:PORT`` (operators need ``/healthz`` and
+``/metrics`` in both modes); with ``SLACK_APP_TOKEN`` set, Slack's requests
+arrive over a Socket Mode WebSocket (slack_bolt's aiohttp ``AsyncSocketModeHandler``)
+instead of ``POST /slack/events``. Bolt's own ``app.start()`` is not used: it
+binds 0.0.0.0 and blocks; an ``AppRunner`` binds ``HOST`` and lets tests use port 0.
+
+The bot answers from the existing index at once; an incremental update runs in
+the background at start-up (trigger ``startup``).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from dataclasses import dataclass
+
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+
+from bot.api import CONTEXT_KEY
+from bot.app import SLACK_EVENTS_PATH, create_app
+from bot.runtime import Runtime
+from bot.services import BotContext, ReindexBusyError
+from bot.settings import Settings
+from commands.registry import build_registry
+from rag.engine import Engine
+
+__all__ = ["RunningServer", "serve", "start"]
+
+log = logging.getLogger(__name__)
+
+#: Loggers whose INFO records the runtime's ring buffer should see.
+APP_LOGGERS = ("bot", "commands", "rag", "slackzilla")
+SHUTDOWN_TIMEOUT_S = 5.0
+
+
+@dataclass
+class RunningServer:
+    """A started bot. ``port`` is the bound port (useful with ``PORT=0``)."""
+
+    app: AsyncApp
+    context: BotContext
+    runner: web.AppRunner
+    port: int
+    socket_handler: AsyncSocketModeHandler | None = None
+    startup_task: asyncio.Task | None = None
+
+    async def stop(self) -> None:
+        """Disconnect Socket Mode, stop the HTTP server and close the index."""
+        if self.startup_task is not None and not self.startup_task.done():
+            self.startup_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self.startup_task
+        if self.socket_handler is not None:
+            with contextlib.suppress(Exception):
+                await self.socket_handler.close_async()
+        await self.runner.cleanup()
+        self.context.runtime.remove_log_handler()
+        self.context.engine.close()
+
+
+async def start(settings: Settings, *, engine: Engine | None = None, runtime: Runtime | None = None,
+                reindex_at_startup: bool = True) -> RunningServer:
+    """Open the engine, build the app and start serving; returns at once.
+
+    Raises:
+        rag.errors.RepoNotFoundError, rag.errors.IndexUnavailableError: the repository
+            or index cannot be opened.
+        OSError: ``HOST:PORT`` cannot be bound.
+    """
+    runtime = runtime or Runtime()
+    for name in APP_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.INFO)
+    runtime.install_log_handler()
+    if engine is None:
+        engine = await asyncio.to_thread(Engine.open, settings.repo_path, index_path=settings.rag_index_path)
+    registry = build_registry(on_error=runtime.capture_command_error)
+    app = create_app(settings, engine=engine, registry=registry, runtime=runtime)
+    web_app = app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)
+    context: BotContext = web_app[CONTEXT_KEY]
+    runner = web.AppRunner(web_app, shutdown_timeout=SHUTDOWN_TIMEOUT_S, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.port)
+    try:
+        await site.start()
+    except OSError:
+        await runner.cleanup()
+        raise
+    port = site._server.sockets[0].getsockname()[1] if site._server else settings.port  # type: ignore[union-attr]
+    server = RunningServer(app=app, context=context, runner=runner, port=port)
+    if settings.socket_mode:
+        server.socket_handler = AsyncSocketModeHandler(app, settings.slack_app_token)
+        await server.socket_handler.connect_async()
+    if reindex_at_startup:
+        server.startup_task = asyncio.create_task(_startup_reindex(context), name="startup-reindex")
+    mode = "Socket Mode" if settings.socket_mode else f"HTTP at {SLACK_EVENTS_PATH}"
+    log.info("slackzilla serving on %s:%d (%s), %d commands", settings.host, port, mode, len(registry))
+    return server
+
+
+async def _startup_reindex(context: BotContext) -> None:
+    try:
+        await context.reindexer.run(trigger="startup")
+    except ReindexBusyError:
+        pass
+
+
+async def serve(settings: Settings) -> None:
+    """Serve until SIGINT/SIGTERM (or cancellation), then shut down cleanly.
+
+    Raises:
+        the errors of :func:`start`.
+    """
+    server = await start(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        log.info("slackzilla shutting down")
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+        await server.stop()

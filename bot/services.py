@@ -1,0 +1,329 @@
+"""Wiring: one :class:`BotContext` per process joins settings, engine, registry and runtime.
+
+Slack handlers, the HTTP API and the model's live tools all call the same
+methods here, so ``/sz-status``, ``GET /api/status`` and the ``getStatus`` tool
+can never disagree (adapters convert and call; they hold no logic):
+
+    ctx = BotContext(settings, engine=engine, registry=registry, runtime=runtime)
+    ctx.status()                                       # dict, also /api/status and getStatus
+    await ctx.run_command("hash", "sha256 abc", identity=Identity("U1"))   # CommandResult
+    await ctx.answer("how is the index updated?", identity=Identity("U1"))  # AnswerResult
+
+Commands reach bot services through :meth:`BotContext.command_services`, built
+per request so that a reindex can announce itself to the person who asked and
+an ask can hand its full answer (sources and all) back to the Slack renderer.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+from bot import messages
+from bot.runtime import ReindexRun, Runtime, git_commit, release_info
+from bot.settings import Settings
+from commands.registry import CommandRequest, CommandResult, CommandServices, Registry
+from rag.answer import answer_question
+from rag.llm import ModelConfig
+from rag.tools import ToolAdapter, ToolHandlers
+
+__all__ = ["BotContext", "Identity", "Reindexer", "ReindexBusyError"]
+
+log = logging.getLogger(__name__)
+
+Notify = Callable[[str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who is asking: the Slack user (or the HTTP API caller) and whether they are an admin.
+
+    Passed to the orchestrator as ``identity``; the live tools hand it back to
+    :meth:`BotContext.run_command`, so the model acts with the asker's rights.
+    """
+
+    user_id: str | None
+    is_admin: bool = False
+    channel_id: str | None = None
+    team_id: str | None = None
+    source: str = "slack"
+
+    def to_json(self) -> dict:
+        return {"user_id": self.user_id, "is_admin": self.is_admin, "source": self.source}
+
+
+class ReindexBusyError(Exception):
+    """A reindex is already running; ``run`` describes it."""
+
+    def __init__(self, run: ReindexRun | None) -> None:
+        super().__init__("a reindex is already running")
+        self.run = run
+
+
+class Reindexer:
+    """Runs ``engine.update`` one at a time, off the event loop, and records each run.
+
+    A request that finds one running gets :class:`ReindexBusyError` at once
+    instead of queueing silently (issue 6 adds the cross-process file lock).
+    """
+
+    def __init__(self, engine, runtime: Runtime) -> None:
+        self.engine = engine
+        self.runtime = runtime
+        self._lock = asyncio.Lock()
+        self.current: ReindexRun | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._lock.locked()
+
+    async def run(
+        self,
+        *,
+        full: bool = False,
+        trigger: str = "admin",
+        user_id: str | None = None,
+        on_start: Callable[[ReindexRun], Awaitable[None]] | None = None,
+    ) -> ReindexRun:
+        """Update the index and return the finished run (``ok`` False with ``error`` on failure).
+
+        Raises:
+            ReindexBusyError: another run holds the lock.
+        """
+        if self._lock.locked():
+            self.runtime.metrics.record_reindex_busy()
+            raise ReindexBusyError(self.current)
+        async with self._lock:
+            run = ReindexRun(trigger=trigger, started_at=self.runtime.clock(), user_id=user_id, full=full)
+            self.current = run
+            self.runtime.reindex_runs.append(run)
+            started = time.perf_counter()
+            try:
+                if on_start is not None:
+                    await on_start(run)
+                stats = await asyncio.to_thread(self.engine.update, full=full)
+                run.stats = stats.to_json()
+                run.ok = True
+                self.runtime.commit = await asyncio.to_thread(git_commit, self.engine.repo_root)
+            except Exception as err:  # noqa: BLE001 - recorded, reported, previous index stays
+                run.ok = False
+                run.error = str(err).splitlines()[0] if str(err) else type(err).__name__
+                self.runtime.errors.capture(err, command="reindex")
+                log.warning("reindex failed trigger=%s error=%s", trigger, type(err).__name__)
+            finally:
+                run.seconds = round(time.perf_counter() - started, 3)
+                self.current = None
+                self.runtime.metrics.record_reindex(ok=bool(run.ok))
+            log.info("reindex trigger=%s full=%s ok=%s seconds=%.2f", trigger, full, run.ok, run.seconds)
+            return run
+
+
+class BotContext:
+    """Everything one bot process needs, built once and passed to handlers and routes.
+
+    Args:
+        settings: validated settings.
+        engine: an opened :class:`rag.engine.Engine`.
+        registry: the command registry (build it with
+            ``build_registry(on_error=runtime.capture_command_error)``).
+        runtime: the process's :class:`Runtime`.
+        model: the model configuration (default: from the settings' ``AI_*``).
+    """
+
+    def __init__(self, settings: Settings, *, engine, registry: Registry, runtime: Runtime,
+                 model: ModelConfig | None = None) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.registry = registry
+        self.runtime = runtime
+        self.model = model or ModelConfig.from_env(settings.ai_env())
+        self.reindexer = Reindexer(engine, runtime)
+        self.tools = ToolAdapter(self.tool_handlers())
+        if runtime.commit is None:
+            runtime.commit = git_commit(engine.repo_root)
+
+    # -- read-only views (Slack, /api/*, live tools) --------------------------------------------
+    def status(self) -> dict:
+        """Runtime status plus index counts, model name and mode (see ``Runtime.status``)."""
+        try:
+            generation = self.engine.generation
+            files, chunks = self.engine.index.counts()
+        except Exception as err:  # noqa: BLE001 - status must answer even with a broken index
+            log.warning("status: index unreadable (%s)", type(err).__name__)
+            generation, files, chunks = None, None, None
+        data = self.runtime.status(generation=generation, index_updated_at=self._index_mtime())
+        data["index"].update({"files": files, "chunks": chunks})
+        data["repo"] = self.engine.repo_root.name
+        data["model"] = self.model.model if self.model.enabled else None
+        data["mode"] = "socket" if self.settings.socket_mode else "http"
+        return data
+
+    def _index_mtime(self) -> float | None:
+        last = self.runtime.last_reindex()
+        if last is not None and last.ok:
+            return None  # Runtime.status uses the run's end time
+        path = self.engine.index.path
+        times = [p.stat().st_mtime for p in (path, path.with_name(path.name + "-wal")) if p.exists()]
+        return max(times) if times else None
+
+    def commands(self) -> list[dict]:
+        """Every command: ``{id, name, description, category, usage, admin_only, ai_safe}``."""
+        return [
+            {"id": s.id, "name": s.slash, "description": s.description, "category": s.category,
+             "usage": s.usage, "admin_only": s.admin_only, "ai_safe": s.ai_safe}
+            for s in self.registry.all()
+        ]
+
+    def release(self) -> dict:
+        """Package version and latest CHANGELOG section (see ``runtime.release_info``)."""
+        return release_info(search=[self.engine.repo_root])
+
+    def logs(self, *, limit: int = 50, level: str | None = None, include_stack: bool = False) -> list[dict]:
+        """Newest log records first. Raises ``ValueError`` for an unknown level."""
+        entries = self.runtime.logs.entries(limit=limit, level=level)
+        return [e.to_json(include_stack=include_stack) for e in entries]
+
+    def errors(self, *, limit: int = 50, include_stack: bool = False) -> list[dict]:
+        return [e.to_json(include_stack=include_stack) for e in self.runtime.errors.entries(limit=limit)]
+
+    def metrics(self) -> dict:
+        return self.runtime.metrics.snapshot()
+
+    def routes(self) -> list[dict]:
+        """HTTP routes found in the indexed code, as ``{method, path, file, line}`` records.
+
+        Uses the engine's code graph when it offers ``routes()``; ``[]`` otherwise.
+        """
+        finder = getattr(self.engine, "routes", None)
+        if not callable(finder):
+            return []
+        return [r.to_json() if hasattr(r, "to_json") else dict(r) for r in finder()]
+
+    # -- actions ------------------------------------------------------------------------------
+    async def run_command(self, command_id: str, text: str, *, identity: Identity, source: str = "slack",
+                          notify: Notify | None = None, answers: list | None = None) -> CommandResult:
+        """Run one command through the registry (admin checks included) and record its metrics."""
+        request = CommandRequest(
+            command_id=command_id, text=text, user_id=identity.user_id, channel_id=identity.channel_id,
+            is_admin=identity.is_admin, source=source,
+            services=self.command_services(identity, notify=notify, answers=answers),
+        )
+        started = time.perf_counter()
+        result = await self.registry.run(request)
+        spec = self.registry.get(command_id)
+        self.runtime.metrics.record_command(spec.id if spec else "unknown", time.perf_counter() - started,
+                                            ok=result.ok)
+        return result
+
+    def command_services(self, identity: Identity, *, notify: Notify | None = None,
+                         answers: list | None = None) -> CommandServices:
+        """The services one command request gets.
+
+        Args:
+            identity: the caller.
+            notify: posts a progress line to the caller (the reindex announces itself with it).
+            answers: when given, an ask appends its full ``AnswerResult`` here for rendering.
+        """
+
+        async def ask(question: str) -> CommandResult:
+            result = await self.answer(question, identity=identity)
+            if answers is not None:
+                answers.append(result)
+            return CommandResult(text=result.answer, ok=True, ephemeral=False, data=result.to_json())
+
+        async def reindex(full: bool, user_id: str | None) -> CommandResult:
+            return await self.reindex_command(full=full, user_id=user_id, notify=notify)
+
+        async def status() -> dict:
+            return self.status()
+
+        return CommandServices(ask=ask, reindex=reindex, status=status, registry=self.registry)
+
+    async def reindex_command(self, *, full: bool, user_id: str | None, notify: Notify | None) -> CommandResult:
+        """``/sz-reindex``: announce, update, summarise; a busy or failed run is ``ok=False``."""
+
+        async def announce(run: ReindexRun) -> None:
+            if notify is not None:
+                try:
+                    await notify(messages.reindex_started(user_id=user_id, full=full))
+                except Exception:  # noqa: BLE001 - the reindex goes on; the summary still comes
+                    log.warning("could not post the reindex progress message", exc_info=True)
+
+        try:
+            run = await self.reindexer.run(full=full, trigger="admin", user_id=user_id, on_start=announce)
+        except ReindexBusyError as busy:
+            running_s = None if busy.run is None else self.runtime.clock() - busy.run.started_at
+            started_by = busy.run.user_id if busy.run else None
+            return CommandResult(text=messages.reindex_busy(started_by=started_by, running_s=running_s),
+                                 ok=False, data={"error": "busy"})
+        if not run.ok:
+            return CommandResult(text=messages.reindex_failed(run.error or "unknown error"), ok=False,
+                                 ephemeral=False, data=run.to_json())
+        return CommandResult(text=messages.reindex_summary(stats=run.stats, seconds=run.seconds or 0.0, full=full),
+                             ephemeral=False, data=run.to_json())
+
+    async def answer(self, question: str, *, identity: Identity, on_activity=None, on_token=None,
+                     with_ai: bool = True):
+        """Answer ``question`` with the orchestrator and live tools; records ask metrics.
+
+        Raises:
+            rag.errors.UserError: empty question (and other bad input).
+        """
+        ok = False
+        usage: Any = None
+        try:
+            result = await answer_question(
+                question, engine=self.engine, model=self.model, identity=identity, tools=self.tools,
+                on_activity=on_activity, on_token=on_token, with_ai=with_ai,
+            )
+            ok, usage = True, getattr(result, "usage", None)
+            return result
+        finally:
+            tokens_in, tokens_out = usage_numbers(usage)
+            self.runtime.metrics.record_ask(ok=ok, input_tokens=tokens_in, output_tokens=tokens_out)
+
+    # -- live tools -----------------------------------------------------------------------------
+    def tool_handlers(self) -> ToolHandlers:
+        """The :class:`rag.tools.ToolHandlers` reading this context (same data as ``/api/*``)."""
+
+        async def run_command(*, command_id: str, text: str, identity: Any) -> dict:
+            who = identity if isinstance(identity, Identity) else Identity(None)
+            result = await self.run_command(command_id, text, identity=who, source="tool")
+            return result.to_json()
+
+        async def get_logs(*, limit: int, level: str | None = None, include_stack: bool = False) -> list[dict]:
+            return self.logs(limit=limit, level=level, include_stack=include_stack)
+
+        async def get_errors(*, limit: int, include_stack: bool = False) -> list[dict]:
+            return self.errors(limit=limit, include_stack=include_stack)
+
+        return ToolHandlers(
+            get_status=_async(self.status),
+            get_commands=_async(self.commands),
+            get_release_info=_async(self.release),
+            run_command=run_command,
+            get_logs=get_logs,
+            get_errors=get_errors,
+            get_metrics=_async(self.metrics),
+            get_routes=_async(self.routes),
+        )
+
+
+def _async(function: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:
+    """Wrap a quick synchronous reader so the tools adapter awaits it on the loop (no thread)."""
+
+    async def call() -> Any:
+        return function()
+
+    return call
+
+
+def usage_numbers(usage: Any) -> tuple[int, int]:
+    """``(input_tokens, output_tokens)`` from a ``rag.llm.Usage``, its JSON, or ``None``."""
+    if usage is None:
+        return 0, 0
+    if isinstance(usage, dict):
+        return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+    return int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)

@@ -1,0 +1,30 @@
+"""Slackzilla's command registry: ``CommandSpec``s, one module per ``/sz-*`` command.
+
+``bot/`` builds the registry with :func:`build_registry`, injects runtime
+services through :class:`CommandServices` and runs every slash command, HTTP
+API call and model ``runCommand`` through :meth:`Registry.run`. Commands return
+a :class:`CommandResult`; they never import ``bot/`` or build Slack payloads.
+"""
+from __future__ import annotations
+
+from commands.registry import (
+    DEFAULT_COMMAND_MODULES,
+    CommandError,
+    CommandRequest,
+    CommandResult,
+    CommandServices,
+    CommandSpec,
+    Registry,
+    build_registry,
+)
+
+__all__ = [
+    "DEFAULT_COMMAND_MODULES",
+    "CommandError",
+    "CommandRequest",
+    "CommandResult",
+    "CommandServices",
+    "CommandSpec",
+    "Registry",
+    "build_registry",
+]

@@ -1,0 +1,290 @@
+"""The engine facade: one repository, one index, the named stages wired together.
+
+    engine = Engine.open(repo=Path("."))          # index at <repo>/.rag/index.sqlite
+    stats = engine.update()                       # walk → chunk → parse → index (incremental)
+    sources = engine.retrieve("how are routes matched?", limit=8)
+
+Caches (IDF per term, the path list, the code graph) are keyed by the index
+generation, so an update by this process or another one invalidates them.
+``update()`` is serialised in-process by a lock; ``rag.maintenance`` adds the
+cross-process file lock used by the bot.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import retrieve as _retrieve
+from .chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy, chunk_text, split_lines
+from .errors import RepoNotFoundError
+from .index import FileUpdate, Index
+from .query import analyze
+from .retrieve import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
+from .secrets import redact_secrets
+from .text import index_text, light_stem
+from .types import ImageHit, Source
+from .walk import DEFAULT_WALK_POLICY, WalkPolicy, classify_kind, read_text, walk
+
+__all__ = ["Engine", "IndexStats", "default_index_path", "MAX_QUESTION_CHARS"]
+
+log = logging.getLogger(__name__)
+
+MAX_QUESTION_CHARS = 4000
+ProgressFn = Callable[[int, int], None]
+
+
+def default_index_path(repo: Path) -> Path:
+    """``<repo>/.rag/index.sqlite`` (DESIGN.md §3)."""
+    return repo / ".rag" / "index.sqlite"
+
+
+@dataclass(slots=True)
+class IndexStats:
+    """Outcome of one update (the ``slackzilla index --json`` shape plus extras).
+
+    Attributes:
+        files, chunks: totals in the index after the update.
+        added, changed, removed: files by change type in this update.
+        skipped: reason → count (walker reasons plus ``binary``, ``unreadable``).
+        seconds: wall time of the update.
+        redactions: secrets redacted in the files (re)read by this update.
+        generation: index generation after the update.
+    """
+
+    files: int = 0
+    chunks: int = 0
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    redactions: int = 0
+    generation: int = 0
+    parse_seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["seconds"] = round(self.seconds, 4)
+        data["parse_seconds"] = round(self.parse_seconds, 4)
+        return data
+
+
+class _GenerationCache:
+    """Values derived from one index generation (dropped when it changes)."""
+
+    def __init__(self, generation: int) -> None:
+        self.generation = generation
+        self.idf: dict[str, float] = {}
+        self.paths: list[str] | None = None
+        self.total_chunks: int | None = None
+        self.extra: dict[str, object] = {}
+
+
+class Engine:
+    """Index and query one repository. Thread-safe for concurrent ``retrieve`` calls.
+
+    Use :meth:`open` rather than the constructor.
+    """
+
+    def __init__(
+        self,
+        repo_root: Path,
+        index: Index,
+        *,
+        walk_policy: WalkPolicy = DEFAULT_WALK_POLICY,
+        chunk_policy: ChunkPolicy = DEFAULT_CHUNK_POLICY,
+        retrieval_policy: RetrievalPolicy = DEFAULT_RETRIEVAL_POLICY,
+    ) -> None:
+        self.repo_root = repo_root
+        self.index = index
+        self.walk_policy = walk_policy
+        self.chunk_policy = chunk_policy
+        self.retrieval_policy = retrieval_policy
+        self._update_lock = threading.Lock()
+        self._cache = _GenerationCache(-1)
+        self._cache_lock = threading.Lock()
+
+    @classmethod
+    def open(cls, repo: Path | str | None = None, *, index_path: Path | str | None = None, **policies) -> Engine:
+        """Open (creating if needed) the index of ``repo``.
+
+        Args:
+            repo: repository root; default ``$REPO_PATH`` then the current directory.
+            index_path: index file; default ``$RAG_INDEX_PATH`` then ``<repo>/.rag/index.sqlite``.
+            **policies: ``walk_policy``, ``chunk_policy``, ``retrieval_policy`` overrides.
+
+        Raises:
+            RepoNotFoundError: ``repo`` is missing or not a directory.
+            IndexUnavailableError: the index location cannot be created or opened.
+        """
+        root = Path(repo or os.environ.get("REPO_PATH") or ".").expanduser()
+        if not root.is_dir():
+            raise RepoNotFoundError(f"Repository not found: {root} is not a directory.")
+        root = root.resolve()
+        path = Path(index_path or os.environ.get("RAG_INDEX_PATH") or default_index_path(root)).expanduser()
+        return cls(root, Index(path), **policies)
+
+    def close(self) -> None:
+        """Close the index connections."""
+        self.index.close()
+
+    @property
+    def generation(self) -> int:
+        """The committed index generation (0 = never built)."""
+        return self.index.generation()
+
+    # -- indexing ------------------------------------------------------------------------------
+
+    def update(self, *, full: bool = False, progress: ProgressFn | None = None) -> IndexStats:
+        """Bring the index up to date with the working tree, in one transaction.
+
+        Unchanged files (same content hash) are not re-chunked; a content change
+        is seen even when size and mtime are unchanged; vanished files are
+        removed. ``full=True`` rebuilds every file.
+
+        Args:
+            full: rebuild from scratch.
+            progress: called as ``progress(done, total)`` while files are processed.
+
+        Returns:
+            An :class:`IndexStats`.
+
+        Raises:
+            IndexUnavailableError: the index cannot be written; the previous generation stays.
+        """
+        started = time.perf_counter()
+        with self._update_lock:
+            report = walk(self.repo_root, self.walk_policy)
+            known = {} if full else self.index.file_rows()
+            stats = IndexStats(skipped=dict(report.skipped))
+            updates: list[FileUpdate] = []
+            seen: set[str] = set()
+            total = len(report.files)
+            parse_seconds = 0.0
+            for done, wf in enumerate(report.files, 1):
+                if progress and (done % 25 == 0 or done == total):
+                    progress(done, total)
+                try:
+                    data = wf.abs_path.read_bytes()
+                except OSError:
+                    stats.skipped["unreadable"] = stats.skipped.get("unreadable", 0) + 1
+                    continue
+                digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+                old = known.get(wf.path)
+                if old is not None and old.hash == digest:
+                    seen.add(wf.path)
+                    continue
+                text = read_text(wf.abs_path) if b"\0" not in data else None
+                if text is None:
+                    stats.skipped["binary"] = stats.skipped.get("binary", 0) + 1
+                    continue
+                seen.add(wf.path)
+                text, redactions = redact_secrets(text)
+                stats.redactions += redactions
+                kind = classify_kind(wf.path)
+                chunks = chunk_text(wf.path, text, file_type=wf.file_type, kind=kind, policy=self.chunk_policy)
+                t0 = time.perf_counter()
+                structure, chunk_symbols = self._structure(wf.path, wf.file_type, text, chunks)
+                parse_seconds += time.perf_counter() - t0
+                updates.append(
+                    FileUpdate(wf.path, wf.size, wf.mtime_ns, digest, wf.file_type, kind,
+                               len(split_lines(text)), redactions, chunks, structure, chunk_symbols)
+                )
+                if old is None:
+                    stats.added += 1
+                else:
+                    stats.changed += 1
+            removed = [p for p in known if p not in seen]
+            stats.removed = len(removed)
+            if updates or removed or full or self.index.generation() == 0:
+                stats.generation = self.index.apply(
+                    updates=updates, removed=removed, images=report.images, full=full,
+                    meta={"repo_root": str(self.repo_root)},
+                )
+            else:
+                stats.generation = self.index.generation()
+            stats.files, stats.chunks = self.index.counts()
+            stats.parse_seconds = parse_seconds
+            stats.seconds = time.perf_counter() - started
+            log.info("index update", extra={"stats": stats.to_json()})
+            return stats
+
+    def _structure(self, path: str, file_type: str, text: str, chunks) -> tuple[dict | None, list[str] | None]:
+        """Hook for structural analysis (filled by the parser stage); ``(None, None)`` when unsupported."""
+        return None, None
+
+    # -- querying -----------------------------------------------------------------------------
+
+    def _cache_for(self, conn) -> _GenerationCache:
+        generation = self.index.generation(conn)
+        with self._cache_lock:
+            if self._cache.generation != generation:
+                self._cache = _GenerationCache(generation)
+            return self._cache
+
+    def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None) -> list[Source]:
+        """Top chunks for ``question`` (see :mod:`rag.retrieve`); ``[]`` when nothing really matches.
+
+        Args:
+            question: any text; FTS5 syntax in it is inert. Capped at ``MAX_QUESTION_CHARS``.
+            limit: maximum number of chunks (≥ 1).
+            kind: only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``).
+        """
+        question = (question or "")[:MAX_QUESTION_CHARS]
+        if not question.strip() or limit < 1:
+            return []
+        query = analyze(question)
+        with self.index.read() as conn:
+            cache = self._cache_for(conn)
+            if cache.paths is None:
+                cache.paths = [r[0] for r in conn.execute("SELECT path FROM files ORDER BY path")]
+                cache.total_chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+            cands, evidence = _retrieve.rank_chunks(
+                conn, query, policy=self.retrieval_policy, kind=kind, idf_cache=cache.idf,
+                total_chunks=cache.total_chunks, known_paths=cache.paths,
+                symbol_files=self._symbol_files(conn, cache, query),
+            )
+        policy = self.retrieval_policy
+        if not cands or evidence.abstain(policy):
+            return []
+        return _retrieve.diversify(cands, limit=limit, per_file=policy.per_file,
+                                   relative_threshold=policy.relative_threshold)
+
+    def _symbol_files(self, conn, cache: _GenerationCache, query) -> dict[str, float] | None:
+        """Hook: path → bonus for files defining what the question names (parser stage)."""
+        return None
+
+    def retrieve_images(self, question: str, *, limit: int = 6) -> list[ImageHit]:
+        """Images whose path tokens match the question (``[]`` when none do)."""
+        query = analyze((question or "")[:MAX_QUESTION_CHARS])
+        if not query.terms:
+            return []
+        wanted = {light_stem(t) for t in query.terms}
+        hits: list[ImageHit] = []
+        with self.index.read() as conn:
+            for (path,) in conn.execute("SELECT path FROM images"):
+                tokens = {light_stem(t) for t in index_text(path.rsplit(".", 1)[0]).split()}
+                common = wanted & tokens
+                if common:
+                    hits.append(ImageHit(path, None, len(common) / len(wanted)))
+        hits.sort(key=lambda h: (-h.score, h.path))
+        return hits[:limit]
+
+    def read_lines(self, path: str, start: int, end: int) -> str:
+        """Indexed text of ``path`` lines ``start..end`` (redacted), joined from its chunks."""
+        with self.index.read() as conn:
+            rows = conn.execute(
+                "SELECT start, text FROM chunks WHERE path=? AND end>=? AND start<=? ORDER BY start",
+                (path, start, end),
+            ).fetchall()
+        lines: dict[int, str] = {}
+        for first, text in rows:
+            for offset, line in enumerate(text.split("\n")):
+                lines.setdefault(first + offset, line)
+        return "\n".join(lines[n] for n in range(start, end + 1) if n in lines)

@@ -1,0 +1,49 @@
+"""The engine's exception tree.
+
+    RagError                      base of every error the engine raises on purpose
+    ├── UserError                 bad input; its message is shown to the user as is
+    │   ├── EmptyQuestionError    the question is empty or only white space
+    │   └── RepoNotFoundError     the repository path does not exist or is not a directory
+    ├── IndexUnavailableError     the index file cannot be created, opened or written
+    └── ProviderError             the model / embeddings provider failed (reason is user-facing)
+
+Everything under ``UserError`` carries a message written for a person: the CLI
+prints it as one line, the Slack bot shows it in the channel.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "RagError",
+    "UserError",
+    "EmptyQuestionError",
+    "RepoNotFoundError",
+    "IndexUnavailableError",
+    "ProviderError",
+]
+
+
+class RagError(Exception):
+    """Base class of every error the engine raises deliberately."""
+
+
+class UserError(RagError):
+    """Bad input; ``str(err)`` is a complete sentence meant for the user."""
+
+
+class EmptyQuestionError(UserError):
+    """The question is empty or contains only white space."""
+
+    def __init__(self, message: str = "The question is empty: type a question after the command.") -> None:
+        super().__init__(message)
+
+
+class RepoNotFoundError(UserError):
+    """The repository root does not exist or is not a directory."""
+
+
+class IndexUnavailableError(RagError):
+    """The index location cannot be created, opened or written (permissions, disk full)."""
+
+
+class ProviderError(RagError):
+    """A model or embeddings provider failed; ``str(err)`` is a one-line, user-facing reason."""

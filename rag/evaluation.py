@@ -1,0 +1,205 @@
+"""Retrieval evaluation and benchmarking (``slackzilla eval`` / ``slackzilla bench``).
+
+Metrics follow ``shared/eval/score.py`` exactly: a question is answered at rank
+r when the r-th *distinct* returned path is one of its gold paths; R@1 and R@5
+are shares of answerable questions answered within rank 1 / 5; MRR@10 is the
+mean of 1/r (0 beyond rank 10); ``none`` questions (empty gold) only count
+toward the abstain rate (share of them with no paths returned).
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .engine import Engine
+
+__all__ = ["load_jsonl", "rank_of", "score_results", "run_eval", "run_bench", "BenchResult"]
+
+
+def load_jsonl(path: Path) -> list[dict]:
+    """Parse a JSON-lines file (blank lines skipped). Raises ``ValueError`` with the line number."""
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+    return out
+
+
+def distinct_paths(sources: Iterable) -> list[str]:
+    """Distinct paths of sources (dicts or objects with ``path``), in order."""
+    seen: dict[str, None] = {}
+    for s in sources:
+        seen.setdefault(s["path"] if isinstance(s, dict) else s.path, None)
+    return list(seen)
+
+
+def rank_of(gold: list[str], paths: list[str]) -> int | None:
+    """1-based rank of the first gold path among distinct ``paths`` (``None`` if absent)."""
+    wanted = set(gold)
+    return next((i + 1 for i, p in enumerate(dict.fromkeys(paths)) if p in wanted), None)
+
+
+def score_results(questions: list[dict], answers: dict[str, list[str]]) -> dict:
+    """``{"kinds": {kind: {"n", "r1", "r5", "mrr10"}}, "all": {...}, "abstain": {"n", "rate"}}``."""
+    rows: dict[str, list[tuple[bool, bool, float]]] = defaultdict(list)
+    abstain: list[bool] = []
+    for q in questions:
+        paths = answers.get(q["id"], [])
+        if not q["gold"]:
+            abstain.append(not paths)
+            continue
+        r = rank_of(q["gold"], paths)
+        row = (r == 1, r is not None and r <= 5, 1 / r if r and r <= 10 else 0.0)
+        rows[q["kind"]].append(row)
+        rows["ALL"].append(row)
+
+    def summary(rs: list[tuple[bool, bool, float]]) -> dict:
+        n = len(rs)
+        return {"n": n, **{k: round(sum(col) / n, 3) for k, col in zip(("r1", "r5", "mrr10"), zip(*rs))}}
+
+    return {
+        "kinds": {k: summary(v) for k, v in sorted(rows.items()) if k != "ALL"},
+        "all": summary(rows["ALL"]) if rows["ALL"] else {"n": 0},
+        "abstain": {"n": len(abstain), "rate": round(sum(abstain) / len(abstain), 3) if abstain else None},
+    }
+
+
+def run_eval(
+    set_path: Path,
+    corpora_dir: Path,
+    *,
+    limit: int = 10,
+    index_dir: Path | None = None,
+    results_out: Path | None = None,
+) -> dict:
+    """Index each corpus named in the set (fresh, in ``index_dir`` or a temp dir) and score retrieval.
+
+    Returns the :func:`score_results` dict plus ``"questions"`` and ``"seconds"``.
+    Raises ``FileNotFoundError`` naming a missing corpus directory.
+    """
+    questions = load_jsonl(set_path)
+    started = time.perf_counter()
+    answers: dict[str, list[str]] = {}
+    with tempfile.TemporaryDirectory(prefix="sz-eval-") as tmp:
+        base = Path(index_dir or tmp)
+        by_corpus: dict[str, list[dict]] = defaultdict(list)
+        for q in questions:
+            by_corpus[q["corpus"]].append(q)
+        for corpus, qs in by_corpus.items():
+            root = corpora_dir / corpus
+            if not root.is_dir():
+                raise FileNotFoundError(f"corpus directory not found: {root} (fetch it with shared/eval/fetch_corpora.sh)")
+            engine = Engine.open(root, index_path=base / f"{corpus}.sqlite")
+            try:
+                engine.update(full=True)
+                for q in qs:
+                    answers[q["id"]] = distinct_paths(engine.retrieve(q["question"], limit=limit))
+            finally:
+                engine.close()
+    if results_out:
+        with open(results_out, "w", encoding="utf-8") as fh:
+            for q in questions:
+                fh.write(json.dumps({"id": q["id"], "paths": answers.get(q["id"], [])}) + "\n")
+    result = score_results(questions, answers)
+    result["questions"] = len(questions)
+    result["seconds"] = round(time.perf_counter() - started, 2)
+    return result
+
+
+@dataclass(slots=True)
+class BenchResult:
+    """``slackzilla bench --json`` shape (seconds, milliseconds, megabytes)."""
+
+    files: int
+    chunks: int
+    bytes: int
+    full_index_s: float
+    noop_update_s: float
+    one_file_update_s: float
+    query_p50_ms: float
+    query_p95_ms: float
+    peak_rss_mb: float
+    parse_s: float = 0.0
+
+    def to_json(self) -> dict:
+        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in
+                ((f, getattr(self, f)) for f in self.__slots__)}
+
+
+BENCH_QUESTIONS = (
+    "How is the configuration loaded?", "Where are errors handled?", "What does the main entry point export?",
+    "How are options validated?", "Where is the request parsed?", "How do I run the tests?",
+    "Which function formats the output?", "How are plugins registered?", "Where is the cache invalidated?",
+    "What happens when the stream closes?",
+)
+
+
+def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None] | None = None) -> BenchResult:
+    """Benchmark indexing and querying on a scratch copy of ``repo`` (the original is never touched).
+
+    Measures: full index, no-op update, one-file update (one source file edited
+    in the copy), and ``queries`` retrievals mixing generic questions with
+    identifiers and file names sampled from the index (seeded, repeatable).
+    """
+    say = progress or (lambda _msg: None)
+    with tempfile.TemporaryDirectory(prefix="sz-bench-") as tmp:
+        copy = Path(tmp) / "repo"
+        say(f"copying {repo} to a scratch directory")
+        shutil.copytree(repo, copy, symlinks=True, ignore=shutil.ignore_patterns(".git", ".rag", "node_modules"))
+        engine = Engine.open(copy, index_path=Path(tmp) / "index.sqlite")
+        try:
+            say("full index")
+            t0 = time.perf_counter()
+            stats = engine.update(full=True)
+            full_s = time.perf_counter() - t0
+            say("no-op update")
+            t0 = time.perf_counter()
+            engine.update()
+            noop_s = time.perf_counter() - t0
+            rows = engine.index.conn.execute("SELECT path, size FROM files ORDER BY size DESC").fetchall()
+            total_bytes = sum(size for _, size in rows)
+            target = next((p for p, _ in rows if p.endswith((".js", ".ts", ".py"))), rows[0][0] if rows else None)
+            one_s = 0.0
+            if target:
+                say(f"one-file update ({target})")
+                with open(copy / target, "a", encoding="utf-8") as fh:
+                    fh.write("\n// bench edit\n")
+                t0 = time.perf_counter()
+                engine.update()
+                one_s = time.perf_counter() - t0
+            rng = random.Random(7)
+            words = [w for (w,) in engine.index.conn.execute("SELECT symbol FROM chunks WHERE symbol IS NOT NULL LIMIT 500")]
+            paths = [p for p, _ in rows]
+            qs = list(BENCH_QUESTIONS)
+            while len(qs) < queries and paths:
+                p = rng.choice(paths)
+                qs.append(rng.choice([f"What does {p} do?", f"Where is {Path(p).stem} used?",
+                                      f"How does {Path(p).stem.replace('-', ' ')} work?"] +
+                                     ([f"Where is {rng.choice(words)} defined?"] if words else [])))
+            say(f"{len(qs[:queries])} queries")
+            times = []
+            for q in qs[:queries]:
+                t0 = time.perf_counter()
+                engine.retrieve(q)
+                times.append((time.perf_counter() - t0) * 1000)
+            times.sort()
+            p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))] if times else 0.0
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+            return BenchResult(stats.files, stats.chunks, total_bytes, full_s, noop_s, one_s,
+                               statistics.median(times) if times else 0.0, p95, rss, stats.parse_seconds)
+        finally:
+            engine.close()

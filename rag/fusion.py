@@ -1,0 +1,90 @@
+"""Reciprocal Rank Fusion: merge ranked lists from several retrieval streams.
+
+Each stream (BM25, vectors, structure …) ranks its own candidates; their raw
+scores are not comparable (BM25 is unbounded, cosine lies in [-1, 1]), but
+their ranks are. RRF scores an item by
+
+    score(d) = Σ_s  weight_s / (k + rank_s(d) + 1)
+
+over the streams ``s`` that returned ``d``, with ``rank_s`` 0-based (so the
+top item of a stream contributes ``weight / (k + 1)``). ``k`` damps the
+advantage of the very first ranks; ``k = 60`` is the value of the original
+paper, G. V. Cormack, C. L. A. Clarke and S. Büttcher, "Reciprocal Rank Fusion
+outperforms Condorcet and individual Rank Learning Methods", SIGIR 2009. The
+per-stream weights are this project's addition (issue 7: BM25 0.6, vectors 0.4).
+
+Fusion only reorders; it never invents candidates, so each stream should pass
+a pool deeper than the final cut (``DEFAULT_CANDIDATE_POOL``).
+"""
+from __future__ import annotations
+
+import math
+from typing import Hashable, Mapping, Sequence
+
+__all__ = [
+    "DEFAULT_RRF_K",
+    "DEFAULT_WEIGHTS",
+    "DEFAULT_CANDIDATE_POOL",
+    "reciprocal_rank_fusion",
+]
+
+DEFAULT_RRF_K = 60                                    # Cormack, Clarke & Büttcher 2009
+DEFAULT_WEIGHTS: Mapping[str, float] = {"bm25": 0.6, "vectors": 0.4}   # issue 7
+DEFAULT_CANDIDATE_POOL = 20                           # candidates per stream before fusion (issue 7: ≥ 20)
+
+
+def reciprocal_rank_fusion(
+    rankings: Mapping[str, Sequence[Hashable]],
+    *,
+    weights: Mapping[str, float],
+    k: int = DEFAULT_RRF_K,
+    limit: int | None = None,
+) -> list[tuple[Hashable, float]]:
+    """Fuse ranked lists into one, best first.
+
+    Example::
+
+        reciprocal_rank_fusion({"bm25": ["a", "b"], "vectors": ["b", "c"]},
+                               weights={"bm25": 0.6, "vectors": 0.4})
+        # b: 0.6/62 + 0.4/61,  a: 0.6/61,  c: 0.4/62
+        # → [("b", 0.01623…), ("a", 0.00984…), ("c", 0.00645…)]
+
+    Args:
+        rankings: stream name → its items, best first. An item listed twice in
+            one stream counts once, at its best rank. Empty streams are fine.
+        weights: stream name → weight (finite, ≥ 0). Every stream in
+            ``rankings`` needs one; extra names are ignored, so
+            ``DEFAULT_WEIGHTS`` works when a stream is absent.
+        k: the RRF constant (≥ 0).
+        limit: keep only the first ``limit`` results (``None`` → all).
+
+    Returns:
+        ``[(item, score)]`` sorted by score descending; equal scores keep the
+        order in which items were first met (streams in ``rankings`` order,
+        each from its top), so the result is deterministic.
+
+    Raises:
+        ValueError: a stream without a weight, a negative or non-finite
+            weight, or a negative ``k``.
+    """
+    if k < 0:
+        raise ValueError(f"RRF k must be >= 0, got {k}")
+    missing = [name for name in rankings if name not in weights]
+    if missing:
+        raise ValueError(f"no fusion weight for stream(s): {', '.join(map(str, missing))}")
+    for name in rankings:
+        weight = weights[name]
+        if not math.isfinite(weight) or weight < 0:
+            raise ValueError(f"fusion weight for {name!r} must be a finite number >= 0, got {weight}")
+
+    scores: dict[Hashable, float] = {}
+    for name, items in rankings.items():
+        weight = weights[name]
+        seen: set[Hashable] = set()
+        for rank, item in enumerate(items):
+            if item in seen:
+                continue
+            seen.add(item)
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank + 1)
+    fused = sorted(scores.items(), key=lambda pair: -pair[1])   # stable: ties keep first-met order
+    return fused if limit is None else fused[: max(0, limit)]

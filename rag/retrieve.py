@@ -1,0 +1,335 @@
+"""Lexical retrieval: BM25 candidates from FTS5, re-ranked with repository signals.
+
+Pipeline for one question (all inside one read transaction, so one generation):
+
+1. :func:`rag.query.analyze` → terms, identifiers, path mentions, intents.
+2. FTS5 BM25 over chunks (``bm25()``; SQLite's constants k1 = 1.2, b = 0.75,
+   Robertson & Zaragoza 2009) with column weights body/path/heading/symbols,
+   the top ``candidate_chunks`` kept.
+3. Each candidate chunk gets a coverage score: the IDF-weighted share of the
+   question's terms found in the chunk text, its path or its heading (IDF from
+   FTS5 document frequencies, ``log((N - df + 0.5) / (df + 0.5) + 1)`` as in
+   BM25). Coverage is what separates "mentions one common word" from "is about
+   this"; it also drives abstention.
+4. Files are scored from their best chunks plus path-token matches, explicit
+   path mentions (forced first), symbol definitions, and intent priors (docs
+   for "how do I…", source for "where is…", tests demoted unless asked for).
+5. Results are diversified per file (best chunk of each file first), cut by a
+   relative threshold, and empty when the best coverage is below
+   ``min_coverage``: no real match → no results rather than noise.
+"""
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from .query import Query, analyze, fts_expression
+from .text import index_text, light_stem, synonyms_of
+from .types import Source
+
+__all__ = ["RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "rank_chunks", "diversify"]
+
+_DOC_TYPES = frozenset({"md", "markdown", "mdx", "rst", "txt"})
+# Words that name the repository's own parts rather than a topic ("which module
+# handles…", "where in the framework…"): they never decide coverage.
+META_TERMS = frozenset(
+    "app application code codebase component file files folder framework function functions handled handles "
+    "implement implemented implementation lib library logic method methods module modules package project "
+    "repo repository source src class classes keep kept place part".split()
+)
+_LOW_VALUE_DIRS = re.compile(r"(^|/)(tests?|__tests__|spec|specs|benchmarks?|bench|fixtures?|examples?|e2e)(/|$)", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalPolicy:
+    """Retrieval knobs (named constants; see module docstring for their role).
+
+    Attributes:
+        candidate_chunks: BM25 candidates read from FTS5.
+        fts_weights: BM25 column weights (body, path, heading, symbols).
+        per_file: at most this many chunks of one file in a result list.
+        relative_threshold: drop files scoring below this share of the best file.
+        min_coverage: abstain when the best chunk covers less topical IDF mass than this.
+        weak_coverage, max_absent_share: also abstain below ``weak_coverage`` when at
+            least ``max_absent_share`` of the topical terms occur nowhere in the index.
+    """
+
+    candidate_chunks: int = 300
+    fts_weights: tuple[float, float, float, float] = (1.0, 3.0, 2.0, 6.0)
+    per_file: int = 2
+    relative_threshold: float = 0.3
+    min_coverage: float = 0.25
+    weak_coverage: float = 0.42
+    max_absent_share: float = 0.25
+
+
+DEFAULT_RETRIEVAL_POLICY = RetrievalPolicy()
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """How well the repository matches a question as a whole.
+
+    Attributes:
+        coverage: best chunk's share of topical IDF mass matched (0..1).
+        absent_share: share of topical terms found nowhere in the index (0..1).
+        explicit_path: the question names an indexed file.
+    """
+
+    coverage: float
+    absent_share: float
+    explicit_path: bool = False
+
+    def abstain(self, policy: "RetrievalPolicy") -> bool:
+        """No real match: very low coverage, or low coverage with topic words the repo never uses."""
+        if self.explicit_path:
+            return False
+        if self.coverage < policy.min_coverage:
+            return True
+        return self.coverage < policy.weak_coverage and self.absent_share >= policy.max_absent_share
+
+
+NO_EVIDENCE = Evidence(0.0, 1.0, False)
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A chunk under consideration, with its signals (all ≥ 0)."""
+
+    id: int
+    path: str
+    start: int
+    end: int
+    file_type: str
+    kind: str
+    heading: str | None
+    text: str
+    bm25: float
+    coverage: float = 0.0
+    score: float = 0.0
+    matched: set[str] = field(default_factory=set)
+
+
+def _document_frequencies(conn: sqlite3.Connection, terms: list[str], cache: dict) -> dict[str, int]:
+    """Chunk document frequency of each term (its synonym group counted as one term)."""
+    out: dict[str, int] = {}
+    for term in terms:
+        if term not in cache:
+            expr = fts_expression([term])
+            cache[term] = conn.execute("SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expr,)).fetchone()[0]
+        out[term] = cache[term]
+    return out
+
+
+def _bm25_idf(df: int, total: int) -> float:
+    """BM25 IDF, ``log((N - df + 0.5) / (df + 0.5) + 1)`` (Robertson & Zaragoza 2009)."""
+    return math.log((total - df + 0.5) / (df + 0.5) + 1.0)
+
+
+def _term_stems(term: str) -> set[str]:
+    return {light_stem(t) for t in synonyms_of(term)}
+
+
+def rank_chunks(
+    conn: sqlite3.Connection,
+    query: Query,
+    *,
+    policy: RetrievalPolicy = DEFAULT_RETRIEVAL_POLICY,
+    kind: str | None = None,
+    idf_cache: dict | None = None,
+    total_chunks: int | None = None,
+    symbol_files: dict[str, float] | None = None,
+    known_paths: list[str] | None = None,
+) -> tuple[list[Candidate], Evidence]:
+    """Score candidate chunks for ``query``.
+
+    Args:
+        conn: a connection inside a read transaction.
+        query: the analysed question.
+        policy: knobs.
+        kind: keep only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``).
+        idf_cache: per-generation cache of term → IDF (mutated).
+        total_chunks: number of chunks in the index (for IDF).
+        symbol_files: path → bonus in [0, 1] for files defining a symbol the question names.
+        known_paths: every indexed path (for explicit path mentions).
+
+    Returns:
+        ``(candidates sorted by score desc, Evidence)``; empty when nothing matches.
+    """
+    expr = fts_expression(query.terms)
+    if not expr:
+        return [], NO_EVIDENCE
+    if total_chunks is None:
+        total_chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+    w = policy.fts_weights
+    sql = (
+        "SELECT c.id, c.path, c.start, c.end, c.file_type, c.kind, c.heading, c.text, "
+        f"-bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}, {w[3]}) AS s "
+        "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? "
+    )
+    params: list = [expr]
+    if kind:
+        sql += "AND c.kind = ? "
+        params.append(kind)
+    sql += "ORDER BY s DESC LIMIT ?"
+    params.append(policy.candidate_chunks)
+    rows = conn.execute(sql, params).fetchall()
+    explicit = _explicit_paths(query, known_paths or [])
+    if not rows and not explicit:
+        return [], NO_EVIDENCE
+    dfs = _document_frequencies(conn, query.terms, idf_cache if idf_cache is not None else {})
+    idf = {t: _bm25_idf(df, max(total_chunks, 1)) for t, df in dfs.items()}
+    topical = [t for t in query.terms if t not in META_TERMS] or list(query.terms)
+    idf_total = sum(idf[t] for t in topical) or 1.0
+    path_idf = _path_idf(query.terms, known_paths or [], idf_cache if idf_cache is not None else {})
+    path_total = sum(path_idf[t] for t in topical) or 1.0
+    stems = {t: _term_stems(t) for t in query.terms}
+    cands = [Candidate(*row) for row in rows]
+    if explicit:
+        have = {c.path for c in cands}
+        for path in explicit:
+            if path not in have:
+                for row in conn.execute(
+                    "SELECT id, path, start, end, file_type, kind, heading, text, 0.0 FROM chunks WHERE path=? ORDER BY start LIMIT 3",
+                    (path,),
+                ):
+                    cands.append(Candidate(*row))
+    best_bm25 = max((c.bm25 for c in cands), default=0.0) or 1.0
+    path_cache: dict[str, tuple[float, set[str]]] = {}
+    best_cov = 0.0
+    for c in cands:
+        words = set(index_text(c.text + " " + (c.heading or "")).split())
+        chunk_stems = {light_stem(wd) for wd in words}
+        if c.path not in path_cache:
+            path_cache[c.path] = _path_match(c.path, topical, stems, path_idf, path_total)
+        path_cov, matched_path = path_cache[c.path]
+        matched = {t for t in topical if (synonyms_of(t) & words) or (stems[t] & chunk_stems)}
+        c.matched = matched | matched_path
+        c.coverage = sum(idf[t] for t in c.matched) / idf_total
+        best_cov = max(best_cov, c.coverage)
+        c.score = 0.45 * (c.bm25 / best_bm25) + 0.55 * c.coverage + 0.35 * path_cov
+        c.score *= _prior(c, query)
+        if symbol_files and c.path in symbol_files:
+            c.score += 0.5 * symbol_files[c.path]
+        if c.path in explicit:
+            c.score += 10.0
+            best_cov = max(best_cov, 1.0)
+    cands.sort(key=lambda c: c.score, reverse=True)
+    absent = sum(1 for t in topical if dfs[t] == 0) / len(topical)
+    return cands, Evidence(best_cov, absent, bool(explicit))
+
+
+def _path_idf(terms: list[str], paths: list[str], cache: dict) -> dict[str, float]:
+    """IDF of each term over file paths: ``log(1 + N / (1 + df_path))`` (df = paths containing its stem)."""
+    key = ("__path_stems__",)
+    if key not in cache:
+        cache[key] = [{light_stem(w) for w in index_text(p).split()} for p in paths]
+    path_stems: list[set[str]] = cache[key]
+    n = len(path_stems)
+    out = {}
+    for t in terms:
+        k = ("__path__", t)
+        if k not in cache:
+            st = _term_stems(t)
+            df = sum(1 for ps in path_stems if st & ps)
+            cache[k] = math.log(1.0 + n / (1.0 + df))
+        out[t] = cache[k]
+    return out
+
+
+def _path_match(path: str, terms: list[str], stems: dict[str, set[str]], path_idf: dict[str, float],
+                total: float) -> tuple[float, set[str]]:
+    """Share of path-IDF mass of ``terms`` found in ``path`` (file name counts fully, directories half)."""
+    base = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    base_stems = {light_stem(w) for w in index_text(base).split()}
+    dir_stems = {light_stem(w) for w in index_text(path[: -len(base)] if "/" in path else "").split()}
+    score = 0.0
+    matched: set[str] = set()
+    for t in terms:
+        if stems[t] & base_stems:
+            score += path_idf[t]
+            matched.add(t)
+        elif stems[t] & dir_stems:
+            score += 0.5 * path_idf[t]
+            matched.add(t)
+    return score / total, matched
+
+
+def _prior(c: Candidate, query: Query) -> float:
+    """Intent priors: a multiplier in (0, 1.5]."""
+    intents = query.intents
+    factor = 1.0
+    is_doc = c.file_type in _DOC_TYPES
+    low_value = c.kind == "test" or bool(_LOW_VALUE_DIRS.search(c.path))
+    if low_value and "test" not in intents:
+        factor *= 0.55
+    if c.path.endswith(".d.ts") and "types" not in intents:
+        factor *= 0.7
+    if is_doc:
+        if "docs" in intents or "release" in intents:
+            factor *= 1.25
+        elif "location" in intents:
+            factor *= 0.85
+    elif "location" in intents and c.kind == "source":
+        factor *= 1.1
+    if "release" in intents and re.search(r"(^|/)(changelog|history|changes|releases?|migrat)", c.path, re.I):
+        factor *= 1.3
+    return factor
+
+
+def _explicit_paths(query: Query, known_paths: list[str]) -> list[str]:
+    """Indexed paths the question names (exact, or a unique ``/``-suffix such as ``view.js``)."""
+    if not query.paths:
+        return []
+    known = set(known_paths)
+    out: list[str] = []
+    for mention in query.paths:
+        if mention in known:
+            out.append(mention)
+            continue
+        suffix = [p for p in known_paths if p.endswith("/" + mention)]
+        if 0 < len(suffix) <= 3:
+            out.extend(sorted(suffix, key=len))
+    return list(dict.fromkeys(out))
+
+
+def diversify(cands: list[Candidate], *, limit: int, per_file: int, relative_threshold: float) -> list[Source]:
+    """Pick up to ``limit`` chunks: every file's best chunk first (in file-score order), then seconds.
+
+    Files scoring below ``relative_threshold`` × the best score are dropped.
+    """
+    if not cands:
+        return []
+    top = cands[0].score
+    by_file: dict[str, list[Candidate]] = defaultdict(list)
+    order: list[str] = []
+    for c in cands:
+        if c.path not in by_file:
+            if c.score < relative_threshold * top:
+                continue
+            order.append(c.path)
+        if len(by_file[c.path]) < per_file:
+            by_file[c.path].append(c)
+    picked: list[Candidate] = []
+    for rank in range(per_file):
+        for path in order:
+            if len(by_file[path]) > rank:
+                picked.append(by_file[path][rank])
+    picked = picked[:limit]
+    # Keep file order stable: a file's chunks together, files in score order.
+    position = {p: i for i, p in enumerate(order)}
+    picked.sort(key=lambda c: (position[c.path], -c.score))
+    return [Source(c.path, c.start, c.end, c.score, c.file_type, c.kind, c.text, c.heading) for c in picked]
+
+
+def retrieve_from(conn: sqlite3.Connection, question: str, *, limit: int = 8, kind: str | None = None,
+                  policy: RetrievalPolicy = DEFAULT_RETRIEVAL_POLICY, **kwargs) -> list[Source]:
+    """Convenience: analyse, rank, abstain or diversify (see module docstring)."""
+    query = analyze(question)
+    cands, evidence = rank_chunks(conn, query, policy=policy, kind=kind, **kwargs)
+    if not cands or evidence.abstain(policy):
+        return []
+    return diversify(cands, limit=limit, per_file=policy.per_file, relative_threshold=policy.relative_threshold)

@@ -1,0 +1,114 @@
+"""Records that cross module boundaries inside the engine and out of it.
+
+All line numbers are 1-based and inclusive. All paths are repository-relative
+POSIX paths (``lib/router/index.js``), never absolute, never with ``./``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["WalkedFile", "WalkReport", "Chunk", "Source", "ImageHit"]
+
+
+@dataclass(frozen=True, slots=True)
+class WalkedFile:
+    """One text file accepted by the walker.
+
+    Attributes:
+        path: repository-relative POSIX path.
+        abs_path: absolute path on disk.
+        size: size in bytes (``stat().st_size``).
+        mtime_ns: modification time in nanoseconds (``stat().st_mtime_ns``).
+        file_type: lower-case extension without the dot (``js``, ``md``), or the
+            file name for extension-less known files (``dockerfile``).
+    """
+
+    path: str
+    abs_path: Path
+    size: int
+    mtime_ns: int
+    file_type: str
+
+
+@dataclass(slots=True)
+class WalkReport:
+    """What one walk found.
+
+    Attributes:
+        files: accepted text files, sorted by path.
+        images: repository-relative paths of image files (collected by path only).
+        skipped: reason -> number of files or directories skipped for it
+            (``ignored``, ``secret``, ``lockfile``, ``skipped_dir``, ``too_large``,
+            ``symlink``, ``unsupported_type``, ``max_files``, ``max_total_bytes``,
+            ``max_depth``, ``unreadable``).
+    """
+
+    files: list[WalkedFile] = field(default_factory=list)
+    images: list[str] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A contiguous span of one file, the unit of indexing and retrieval.
+
+    Attributes:
+        path: repository-relative POSIX path.
+        start: first line (1-based, inclusive).
+        end: last line (1-based, inclusive).
+        text: the chunk's text, secrets already redacted.
+        file_type: the file's type (see ``WalkedFile.file_type``).
+        kind: ``documentation``, ``source``, ``config``, ``example`` or ``test``.
+        heading: nearest Markdown heading above or inside the chunk, or ``None``.
+        symbol: name of the code symbol the chunk is aligned to, or ``None``.
+    """
+
+    path: str
+    start: int
+    end: int
+    text: str
+    file_type: str
+    kind: str
+    heading: str | None = None
+    symbol: str | None = None
+
+
+@dataclass(slots=True)
+class Source:
+    """One retrieved chunk with its relevance score.
+
+    ``score`` is comparable only within one result list (higher is better).
+    """
+
+    path: str
+    start: int
+    end: int
+    score: float
+    file_type: str
+    kind: str
+    text: str
+    heading: str | None = None
+
+    def to_json(self) -> dict:
+        """The CLI/API shape: ``{"path", "start", "end", "score", "type", "heading"}``."""
+        return {
+            "path": self.path,
+            "start": self.start,
+            "end": self.end,
+            "score": round(self.score, 4),
+            "type": self.file_type,
+            "heading": self.heading,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ImageHit:
+    """An image file whose path matched the question: ``{"path", "url", "score"}``."""
+
+    path: str
+    url: str | None
+    score: float
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "url": self.url, "score": round(self.score, 4)}

@@ -1,0 +1,384 @@
+"""Walk a repository and decide which files the engine may read.
+
+Contract (DESIGN.md section 3, "Walk"):
+
+* text files are chosen by extension (:data:`TEXT_EXTENSIONS`) or by a known
+  extension-less name (``Dockerfile``, ``Makefile``, see :data:`TEXT_FILENAMES`);
+  images (:data:`IMAGE_EXTENSIONS`) are collected separately, by path only;
+* directories in :data:`SKIPPED_DIRS` are never entered (case-insensitive);
+* secret files (``.env``, ``.env.*``, ``*.env``, ``id_rsa`` & co, ``*.pem``,
+  ``*.key``, ``.npmrc``, ``.netrc``, ``.pypirc``, ``.git-credentials`` ...) are
+  skipped wherever they are, except the example templates in
+  :data:`ENV_TEMPLATE_NAMES` (their content still goes through
+  :func:`rag.secrets.redact_secrets`);
+* lock files (:data:`LOCK_FILES`) are skipped;
+* every ``.gitignore`` and ``.szignore`` applies to its own directory with git's
+  semantics (``pathspec.GitIgnoreSpec``): the deepest file with a matching
+  pattern decides, the last matching pattern in it wins, ``!`` re-includes, and
+  an excluded directory is never entered, so a negated file inside it stays
+  excluded exactly as ``git check-ignore`` says. ``<root>/.git/info/exclude``
+  is honoured below the root ``.gitignore`` as git does;
+* symlinks (files and directories) are never followed: ``os.scandir`` entries
+  are inspected with ``follow_symlinks=False``, so a symlink loop cannot hang;
+* caps (:class:`WalkPolicy`) bound the per-file size, the total bytes, the file
+  count and the directory depth.
+
+Why not ``os.walk``/``Path.rglob``: ignore rules must be applied *before*
+descending (git never enters an excluded directory), and ``DirEntry`` gives the
+file type without an extra ``stat`` per entry. Binary detection is deferred to
+:func:`read_text` so the walk itself never opens a file.
+
+Everything skipped is counted by reason in ``WalkReport.skipped`` (reasons:
+``symlink``, ``skipped_dir``, ``secret``, ``lockfile``, ``ignored``,
+``unsupported_type``, ``too_large``, ``max_files``, ``max_total_bytes``,
+``max_depth``, ``unreadable``). Output is sorted by path and deterministic:
+entries are visited in name order, so caps always cut at the same place.
+
+Example::
+
+    report = walk(Path("."), WalkPolicy(max_files=1000))
+    for f in report.files:
+        text = read_text(f.abs_path)   # None for binary files
+"""
+from __future__ import annotations
+
+import codecs
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pathspec import GitIgnoreSpec
+
+from rag.errors import RepoNotFoundError
+from rag.types import WalkedFile, WalkReport
+
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_FILES",
+    "DEFAULT_MAX_FILE_BYTES",
+    "DEFAULT_MAX_TOTAL_BYTES",
+    "DEFAULT_WALK_POLICY",
+    "IMAGE_EXTENSIONS",
+    "TEXT_EXTENSIONS",
+    "WalkPolicy",
+    "classify_kind",
+    "read_text",
+    "walk",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_FILE_BYTES = 1024 * 1024          # 1 MiB: larger files are data, not code
+DEFAULT_MAX_TOTAL_BYTES = 512 * 1024 * 1024   # 512 MiB of accepted text per walk
+DEFAULT_MAX_FILES = 50_000
+DEFAULT_MAX_DEPTH = 32                        # directories below the root
+
+
+@dataclass(frozen=True)
+class WalkPolicy:
+    """Caps applied by :func:`walk`; all sizes in bytes.
+
+    Attributes:
+        max_file_bytes: a text file larger than this is skipped (``too_large``).
+        max_total_bytes: once the accepted files reach this total, further files
+            are skipped (``max_total_bytes``).
+        max_files: at most this many text files are accepted (``max_files``).
+        max_depth: directories more than this many levels below the root are not
+            entered (``max_depth``); files directly in the root are at depth 0.
+
+    Example: ``walk(root, WalkPolicy(max_file_bytes=256 * 1024))``.
+    """
+
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES
+    max_files: int = DEFAULT_MAX_FILES
+    max_depth: int = DEFAULT_MAX_DEPTH
+
+
+DEFAULT_WALK_POLICY = WalkPolicy()
+
+# The seed's list (.js .jsx .mjs .json .md .css .html .yml .service .conf .example)
+# plus DESIGN.md's additions and a few obvious text formats. ``.d.ts`` is ``.ts``.
+TEXT_EXTENSIONS: frozenset[str] = frozenset({
+    ".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts",
+    ".json", ".md", ".markdown", ".rst", ".txt",
+    ".css", ".scss", ".html", ".htm",
+    ".yml", ".yaml", ".toml", ".ini", ".cfg", ".conf", ".service",
+    ".example", ".py", ".sh", ".bash",
+})
+IMAGE_EXTENSIONS: frozenset[str] = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg"})
+# Extension-less files that are text; value = WalkedFile.file_type.
+TEXT_FILENAMES: dict[str, str] = {"dockerfile": "dockerfile", "makefile": "makefile"}
+
+SKIPPED_DIRS: frozenset[str] = frozenset({
+    ".git", ".rag", "node_modules", "dist", "logs", "archive", ".vscode", "priv", "prompts",
+    "build", "coverage", "out", "target", "vendor", "__pycache__", ".next", ".idea",
+    ".svn", ".hg", ".ssh", ".aws", ".gnupg", ".kube", ".gradle",
+})
+
+# Example templates of secret files: safe to index (values are redacted anyway).
+ENV_TEMPLATE_NAMES: frozenset[str] = frozenset({
+    ".env.example", ".env.sample", ".env.template", ".env.dist",
+})
+_SECRET_NAMES = frozenset({
+    ".env", ".npmrc", ".netrc", "_netrc", ".pypirc", ".git-credentials", ".htpasswd",
+    ".pgpass", ".dockercfg",
+})
+_SECRET_SUFFIXES = (".env", ".pem", ".key", ".p12", ".pfx", ".jks", ".keystore")
+_SSH_KEY_RE = re.compile(r"id_(?:rsa|dsa|ecdsa|ed25519)(?:[._-].*)?\Z")
+
+LOCK_FILES: frozenset[str] = frozenset({
+    "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb",
+    "bun.lock", "poetry.lock", "pipfile.lock", "pdm.lock", "uv.lock", "cargo.lock",
+    "composer.lock", "gemfile.lock", "go.sum", "flake.lock", "mix.lock", "pubspec.lock",
+    "podfile.lock", "packages.lock.json", "deno.lock",
+})
+
+IGNORE_FILES = (".gitignore", ".szignore")
+
+
+def is_secret_file(name: str) -> bool:
+    """Whether a file *name* (no directory) is a credentials file the walk must skip.
+
+    ``.env``, ``.env.*`` (except :data:`ENV_TEMPLATE_NAMES`), ``*.env``, SSH keys
+    (``id_rsa``, ``id_ed25519.pub``, ``id_rsa_work`` ...), key and certificate
+    stores (``*.pem``, ``*.key``, ``*.p12`` ...) and tool credential files
+    (``.npmrc``, ``.netrc``, ``.pypirc``, ``.git-credentials`` ...).
+    """
+    lower = name.lower()
+    if lower in ENV_TEMPLATE_NAMES:
+        return False
+    return (
+        lower in _SECRET_NAMES
+        or lower.startswith(".env.")
+        or lower.endswith(_SECRET_SUFFIXES)
+        or _SSH_KEY_RE.match(lower) is not None
+    )
+
+
+def text_file_type(name: str) -> str | None:
+    """The ``WalkedFile.file_type`` of a text file *name*, or ``None`` if not a text type.
+
+    Lower-case extension without the dot (``js``; ``d.ts`` gives ``ts``), or the
+    lower-case name of a known extension-less file (``dockerfile``).
+    """
+    lower = name.lower()
+    dot = lower.rfind(".")
+    if dot > 0:
+        ext = lower[dot:]
+        if ext in TEXT_EXTENSIONS or lower in ENV_TEMPLATE_NAMES:
+            return ext[1:]
+        return None
+    return TEXT_FILENAMES.get(lower)
+
+
+def _load_ignore_spec(directory: str, names: set[str], extra: list[str] | None = None) -> GitIgnoreSpec | None:
+    """Compile ``extra`` + ``.gitignore`` + ``.szignore`` lines of *directory* (later lines win)."""
+    lines: list[str] = list(extra or ())
+    for ignore_name in IGNORE_FILES:
+        if ignore_name not in names:
+            continue
+        try:
+            with open(os.path.join(directory, ignore_name), encoding="utf-8", errors="replace") as fh:
+                lines.extend(fh.read().splitlines())
+        except OSError as exc:
+            logger.warning("cannot read %s in %s: %s", ignore_name, directory, exc.__class__.__name__)
+    if not any(line.strip() and not line.startswith("#") for line in lines):
+        return None
+    return GitIgnoreSpec.from_lines(lines)
+
+
+def _read_info_exclude(root: str) -> list[str]:
+    try:
+        with open(os.path.join(root, ".git", "info", "exclude"), encoding="utf-8", errors="replace") as fh:
+            return fh.read().splitlines()
+    except OSError:
+        return []
+
+
+def _is_ignored(levels: list[tuple[str, GitIgnoreSpec]], rel: str) -> bool:
+    """Git precedence: the deepest level with a matching pattern decides."""
+    for base, spec in reversed(levels):
+        result = spec.check_file(rel[len(base):])
+        if result.include is not None:
+            return result.include
+    return False
+
+
+class _Walker:
+    """One walk's mutable state; :func:`walk` is the public entry point."""
+
+    def __init__(self, root: str, policy: WalkPolicy) -> None:
+        self.root = root
+        self.policy = policy
+        self.files: list[WalkedFile] = []
+        self.images: list[str] = []
+        self.skipped: dict[str, int] = {}
+        self.total_bytes = 0
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+    def walk_dir(self, abs_dir: str, rel_dir: str, depth: int, levels: list[tuple[str, GitIgnoreSpec]]) -> None:
+        try:
+            with os.scandir(abs_dir) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            logger.warning("cannot list directory %r: %s", rel_dir or ".", exc.__class__.__name__)
+            self.skip("unreadable")
+            return
+        # Like git (>= 2.32), a symlinked ignore file is not read.
+        ignore_names = {e.name for e in entries if e.name in IGNORE_FILES and not e.is_symlink()}
+        extra = _read_info_exclude(abs_dir) if depth == 0 else None
+        spec = _load_ignore_spec(abs_dir, ignore_names, extra) if (extra or ignore_names) else None
+        if spec is not None:
+            levels = [*levels, (rel_dir, spec)]
+        subdirs: list[tuple[str, str]] = []
+        for entry in entries:
+            rel = rel_dir + entry.name
+            try:
+                if entry.is_symlink():
+                    self.skip("symlink")
+                    continue
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if is_dir:
+                    if entry.name.lower() in SKIPPED_DIRS:
+                        self.skip("skipped_dir")
+                    elif levels and _is_ignored(levels, rel + "/"):
+                        self.skip("ignored")
+                    elif depth + 1 > self.policy.max_depth:
+                        self.skip("max_depth")
+                    else:
+                        subdirs.append((entry.path, rel + "/"))
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    self.skip("unsupported_type")  # sockets, FIFOs, devices
+                    continue
+                self.visit_file(entry, rel, levels)
+            except OSError as exc:
+                logger.warning("cannot stat %r: %s", rel, exc.__class__.__name__)
+                self.skip("unreadable")
+        for abs_sub, rel_sub in subdirs:
+            self.walk_dir(abs_sub, rel_sub, depth + 1, levels)
+
+    def visit_file(self, entry: os.DirEntry, rel: str, levels: list[tuple[str, GitIgnoreSpec]]) -> None:
+        name = entry.name
+        lower = name.lower()
+        if is_secret_file(name):
+            self.skip("secret")
+            return
+        if lower in LOCK_FILES:
+            self.skip("lockfile")
+            return
+        file_type = text_file_type(name)
+        is_image = file_type is None and os.path.splitext(lower)[1] in IMAGE_EXTENSIONS
+        if file_type is None and not is_image:
+            self.skip("unsupported_type")
+            return
+        if levels and _is_ignored(levels, rel):
+            self.skip("ignored")
+            return
+        if is_image:
+            self.images.append(rel)
+            return
+        policy = self.policy
+        if len(self.files) >= policy.max_files:
+            self.skip("max_files")
+            return
+        st = entry.stat(follow_symlinks=False)
+        if st.st_size > policy.max_file_bytes:
+            self.skip("too_large")
+            return
+        if self.total_bytes + st.st_size > policy.max_total_bytes:
+            self.skip("max_total_bytes")
+            return
+        self.total_bytes += st.st_size
+        self.files.append(WalkedFile(
+            path=rel,
+            abs_path=Path(entry.path),
+            size=st.st_size,
+            mtime_ns=st.st_mtime_ns,
+            file_type=file_type,  # type: ignore[arg-type]  # not None here
+        ))
+
+
+def walk(root: Path, policy: WalkPolicy = DEFAULT_WALK_POLICY) -> WalkReport:
+    """List the text files and images of the repository at *root*.
+
+    Args:
+        root: repository root directory (may itself be a symlink; nothing below
+            it is followed).
+        policy: caps, see :class:`WalkPolicy`.
+
+    Returns:
+        ``WalkReport`` with ``files`` (``WalkedFile``, sorted by repository-relative
+        POSIX path), ``images`` (sorted relative paths) and ``skipped``
+        (reason -> count). An empty directory gives an empty report.
+
+    Raises:
+        RepoNotFoundError: *root* does not exist or is not a directory.
+    """
+    root_str = os.fspath(root)
+    if not os.path.isdir(root_str):
+        raise RepoNotFoundError(f"Repository path does not exist or is not a directory: {root_str}")
+    walker = _Walker(os.path.abspath(root_str), policy)
+    walker.walk_dir(walker.root, "", 0, [])
+    walker.files.sort(key=lambda f: f.path)
+    walker.images.sort()
+    logger.debug("walked %s: %d files, %d images, skipped %s",
+                 root_str, len(walker.files), len(walker.images), walker.skipped)
+    return WalkReport(files=walker.files, images=walker.images, skipped=dict(sorted(walker.skipped.items())))
+
+
+def read_text(path: Path) -> str | None:
+    """Read a walked file as text.
+
+    Returns ``None`` for a binary file (one containing a NUL byte, git's own
+    heuristic). Otherwise the UTF-8 decoding with undecodable bytes replaced by
+    U+FFFD and a leading UTF-8 BOM removed; line endings are left as they are.
+
+    Raises:
+        OSError: the file cannot be read (the indexer counts it as ``unreadable``).
+    """
+    data = Path(path).read_bytes()
+    if b"\x00" in data:
+        return None
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    return data.decode("utf-8", errors="replace")
+
+
+_DOC_TYPES = frozenset({"md", "markdown", "rst", "txt", "adoc"})
+_TEST_DIRS = frozenset({"test", "tests", "__tests__", "spec", "specs", "__mocks__"})
+_TEST_NAME_RE = re.compile(r"(?:\.(?:test|spec)\.[^/.]+|_test\.[^/.]+|^test_[^/]+\.py)\Z")
+_EXAMPLE_DIRS = frozenset({"example", "examples"})
+_CONFIG_TYPES = frozenset({"json", "yml", "yaml", "toml", "conf", "service", "ini", "cfg"})
+
+
+def classify_kind(path: str) -> str:
+    """Classify a repository-relative path as one of ``documentation``,
+    ``source``, ``config``, ``example`` or ``test``.
+
+    Checked in this order: documentation by extension (``md rst txt``); test by
+    a ``test``/``tests``/``__tests__``/``spec`` directory or a ``*.test.*``,
+    ``*.spec.*``, ``*_test.*``, ``test_*.py`` name; ``.env.example``-style
+    templates are ``config``; ``example``/``examples`` directories and
+    ``*.example`` files are ``example``; ``json yml yaml toml conf service ini``
+    are ``config``; everything else is ``source``.
+    """
+    parts = path.lower().split("/")
+    name = parts[-1]
+    ext = name.rsplit(".", 1)[-1] if "." in name.lstrip(".") else ""
+    if ext in _DOC_TYPES:
+        return "documentation"
+    if not _TEST_DIRS.isdisjoint(parts[:-1]) or _TEST_NAME_RE.search(name):
+        return "test"
+    if name in ENV_TEMPLATE_NAMES:
+        return "config"
+    if ext == "example" or not _EXAMPLE_DIRS.isdisjoint(parts[:-1]):
+        return "example"
+    if ext in _CONFIG_TYPES:
+        return "config"
+    return "source"

@@ -1,0 +1,242 @@
+"""A local stand-in for the Slack Web API and for ``response_url`` endpoints.
+
+A stdlib ``http.server`` on 127.0.0.1, port 0, in a background thread. Point
+``AsyncWebClient(base_url=fake.api_url)`` at it and put ``fake.response_url()``
+in slash-command payloads; every request is recorded as a :class:`Call` and
+answered the way Slack would for the methods the bot uses:
+
+``auth.test``, ``chat.postMessage``, ``chat.update``, ``chat.postEphemeral``,
+``chat.startStream`` / ``chat.appendStream`` / ``chat.stopStream``,
+``files.getUploadURLExternal`` + the upload POST + ``files.completeUploadExternal``
+(what ``files_upload_v2`` calls), ``conversations.replies``, and ``response_url`` posts.
+Unknown methods answer ``{"ok": false, "error": "unknown_method"}`` like Slack.
+
+``fake.fail["chat.postMessage"] = "not_in_channel"`` makes a method fail with that
+error; ``fake.delay["chat.update"] = 1.5`` slows it down (seconds).
+
+Modelled on slack_bolt's tests/mock_web_api_server (which uses a fixed port; this one doesn't).
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+from urllib.parse import parse_qsl
+
+__all__ = ["SlackFake", "Call"]
+
+_BOT = {"team_id": "T0TEAM", "user_id": "U0BOT", "bot_id": "B0BOT", "team": "Test Team", "user": "slackzilla"}
+
+
+@dataclass
+class Call:
+    """One request the fake received.
+
+    ``method`` is the Web API method (``chat.postMessage``), ``response_url`` for
+    response_url posts, or ``upload`` for file bytes; ``body`` is the decoded JSON or
+    form body (JSON-encoded form values such as ``blocks`` are decoded too).
+    """
+
+    method: str
+    body: dict
+    headers: dict = field(default_factory=dict)
+    at: float = field(default_factory=time.monotonic)
+
+    def summary(self) -> str:
+        """One line for reports: the method and the interesting keys."""
+        keys = ("channel", "ts", "thread_ts", "response_type", "text", "markdown_text", "replace_original")
+        shown = {k: self.body[k] for k in keys if k in self.body}
+        if "text" in shown and isinstance(shown["text"], str) and len(shown["text"]) > 60:
+            shown["text"] = shown["text"][:57] + "..."
+        if "blocks" in self.body:
+            shown["blocks"] = f"{len(self.body['blocks'])} blocks"
+        return f"{self.method} {json.dumps(shown, ensure_ascii=False)}"
+
+
+class SlackFake:
+    """Start with ``with SlackFake() as fake:`` (or ``start()``/``stop()``)."""
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self.fail: dict[str, str] = {}
+        self.delay: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._ts = itertools.count(1)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------
+    def start(self) -> "SlackFake":
+        handler = _make_handler(self)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="slack-fake", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> "SlackFake":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def base(self) -> str:
+        assert self._server is not None, "SlackFake not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def api_url(self) -> str:
+        """The Web API base URL, with the trailing ``/`` ``AsyncWebClient`` expects."""
+        return f"{self.base}/api/"
+
+    def response_url(self, name: str = "r1") -> str:
+        return f"{self.base}/response_url/{name}"
+
+    # -- inspection ------------------------------------------------------
+    def methods(self) -> list[str]:
+        with self._lock:
+            return [c.method for c in self.calls]
+
+    def of(self, method: str) -> list[Call]:
+        with self._lock:
+            return [c for c in self.calls if c.method == method]
+
+    def clear(self) -> None:
+        with self._lock:
+            self.calls.clear()
+
+    async def wait_for(self, condition: str | Callable[[list[Call]], bool], *, timeout: float = 10.0) -> list[Call]:
+        """Wait until a call to ``condition`` (a method name) arrived, or the predicate holds.
+
+        Returns the calls so far. Raises ``AssertionError`` with the recorded methods on timeout.
+        """
+        if isinstance(condition, str):
+            method = condition
+            condition = lambda calls: any(c.method == method for c in calls)  # noqa: E731
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                snapshot = list(self.calls)
+            if condition(snapshot):
+                return snapshot
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out; calls so far: {[c.method for c in snapshot]}")
+            await asyncio.sleep(0.02)
+
+    # -- answers ---------------------------------------------------------
+    def _record(self, call: Call) -> None:
+        with self._lock:
+            self.calls.append(call)
+
+    def _next_ts(self) -> str:
+        return f"1700000000.{next(self._ts):06d}"
+
+    def answer(self, method: str, body: dict) -> dict:
+        """The JSON Slack would answer for ``method`` (before ``fail`` is applied)."""
+        channel = body.get("channel", "C0CHANNEL")
+        if method == "auth.test":
+            return {"ok": True, "url": "https://test.slack.com/", **_BOT}
+        if method in ("chat.postMessage", "chat.startStream"):
+            ts = self._next_ts()
+            return {"ok": True, "channel": channel, "ts": ts,
+                    "message": {"text": body.get("text", ""), "ts": ts, "bot_id": _BOT["bot_id"]}}
+        if method in ("chat.update", "chat.appendStream", "chat.stopStream"):
+            return {"ok": True, "channel": channel, "ts": body.get("ts"), "text": body.get("text", "")}
+        if method == "chat.postEphemeral":
+            return {"ok": True, "message_ts": self._next_ts()}
+        if method == "files.getUploadURLExternal":
+            file_id = f"F{next(self._ts):08d}"
+            return {"ok": True, "upload_url": f"{self.base}/upload/{file_id}", "file_id": file_id}
+        if method == "files.completeUploadExternal":
+            files = body.get("files") or []
+            return {"ok": True, "files": [{"id": f.get("id"), "title": f.get("title")} for f in files]}
+        if method == "conversations.replies":
+            return {"ok": True, "messages": [], "has_more": False}
+        return {"ok": False, "error": "unknown_method"}
+
+
+def _decode_body(raw: bytes, content_type: str) -> dict:
+    if not raw:
+        return {}
+    if "application/json" in content_type:
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return {"_raw": raw.decode("utf-8", "replace")}
+    if "application/x-www-form-urlencoded" in content_type:
+        body: dict = {}
+        for key, value in parse_qsl(raw.decode("utf-8"), keep_blank_values=True):
+            if value[:1] in ("[", "{"):
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    pass
+            body[key] = value
+        return body
+    return {"_bytes": len(raw)}
+
+
+def _make_handler(fake: SlackFake) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args) -> None:  # noqa: A002 - silence stderr
+            return
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._handle()
+
+        def do_POST(self) -> None:  # noqa: N802
+            self._handle()
+
+        def _handle(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            path = self.path.split("?", 1)[0]
+            query = dict(parse_qsl(self.path.split("?", 1)[1])) if "?" in self.path else {}
+            body = {**query, **_decode_body(raw, self.headers.get("Content-Type", ""))}
+            headers = {k.lower(): v for k, v in self.headers.items() if k.lower() != "authorization"}
+            headers["has_authorization"] = "Authorization" in self.headers
+            if path.startswith("/response_url/"):
+                fake._record(Call("response_url", body, headers))
+                self._send(200, b"ok", "text/plain")
+                return
+            if path.startswith("/upload/"):
+                fake._record(Call("upload", {"file_id": path.rsplit("/", 1)[1], "bytes": len(raw)}, headers))
+                self._send(200, b"OK - uploaded", "text/plain")
+                return
+            if not path.startswith("/api/"):
+                self._send(404, b"not found", "text/plain")
+                return
+            method = path[len("/api/"):]
+            fake._record(Call(method, body, headers))
+            pause = fake.delay.get(method)
+            if pause:
+                time.sleep(pause)
+            if method in fake.fail:
+                payload = {"ok": False, "error": fake.fail[method]}
+            else:
+                payload = fake.answer(method, body)
+            self._send(200, json.dumps(payload).encode(), "application/json; charset=utf-8")
+
+        def _send(self, status: int, data: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler

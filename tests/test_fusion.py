@@ -1,0 +1,93 @@
+"""Reciprocal Rank Fusion on hand-computed ranks (rag.fusion)."""
+from __future__ import annotations
+
+import pytest
+
+from rag.fusion import DEFAULT_CANDIDATE_POOL, DEFAULT_RRF_K, DEFAULT_WEIGHTS, reciprocal_rank_fusion
+
+
+def test_defaults_are_the_issue_values():
+    assert DEFAULT_RRF_K == 60
+    assert dict(DEFAULT_WEIGHTS) == {"bm25": 0.6, "vectors": 0.4}
+    assert DEFAULT_CANDIDATE_POOL >= 20
+
+
+def test_hand_computed_scores_and_order():
+    # bm25:    a (rank 0), b (1), c (2)
+    # vectors: c (rank 0), d (1), a (2)
+    fused = reciprocal_rank_fusion(
+        {"bm25": ["a", "b", "c"], "vectors": ["c", "d", "a"]},
+        weights={"bm25": 0.6, "vectors": 0.4},
+    )
+    expected = {
+        "a": 0.6 / 61 + 0.4 / 63,
+        "b": 0.6 / 62,
+        "c": 0.6 / 63 + 0.4 / 61,
+        "d": 0.4 / 62,
+    }
+    assert [item for item, _ in fused] == ["a", "c", "b", "d"]
+    for item, score in fused:
+        assert score == pytest.approx(expected[item], abs=1e-12)
+
+
+def test_docstring_example():
+    fused = reciprocal_rank_fusion({"bm25": ["a", "b"], "vectors": ["b", "c"]}, weights=DEFAULT_WEIGHTS)
+    assert [item for item, _ in fused] == ["b", "a", "c"]
+    assert fused[0][1] == pytest.approx(0.6 / 62 + 0.4 / 61)
+
+
+def test_k_changes_the_balance_between_streams():
+    # "x" is first in bm25 only; "y" is second in both streams.
+    rankings = {"bm25": ["x", "y"], "vectors": ["z", "y"]}
+    weights = {"bm25": 1.0, "vectors": 1.0}
+    # k = 0: x = 1/1, y = 1/2 + 1/2, z = 1/1: a three-way tie, first-met order decides
+    top_k0 = reciprocal_rank_fusion(rankings, weights=weights, k=0)
+    assert [item for item, _ in top_k0] == ["x", "y", "z"]
+    assert [score for _, score in top_k0] == pytest.approx([1.0, 1.0, 1.0])
+    # k = 60: agreement wins, y = 2/62 > x = 1/61
+    assert reciprocal_rank_fusion(rankings, weights=weights, k=60)[0][0] == "y"
+
+
+def test_duplicate_in_one_stream_counts_once_at_best_rank():
+    fused = dict(reciprocal_rank_fusion({"bm25": ["a", "b", "a"]}, weights={"bm25": 1.0}, k=0))
+    assert fused == {"a": pytest.approx(1.0), "b": pytest.approx(0.5)}
+
+
+def test_ties_keep_first_met_order_and_limit():
+    fused = reciprocal_rank_fusion({"bm25": ["p", "q"], "vectors": ["r", "s"]},
+                                   weights={"bm25": 1.0, "vectors": 1.0})
+    assert [item for item, _ in fused] == ["p", "r", "q", "s"]
+    assert [item for item, _ in reciprocal_rank_fusion(
+        {"bm25": ["p", "q"], "vectors": ["r", "s"]}, weights={"bm25": 1.0, "vectors": 1.0}, limit=2)] == ["p", "r"]
+
+
+def test_zero_weight_stream_only_adds_nothing():
+    fused = dict(reciprocal_rank_fusion({"bm25": ["a"], "vectors": ["b"]}, weights={"bm25": 0.6, "vectors": 0.0}))
+    assert fused["b"] == 0.0
+    assert fused["a"] == pytest.approx(0.6 / 61)
+
+
+def test_empty_and_missing_streams():
+    assert reciprocal_rank_fusion({}, weights=DEFAULT_WEIGHTS) == []
+    assert reciprocal_rank_fusion({"bm25": [], "vectors": []}, weights=DEFAULT_WEIGHTS) == []
+    # a stream absent from rankings is fine (extra weights are ignored)
+    assert reciprocal_rank_fusion({"bm25": ["a"]}, weights=DEFAULT_WEIGHTS)[0][0] == "a"
+
+
+def test_tuples_as_items():
+    fused = reciprocal_rank_fusion({"bm25": [("lib/a.js", 1)], "vectors": [("lib/a.js", 1)]}, weights=DEFAULT_WEIGHTS)
+    assert fused == [(("lib/a.js", 1), pytest.approx(1.0 / 61))]
+
+
+@pytest.mark.parametrize(
+    "weights, k, message",
+    [
+        ({"bm25": 1.0}, 60, "no fusion weight for stream(s): vectors"),
+        ({"bm25": -0.1, "vectors": 1.0}, 60, "must be a finite number >= 0"),
+        ({"bm25": float("nan"), "vectors": 1.0}, 60, "must be a finite number >= 0"),
+        ({"bm25": 1.0, "vectors": 1.0}, -1, "RRF k must be >= 0"),
+    ],
+)
+def test_bad_arguments_are_rejected(weights, k, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        reciprocal_rank_fusion({"bm25": ["a"], "vectors": ["b"]}, weights=weights, k=k)
