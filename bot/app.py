@@ -33,9 +33,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import messages
 from bot.api import install_api
-from bot.render import render_answer, render_result
+from bot.render import escape, render_answer, render_result
 from bot.runtime import Runtime
-from bot.services import BotContext, Identity, usage_numbers
+from bot.services import BotContext, Identity
 from bot.settings import Settings
 from commands.registry import CommandSpec, Registry
 
@@ -152,9 +152,7 @@ def _ask_listener(ctx: BotContext, spec: CommandSpec):
 
 
 def _answer_payload(ctx: BotContext, answer, *, question: str, user_id: str | None, seconds: float) -> dict:
-    tokens_in, tokens_out = usage_numbers(getattr(answer, "usage", None))
-    used_model = ctx.model.model if ctx.model.enabled and (tokens_in or tokens_out) else None
-    notice = getattr(answer, "notice", None) or getattr(answer, "error", None)
+    """Render an :class:`rag.answer.AnswerResult` (its ``error`` is shown as a warning line)."""
     return render_answer(
         answer.answer,
         sources=answer.sources,
@@ -162,10 +160,11 @@ def _answer_payload(ctx: BotContext, answer, *, question: str, user_id: str | No
         user_id=user_id,
         web_url=ctx.settings.repo_web_url,
         commit=ctx.runtime.commit,
-        model=used_model,
-        tokens=(tokens_in + tokens_out) or None,
+        model=answer.model,
+        tokens=answer.usage.total_tokens or None,
         seconds=seconds,
-        notice=messages.failure(str(notice)) if notice else None,
+        notice=messages.failure(escape(answer.error)) if answer.error else None,
+        notes=answer.notes,
     )
 
 

@@ -167,6 +167,7 @@ def render_answer(
     tokens: int | None = None,
     seconds: float | None = None,
     notice: str | None = None,
+    notes: Sequence[str] = (),
 ) -> dict:
     """Render an answer with its sources and a footer.
 
@@ -176,6 +177,7 @@ def render_answer(
         question: the user's question, shown above the answer (escaped here).
         notice: an optional line above the answer (already mrkdwn), e.g. why the
             model was not used.
+        notes: remarks shown small under the answer (escaped here).
 
     Returns:
         ``{"text", "blocks", "unfurl_links": False, "unfurl_media": False}``.
@@ -185,6 +187,8 @@ def render_answer(
         blocks.append(_section(notice))
     for piece in split_markdown(escape(answer)):
         blocks.append(_section(piece))
+    if notes:
+        blocks.append(_context([_clip(escape(" ".join(notes)), MAX_SECTION_CHARS)]))
     links = []
     seen = set()
     for source in sources:

@@ -268,21 +268,23 @@ class BotContext:
                      with_ai: bool = True):
         """Answer ``question`` with the orchestrator and live tools; records ask metrics.
 
+        Returns:
+            a :class:`rag.answer.AnswerResult` (model failures are inside it, in ``error``).
+
         Raises:
             rag.errors.UserError: empty question (and other bad input).
         """
-        ok = False
-        usage: Any = None
         try:
             result = await answer_question(
                 question, engine=self.engine, model=self.model, identity=identity, tools=self.tools,
                 on_activity=on_activity, on_token=on_token, with_ai=with_ai,
             )
-            ok, usage = True, getattr(result, "usage", None)
-            return result
-        finally:
-            tokens_in, tokens_out = usage_numbers(usage)
-            self.runtime.metrics.record_ask(ok=ok, input_tokens=tokens_in, output_tokens=tokens_out)
+        except Exception:
+            self.runtime.metrics.record_ask(ok=False)
+            raise
+        self.runtime.metrics.record_ask(ok=result.error is None, input_tokens=result.usage.prompt_tokens,
+                                        output_tokens=result.usage.completion_tokens)
+        return result
 
     # -- live tools -----------------------------------------------------------------------------
     def tool_handlers(self) -> ToolHandlers:
@@ -318,12 +320,3 @@ def _async(function: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:
         return function()
 
     return call
-
-
-def usage_numbers(usage: Any) -> tuple[int, int]:
-    """``(input_tokens, output_tokens)`` from a ``rag.llm.Usage``, its JSON, or ``None``."""
-    if usage is None:
-        return 0, 0
-    if isinstance(usage, dict):
-        return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
-    return int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)

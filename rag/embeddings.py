@@ -50,19 +50,10 @@ import numpy as np
 from rag.errors import ProviderError
 
 __all__ = [
-    "EmbeddingProvider",
-    "OpenAIEmbeddings",
-    "LocalEmbeddings",
-    "provider_from_env",
-    "local_extra_installed",
-    "normalise_rows",
-    "DEFAULT_OPENAI_MODEL",
-    "DEFAULT_OPENAI_BATCH_SIZE",
-    "DEFAULT_LOCAL_BATCH_SIZE",
-    "DEFAULT_REQUEST_TIMEOUT_S",
-    "DEFAULT_DEADLINE_S",
-    "DEFAULT_MAX_RETRIES",
-    "LOCAL_EXTRA_HINT",
+    "EmbeddingProvider", "OpenAIEmbeddings", "LocalEmbeddings", "provider_from_env",
+    "local_extra_installed", "normalise_rows", "LOCAL_EXTRA_HINT",
+    "DEFAULT_OPENAI_MODEL", "DEFAULT_OPENAI_BATCH_SIZE", "DEFAULT_LOCAL_BATCH_SIZE",
+    "DEFAULT_REQUEST_TIMEOUT_S", "DEFAULT_DEADLINE_S", "DEFAULT_MAX_RETRIES",
 ]
 
 log = logging.getLogger(__name__)
@@ -164,18 +155,10 @@ class OpenAIEmbeddings:
         ProviderError: bad ``base_url`` (at construction); any failure in ``embed``.
     """
 
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        api_key: str | None = None,
-        model: str = DEFAULT_OPENAI_MODEL,
-        batch_size: int = DEFAULT_OPENAI_BATCH_SIZE,
-        request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
-        deadline_s: float = DEFAULT_DEADLINE_S,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        encoding_format: str = "float",
-    ) -> None:
+    def __init__(self, *, base_url: str, api_key: str | None = None, model: str = DEFAULT_OPENAI_MODEL,
+                 batch_size: int = DEFAULT_OPENAI_BATCH_SIZE,
+                 request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float = DEFAULT_DEADLINE_S,
+                 max_retries: int = DEFAULT_MAX_RETRIES, encoding_format: str = "float") -> None:
         import openai  # a core dependency; imported here to keep module import light
 
         if batch_size < 1:
@@ -192,15 +175,11 @@ class OpenAIEmbeddings:
         self.max_retries = max(0, max_retries)
         self.encoding_format = encoding_format
         self._openai = openai
-        self._client = openai.OpenAI(
-            base_url=self.base_url,
-            api_key=api_key or "no-key",
-            timeout=request_timeout_s,
-            max_retries=0,
-        )
+        self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "no-key",
+                                     timeout=request_timeout_s, max_retries=0)
 
     def close(self) -> None:
-        """Close the underlying HTTP connection pool."""
+        """Close the underlying HTTP connection pool (also on leaving a ``with`` block)."""
         self._client.close()
 
     def __enter__(self) -> OpenAIEmbeddings:
@@ -394,14 +373,8 @@ class LocalEmbeddings:
             import, load or inference failure (in ``embed``).
     """
 
-    def __init__(
-        self,
-        *,
-        path: str | Path | None = None,
-        batch_size: int = DEFAULT_LOCAL_BATCH_SIZE,
-        device: str = "cpu",
-        num_threads: int | None = None,
-    ) -> None:
+    def __init__(self, *, path: str | Path | None = None, batch_size: int = DEFAULT_LOCAL_BATCH_SIZE,
+                 device: str = "cpu", num_threads: int | None = None) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         packaged = path is None
@@ -502,11 +475,8 @@ def provider_from_env(env: Mapping[str, str]) -> EmbeddingProvider | None:
         raise ProviderError(f"EMBEDDINGS must be 'auto' or 'off', not {mode!r}")
     url = env.get("EMBEDDINGS_URL", "").strip()
     if url:
-        return OpenAIEmbeddings(
-            base_url=url,
-            api_key=env.get("EMBEDDINGS_API_KEY", "").strip() or None,
-            model=env.get("EMBEDDINGS_MODEL", "").strip() or DEFAULT_OPENAI_MODEL,
-        )
+        return OpenAIEmbeddings(base_url=url, api_key=env.get("EMBEDDINGS_API_KEY", "").strip() or None,
+                                model=env.get("EMBEDDINGS_MODEL", "").strip() or DEFAULT_OPENAI_MODEL)
     local_path = env.get("EMBEDDINGS_LOCAL_PATH", "").strip()
     if local_path:
         return LocalEmbeddings(path=local_path)

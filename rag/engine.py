@@ -12,8 +12,10 @@ cross-process file lock used by the bot.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -26,6 +28,7 @@ from .errors import RepoNotFoundError
 from .index import FileUpdate, Index
 from .query import analyze
 from .retrieve import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
+from .parse import PARSE_VERSION, PARSEABLE_EXTENSIONS, FileStructure, JsParser, resolve_imports
 from .secrets import redact_secrets
 from .text import index_text, light_stem
 from .types import ImageHit, Source
@@ -37,6 +40,22 @@ log = logging.getLogger(__name__)
 
 MAX_QUESTION_CHARS = 4000
 ProgressFn = Callable[[int, int], None]
+
+
+# "Which files import X / would break if X were removed / depend on X?"
+_DEPENDANTS_INTENT = re.compile(
+    r"\b(import(s|ed|ing)?|requires?|depend(s|ing|ants|ents)?|break|fail to load|need to change|"
+    r"were (deleted|removed)|(is|was|were|got) removed|uses? of|who uses)\b", re.I)
+# "Which file reads the process environment / environment variables?"
+_ENV_INTENT = re.compile(r"\b(process environment|environment variables?|env(ironment)? vars?|process\.env)\b", re.I)
+
+
+def _dependants(structures: dict[str, FileStructure], targets: list[str]) -> list[str]:
+    """Files importing any of ``targets`` (resolved imports), non-test files first, then by path."""
+    wanted = set(targets)
+    found = {path for path, s in structures.items() if path not in wanted
+             and any(i.resolved in wanted for i in s.imports)}
+    return sorted(found, key=lambda p: (bool(_retrieve._LOW_VALUE_DIRS.search(p)), p))
 
 
 def default_index_path(repo: Path) -> Path:
@@ -109,6 +128,7 @@ class Engine:
         self._update_lock = threading.Lock()
         self._cache = _GenerationCache(-1)
         self._cache_lock = threading.Lock()
+        self._parser: JsParser | None = None
 
     @classmethod
     def open(cls, repo: Path | str | None = None, *, index_path: Path | str | None = None, **policies) -> Engine:
@@ -161,6 +181,8 @@ class Engine:
         started = time.perf_counter()
         with self._update_lock:
             report = walk(self.repo_root, self.walk_policy)
+            if self.index.meta("parse_version") not in (None, str(PARSE_VERSION)):
+                full = True  # stored structures come from another parser version
             known = {} if full else self.index.file_rows()
             stats = IndexStats(skipped=dict(report.skipped))
             updates: list[FileUpdate] = []
@@ -205,7 +227,7 @@ class Engine:
             if updates or removed or full or self.index.generation() == 0:
                 stats.generation = self.index.apply(
                     updates=updates, removed=removed, images=report.images, full=full,
-                    meta={"repo_root": str(self.repo_root)},
+                    meta={"repo_root": str(self.repo_root), "parse_version": str(PARSE_VERSION)},
                 )
             else:
                 stats.generation = self.index.generation()
@@ -216,8 +238,40 @@ class Engine:
             return stats
 
     def _structure(self, path: str, file_type: str, text: str, chunks) -> tuple[dict | None, list[str] | None]:
-        """Hook for structural analysis (filled by the parser stage); ``(None, None)`` when unsupported."""
-        return None, None
+        """Parse a JavaScript-family file: ``(structure JSON, per-chunk symbol text)``.
+
+        A chunk's symbol text names the definitions that start inside it, the env
+        vars it reads and the route paths it declares; it feeds the FTS5
+        ``symbols`` column. ``(None, None)`` for other file types.
+        """
+        if file_type not in PARSEABLE_EXTENSIONS:
+            return None, None
+        if self._parser is None:
+            self._parser = JsParser()
+        structure = self._parser.parse(path, text)
+        marks: list[tuple[int, str]] = [(d.start, d.name) for d in structure.definitions if d.name]
+        marks += [(e.line, e.name) for e in structure.env_vars]
+        marks += [(r.line, r.path) for r in structure.routes if r.path]
+        per_chunk = [" ".join(name for line, name in marks if c.start <= line <= c.end) for c in chunks]
+        return structure.to_json(), per_chunk
+
+    def structures(self) -> dict[str, FileStructure]:
+        """Parsed structure of every indexed JS-family file, imports resolved (cached per generation)."""
+        with self.index.read() as conn:
+            return self._structures_in(conn, self._cache_for(conn))
+
+    def _structures_in(self, conn, cache: _GenerationCache) -> dict[str, FileStructure]:
+        cached = cache.extra.get("structures")
+        if cached is None:
+            cached = {}
+            for path, doc in conn.execute("SELECT path, structure FROM files WHERE structure IS NOT NULL"):
+                try:
+                    cached[path] = FileStructure.from_json(json.loads(doc))
+                except ValueError:
+                    log.warning("stored structure of %s is stale; it is re-parsed on the next full index", path)
+            resolve_imports(cached, known_paths=[r[0] for r in conn.execute("SELECT path FROM files")])
+            cache.extra["structures"] = cached
+        return cached
 
     # -- querying -----------------------------------------------------------------------------
 
@@ -257,8 +311,45 @@ class Engine:
                                    relative_threshold=policy.relative_threshold)
 
     def _symbol_files(self, conn, cache: _GenerationCache, query) -> dict[str, float] | None:
-        """Hook: path → bonus for files defining what the question names (parser stage)."""
-        return None
+        """Path → bonus in (0, 1] for files that define (1.0) or read (0.6) a name the question writes.
+
+        Names are the question's code-style identifiers (``compileTrust``,
+        ``FST_ERR_X``, ``handle_request``) matched case-sensitively against
+        definitions, env vars and exported names.
+        """
+        out: dict[str, float] = {}
+        if _DEPENDANTS_INTENT.search(query.text) and query.paths:
+            named = _retrieve._explicit_paths(query, cache.paths or [])
+            if named:
+                structures = self._structures_in(conn, cache)
+                for rank, path in enumerate(_dependants(structures, named)):
+                    out[path] = 10.5 - 0.01 * rank
+        if _ENV_INTENT.search(query.text):
+            for path, structure in self._structures_in(conn, cache).items():
+                if structure.env_vars:
+                    out[path] = max(out.get(path, 0.0), 0.3)
+        if not query.identifiers:
+            return out or None
+        table = cache.extra.get("symbol_table")
+        if table is None:
+            table = {}
+            for (doc,) in conn.execute("SELECT structure FROM files WHERE structure IS NOT NULL"):
+                try:
+                    data = json.loads(doc)
+                except ValueError:
+                    continue
+                path = data.get("path")
+                for d in data.get("definitions", []):
+                    table.setdefault(d.get("name"), {})[path] = 1.0
+                for e in data.get("exports", []):
+                    table.setdefault(e.get("name"), {}).setdefault(path, 0.8)
+                for e in data.get("env_vars", []):
+                    table.setdefault(e.get("name"), {}).setdefault(path, 0.6)
+            cache.extra["symbol_table"] = table
+        for name in query.identifiers:
+            for path, weight in table.get(name, {}).items():
+                out[path] = max(out.get(path, 0.0), 0.5 * weight)
+        return out or None
 
     def retrieve_images(self, question: str, *, limit: int = 6) -> list[ImageHit]:
         """Images whose path tokens match the question (``[]`` when none do)."""

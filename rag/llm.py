@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 
 import openai
 
+from rag.activities import call_maybe_async
 from rag.errors import ProviderError, UserError
 from rag.sanitize import redact_text
 from rag.tokens import estimate_tokens
@@ -395,8 +396,5 @@ class ModelClient:
 
 
 async def _emit(callback: TokenCallback | None, text: str) -> None:
-    if callback is None or not text:
-        return
-    result = callback(text)
-    if hasattr(result, "__await__"):
-        await result  # type: ignore[misc]
+    if text:
+        await call_maybe_async(callback, text)

@@ -29,6 +29,8 @@ from rag.parse_nodes import (
 )
 from rag.parse_records import Call, Definition, EnvVar, Export, Import, PathRef, Route
 from rag.parse_routes import (
+    apply_inline_mounts,
+    inline_mount,
     path_ref_from_call,
     routes_from_call,
     routes_from_pathname_compare,
@@ -129,6 +131,8 @@ class _Collector:
         self.owned: set[int] = set()
         # (start_byte, callee, line) for calls awaiting their enclosing name.
         self.call_sites: list[tuple[int, str, int]] = []
+        # Inline plugins registered with a prefix: (first_line, last_line, param, prefix).
+        self.inline_mounts: list[tuple[int, int, str, str]] = []
 
     # -- definitions ---------------------------------------------------------
     def definition(self, kind: str, name_node: Node, def_node: Node) -> None:
@@ -171,6 +175,9 @@ class _Collector:
                 self.out.path_refs.append(ref)
                 return
             self.out.routes.extend(routes_from_call(call, fn))
+            mount = inline_mount(call, fn)
+            if mount is not None:
+                self.inline_mounts.append(mount)
 
     # -- imports / exports ---------------------------------------------------
     def import_statement(self, node: Node) -> None:
@@ -335,6 +342,7 @@ class _Collector:
             enclosing = definitions[stack[-1][2]].name if stack else None
             out.calls.append(Call(callee=callee, line=line, enclosing=enclosing))
         advance(1 << 62)
+        apply_inline_mounts(out.routes, self.inline_mounts)
         return out
 
 

@@ -124,8 +124,9 @@ class Route:
         target_spec: for ``USE`` with an inline ``require('./x')``, its spec.
         match: ``exact`` or ``prefix`` (``pathname.startsWith('/x')``, ``USE``).
         source: ``call`` (``app.get(…)``) or ``pathname`` (``url.pathname`` checks).
-        prefix: mount prefix; always ``None`` from the parser, filled in by the
-            code graph when a mount in another file (or this one) is derivable.
+        prefix: mount prefix. The parser sets it only for routes inside an
+            inline plugin (``fastify.register(function (i) { i.get(…) }, { prefix })``);
+            the code graph derives the others from ``USE`` mounts across files.
     """
 
     method: str

@@ -27,6 +27,7 @@ from tree_sitter import Node
 from rag.parse_nodes import (
     FUNCTION_NODE_TYPES,
     argument_nodes,
+    end_line_of,
     find_method_check,
     line_of,
     simple_name,
@@ -42,9 +43,12 @@ __all__ = [
     "routes_from_pathname_compare",
     "routes_from_pathname_switch",
     "path_ref_from_call",
+    "inline_mount",
+    "apply_inline_mounts",
 ]
 
 ROUTE_METHODS = frozenset({"get", "post", "put", "patch", "delete", "options", "head", "all", "use"})
+_ROUTE_CALL_PROPERTIES = ROUTE_METHODS | {"startsWith", "includes", "register", "route"}
 PATH_CALLEES = frozenset(
     f"path{flavour}.{fn}" for flavour in ("", ".posix", ".win32") for fn in ("join", "resolve")
 )
@@ -136,6 +140,8 @@ def routes_from_call(call: Node, fn: Node) -> list[Route]:
     if prop_node is None:
         return []
     prop = text_of(prop_node)
+    if prop not in _ROUTE_CALL_PROPERTIES:
+        return []
     line = line_of(prop_node)
     receiver = fn.child_by_field_name("object")
     if receiver is None:
@@ -239,6 +245,36 @@ def routes_from_pathname_switch(node: Node) -> list[Route]:
             case_method = find_method_check(case) or method
             routes.append(Route(method=case_method, path=path, line=line_of(case), source="pathname"))
     return routes
+
+
+def inline_mount(call: Node, fn: Node) -> tuple[int, int, str, str] | None:
+    """``fastify.register(function (instance) {…}, { prefix: '/v1' })`` →
+    ``(first_line, last_line, "instance", "/v1")`` for :func:`apply_inline_mounts`."""
+    prop = fn.child_by_field_name("property")
+    if prop is None or text_of(prop) != "register":
+        return None
+    args = argument_nodes(call)
+    if len(args) < 2 or args[1].type != "object":
+        return None
+    plugin = args[0]
+    if plugin.type not in ("function_expression", "arrow_function"):
+        return None
+    prefix = _route_path(_object_string(args[1], "prefix"))
+    params = plugin.child_by_field_name("parameters") or plugin.child_by_field_name("parameter")
+    if prefix is None or params is None:
+        return None
+    first = params if params.type == "identifier" else next(iter(params.named_children), None)
+    if first is None or first.type != "identifier":
+        return None
+    return line_of(plugin), end_line_of(plugin), text_of(first), prefix
+
+
+def apply_inline_mounts(routes: list[Route], mounts: list[tuple[int, int, str, str]]) -> None:
+    """Set ``Route.prefix`` for routes declared on an inline plugin's instance (outer prefixes first)."""
+    for first, last, param, prefix in sorted(mounts, key=lambda m: (m[0], -m[1])):
+        for route in routes:
+            if route.source == "call" and route.router == param and first <= route.line <= last:
+                route.prefix = prefix if route.prefix is None else route.prefix.rstrip("/") + prefix
 
 
 def path_ref_from_call(call: Node, callee: str) -> PathRef | None:

@@ -153,7 +153,9 @@ def rank_chunks(
         kind: keep only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``).
         idf_cache: per-generation cache of term → IDF (mutated).
         total_chunks: number of chunks in the index (for IDF).
-        symbol_files: path → bonus in [0, 1] for files defining a symbol the question names.
+        symbol_files: path → score bonus from the code structure (files defining a
+            symbol the question names, dependants of a named file, ...); such files
+            are pulled into the candidates even when BM25 missed them.
         known_paths: every indexed path (for explicit path mentions).
 
     Returns:
@@ -188,9 +190,10 @@ def rank_chunks(
     path_total = sum(path_idf[t] for t in topical) or 1.0
     stems = {t: _term_stems(t) for t in query.terms}
     cands = [Candidate(*row) for row in rows]
-    if explicit:
+    pull_in = list(explicit) + [p for p in (symbol_files or {}) if p not in explicit]
+    if pull_in:
         have = {c.path for c in cands}
-        for path in explicit:
+        for path in pull_in:
             if path not in have:
                 for row in conn.execute(
                     "SELECT id, path, start, end, file_type, kind, heading, text, 0.0 FROM chunks WHERE path=? ORDER BY start LIMIT 3",
@@ -213,7 +216,7 @@ def rank_chunks(
         c.score = 0.45 * (c.bm25 / best_bm25) + 0.55 * c.coverage + 0.35 * path_cov
         c.score *= _prior(c, query)
         if symbol_files and c.path in symbol_files:
-            c.score += 0.5 * symbol_files[c.path]
+            c.score += symbol_files[c.path]
         if c.path in explicit:
             c.score += 10.0
             best_cov = max(best_cov, 1.0)

@@ -229,10 +229,11 @@ def cap_json(value: Any, *, max_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> tuple[
                 high = mid - 1
         if low:
             return _dumps({**envelope, "total_items": len(value), "items": value[:low]}), True
-    preview = text[: max_bytes]
-    while True:
-        candidate = {**envelope, "preview": preview}
-        overshoot = len(_dumps(candidate).encode("utf-8")) - max_bytes
+    raw = text.encode("utf-8")
+    budget = max_bytes - len(_dumps({**envelope, "preview": ""}).encode("utf-8"))
+    while True:  # escaping can grow the preview: shrink by the overshoot until it fits
+        candidate = _dumps({**envelope, "preview": raw[: max(budget, 0)].decode("utf-8", "ignore")})
+        overshoot = len(candidate.encode("utf-8")) - max_bytes
         if overshoot <= 0:
-            return _dumps(candidate), True
-        preview = preview[: max(0, len(preview) - max(overshoot, 16))]
+            return candidate, True
+        budget -= overshoot

@@ -16,8 +16,9 @@ Detected:
   Slack app tokens (``xapp-``), current OpenAI key formats (``sk-proj-`` ...),
   fine-grained GitHub tokens (``github_pat_``), Google API keys (``AIza``) and
   ``Bearer`` credentials, which those plugins miss, have patterns of their own;
-* private-key blocks (``-----BEGIN ... PRIVATE KEY-----``; the literals of
-  ``PrivateKeyDetector.denylist`` are the prefilter) and PuTTY key files;
+* private-key blocks (``-----BEGIN ... PRIVATE KEY-----``, the SSH2
+  ``---- BEGIN ... ----`` form, PGP ``PRIVATE KEY BLOCK``: every header in
+  detect-secrets' ``PrivateKeyDetector.denylist``) and PuTTY key files;
 * literal values assigned to secret-sounding names (``password``, ``passwd``,
   ``pwd``, ``passphrase``, ``secret``, ``token``, ``credentials``, ``api_key``,
   ``private_key``, ``client_secret`` ...): ``password: 'x'``, ``const apiKey =
@@ -54,7 +55,6 @@ from detect_secrets.plugins.basic_auth import BasicAuthDetector
 from detect_secrets.plugins.github_token import GitHubTokenDetector
 from detect_secrets.plugins.jwt import JwtTokenDetector
 from detect_secrets.plugins.openai import OpenAIDetector
-from detect_secrets.plugins.private_key import PrivateKeyDetector
 from detect_secrets.plugins.slack import SlackDetector
 from detect_secrets.plugins.stripe import StripeDetector
 
@@ -72,7 +72,7 @@ MAX_PEM_BODY_CHARS = 20_000   # an RSA-8192 PEM body is ~6.3 kB
 MAX_PEM_LOOSE_LINES = 200     # body lines redacted after a BEGIN line with no END
 
 _Span = tuple[int, int, str]  # (start, end, replacement) in the current text
-_Validator = Callable[[re.Match[str], str], bool]
+_Validator = Callable[[str, re.Match[str]], bool]  # (original text, match)
 
 
 # --------------------------------------------------------------------------- values
@@ -93,6 +93,7 @@ _PLACEHOLDER_RE = re.compile(
     r"|<.*>|%[A-Za-z_]+%|\[.*\]"                  # <your-token>, %VAR%, [REDACTED]
     r"|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"             # ENV_VAR_NAME: a reference, not a value
     r"|(?:\.{1,2}|~)?/.*|[a-z][a-z0-9+.-]*://.*"  # paths and URLs (URL credentials: basic_auth)
+    r"|[\^~<>=v]*\d+(?:\.[\dx*]+)+(?:[-+][\w.]+)?"  # versions: "pbkdf2-password": "1.2.1"
     , re.DOTALL)
 _WS_RE = re.compile(r"\s")
 
@@ -118,81 +119,99 @@ def _credential_shaped(value: str) -> bool:
 
 @dataclass(frozen=True)
 class _TokenPattern:
-    """One whole-text pattern: *group* holds the value; *gate* literals must occur first."""
+    """One whole-text pattern; group *group* is the value to redact.
+
+    ``on_lowered``: the pattern is case-insensitive and runs case-sensitively over
+    the lower-cased text (same offsets), which keeps ``re``'s fast literal-prefix
+    search. ``gate``: literals of which one must occur in the text before a slow
+    pattern (one without a literal prefix) is run at all.
+    """
 
     name: str
     pattern: re.Pattern[str]
     group: int = 0
+    on_lowered: bool = False
     gate: tuple[str, ...] = ()
-    gate_lowered: bool = False
     validate: _Validator | None = None
 
 
-def _bounded(m: re.Match[str], text: str) -> bool:
+def _value(text: str, m: re.Match[str], group: int) -> str:
+    """The matched group taken from the original *text* (``m`` may come from the lowered copy)."""
+    return text[m.start(group):m.end(group)]
+
+
+def _bounded(text: str, m: re.Match[str]) -> bool:
     """The match is not glued to a preceding/following identifier character."""
     before = text[m.start() - 1] if m.start() else " "
     after = text[m.end()] if m.end() < len(text) else " "
     return not (before.isalnum() or before in "_-") and not (after.isalnum() or after == "_")
 
 
-def _openai_modern(m: re.Match[str], text: str) -> bool:
-    body = m.group(0)[3:]
-    return (_bounded(m, text) and any(c.isdigit() for c in body)
+def _openai_modern(text: str, m: re.Match[str]) -> bool:
+    body = _value(text, m, 0)[3:]
+    return (_bounded(text, m) and any(c.isdigit() for c in body)
             and any(c.isupper() for c in body) and any(c.islower() for c in body))
 
 
-def _jwt_valid(m: re.Match[str], text: str) -> bool:
-    return JwtTokenDetector.is_formally_valid(m.group(0).rstrip("."))
+def _jwt_valid(text: str, m: re.Match[str]) -> bool:
+    return JwtTokenDetector.is_formally_valid(_value(text, m, 0).rstrip("."))
 
 
-def _not_placeholder(m: re.Match[str], text: str) -> bool:
-    return not _is_placeholder(m.group(1), min_len=3)
+def _url_password(text: str, m: re.Match[str]) -> bool:
+    return not _is_placeholder(_value(text, m, 1), min_len=3)
 
 
-def _bearer_value(m: re.Match[str], text: str) -> bool:
-    return _credential_shaped(m.group(1)) and not _is_placeholder(m.group(1))
+def _bearer_value(text: str, m: re.Match[str]) -> bool:
+    value = _value(text, m, 1)
+    return _credential_shaped(value) and not _is_placeholder(value)
 
 
-def _ds(pattern: re.Pattern[str]) -> re.Pattern[str]:
-    """A detect-secrets denylist regex, recompiled so its ``.`` never crosses a line."""
-    return re.compile(pattern.pattern, pattern.flags & ~re.DOTALL)
+def _ds(pattern: re.Pattern[str], name: str, **kwargs: object) -> _TokenPattern:
+    """Reuse a detect-secrets denylist regex as is, or, when it is case-insensitive and
+    has no upper-case escape (``\\S``, ``\\B``...), lower-cased for the lowered text."""
+    if pattern.flags & re.IGNORECASE and not re.search(r"\\[A-Z]", pattern.pattern):
+        return _TokenPattern(name, re.compile(pattern.pattern.lower()), on_lowered=True, **kwargs)  # type: ignore[arg-type]
+    return _TokenPattern(name, pattern, **kwargs)  # type: ignore[arg-type]
 
 
 _TOKEN_PATTERNS: tuple[_TokenPattern, ...] = (
-    *(_TokenPattern("slack", _ds(p), gate=("xox", "hooks.slack.com"), gate_lowered=True)
-      for p in SlackDetector.denylist),
+    *(_ds(p, "slack") for p in SlackDetector.denylist),
     _TokenPattern("slack", re.compile(r"xapp-\d+-[A-Za-z0-9]+-\d+-[A-Za-z0-9]+")),
-    *(_TokenPattern("openai", _ds(p), gate=("T3BlbkFJ",)) for p in OpenAIDetector.denylist),
+    *(_ds(p, "openai") for p in OpenAIDetector.denylist),
     _TokenPattern("openai", re.compile(r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
                   validate=_openai_modern),
-    *(_TokenPattern("github", _ds(p)) for p in GitHubTokenDetector.denylist),
+    *(_ds(p, "github") for p in GitHubTokenDetector.denylist),
     _TokenPattern("github", re.compile(r"github_pat_[A-Za-z0-9_]{22,}")),
-    _TokenPattern("aws", _ds(AWSKeyDetector.denylist[0]), validate=_bounded),
-    _TokenPattern("aws", _ds(AWSKeyDetector.denylist[1]), group=1, gate=("aws",), gate_lowered=True),
-    *(_TokenPattern("stripe", _ds(p), gate=("k_live_",)) for p in StripeDetector.denylist),
+    _ds(AWSKeyDetector.denylist[0], "aws", validate=_bounded),
+    _ds(AWSKeyDetector.denylist[1], "aws", group=1),
+    *(_ds(p, "stripe", gate=("k_live_",)) for p in StripeDetector.denylist),
     _TokenPattern("google", re.compile(r"AIza[0-9A-Za-z_-]{35}"), validate=_bounded),
     _TokenPattern("jwt", re.compile(r"eyJ[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+(?:\.[A-Za-z0-9_=-]*)?"),
-                  gate=("eyJ",), validate=_jwt_valid),
-    *(_TokenPattern("basic_auth", _ds(p), group=1, validate=_not_placeholder)
-      for p in BasicAuthDetector.denylist),
-    _TokenPattern("bearer", re.compile(r"(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{8,}=*)"), group=1,
-                  gate=("bearer",), gate_lowered=True, validate=_bearer_value),
+                  validate=_jwt_valid),
+    *(_ds(p, "basic_auth", group=1, validate=_url_password) for p in BasicAuthDetector.denylist),
+    _TokenPattern("bearer", re.compile(r"bearer[ \t]+([a-z0-9._~+/-]{8,}=*)"), group=1,
+                  on_lowered=True, validate=_bearer_value),
 )
 
 
-def _token_spans(tp: _TokenPattern, text: str) -> list[_Span]:
-    spans: list[_Span] = []
-    for m in tp.pattern.finditer(text):
-        if tp.validate is None or tp.validate(m, text):
-            spans.append((m.start(tp.group), m.end(tp.group), REDACTED))
-    return spans
+def _token_spans(tp: _TokenPattern, text: str, lowered: str) -> list[_Span]:
+    haystack = lowered if tp.on_lowered else text
+    if tp.gate and not any(g in haystack for g in tp.gate):
+        return []
+    return [
+        (m.start(tp.group), m.end(tp.group), REDACTED)
+        for m in tp.pattern.finditer(haystack)
+        if tp.validate is None or tp.validate(text, m)
+    ]
 
 
 # --------------------------------------------------------------------------- private keys
 
-_PK_GATES = tuple(p.pattern for p in PrivateKeyDetector.denylist)  # plain literals
-_PK_BEGIN_RE = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----")
-_PEM_LOOSE_LINE_RE = re.compile(r"[ \t\"'`]*(?:[A-Za-z0-9+/=]{16,}|[A-Za-z-]+:[^\n]*)[^\n]*")
+# Every literal of PrivateKeyDetector.denylist contains one of these (a test pins it).
+_PK_GATES = ("PRIVATE KEY", "PuTTY-User-Key-File-")
+_PK_BEGIN_RE = re.compile(r"-{4,5} ?BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)? ?-{4,5}")
+_PEM_BASE64_RUN_RE = re.compile(r"[A-Za-z0-9+/]{40,}")
+_PEM_LOOSE_LINE_RE = re.compile(r"[ \t\"'`]*(?:[A-Za-z0-9+/]{40,}|Proc-Type:|DEK-Info:)[^\n]*")
 _PUTTY_LINES_RE = re.compile(r"^(Private-Lines:[ \t]*)(\d+)[ \t]*\r?$", re.MULTILINE)
 _PUTTY_MAC_RE = re.compile(r"^Private-MAC:[ \t]*(\S+)", re.MULTILINE)
 
@@ -211,19 +230,22 @@ def _private_key_spans(text: str) -> tuple[list[_Span], int]:
     spans: list[_Span] = []
     pos = 0
     while (m := _PK_BEGIN_RE.search(text, pos)) is not None:
-        end_marker = f"-----END {m.group(1)}PRIVATE KEY{m.group(2) or ''}-----"
-        end = text.find(end_marker, m.end(), m.end() + MAX_PEM_BODY_CHARS)
-        if end < 0:  # truncated block: take the base64/header lines that follow
+        end_re = re.compile(rf"-{{4,5}} ?END {re.escape(m.group(1))}PRIVATE KEY{re.escape(m.group(2) or '')} ?-{{4,5}}")
+        end_m = end_re.search(text, m.end(), m.end() + MAX_PEM_BODY_CHARS)
+        if end_m is None:  # truncated block: the base64 (or PEM header) lines that follow
             end = m.end()
+            nl = text.find("\n", end)
+            line_end = len(text) if nl < 0 else nl
+            if _PEM_BASE64_RUN_RE.search(text, end, line_end):
+                end = line_end
             for _ in range(MAX_PEM_LOOSE_LINES):
-                nl = end + 1 if text.startswith("\n", end) else end + 2 if text.startswith("\r\n", end) else -1
-                line = _PEM_LOOSE_LINE_RE.match(text, nl) if nl >= 0 else None
-                if line is None or line.end() == nl:
+                if nl < 0 or (line := _PEM_LOOSE_LINE_RE.match(text, nl + 1)) is None:
                     break
                 end = line.end()
+                nl = text.find("\n", end)
             next_pos = end
         else:
-            next_pos = end + len(end_marker)
+            end, next_pos = end_m.start(), end_m.end()
         if end > m.end():
             spans.append((m.end(), end, _redact_lines(text, m.end(), end)))
         pos = next_pos
@@ -296,6 +318,8 @@ def _keyword_spans(text: str, lowered: str, *, allow_bare: bool) -> list[_Span]:
         if kind is None:
             continue
         group = next(g for g in ("dq", "sq", "bq", "bare") if m.start(g) >= 0)
+        if group == "bare" and (qm := _KEYWORD_QUOTED_RE.match(lowered, m.start(), m.end())):
+            m, group = qm, next(g for g in ("dq", "sq", "bq") if qm.start(g) >= 0)  # x: str = "v"
         start, end = m.start(group), m.end(group)
         value = text[start:end]
         if group == "bare":
@@ -364,10 +388,7 @@ def redact_secrets(text: str, *, file_type: str | None = None) -> tuple[str, int
             text = _apply(text, spans)
             lowered = _lower_aligned(text)
     for tp in _TOKEN_PATTERNS:
-        haystack = lowered if tp.gate_lowered else text
-        if tp.gate and not any(g in haystack for g in tp.gate):
-            continue
-        spans = _token_spans(tp, text)
+        spans = _token_spans(tp, text, lowered)
         if spans:
             count += len(spans)
             text = _apply(text, spans)

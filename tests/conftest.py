@@ -1,0 +1,181 @@
+"""Shared test fixtures.
+
+* ``isolated_environment`` (autouse): every test starts without the Slack, model and
+  embeddings variables of the developer's shell (``SLACK_*``, ``AI_*``,
+  ``EMBEDDINGS_*`` — ``SLACK_CLIENT_ID``/``SLACK_CLIENT_SECRET`` included, which
+  would switch Bolt to OAuth) and without the other DESIGN.md section 5 variables,
+  and gets a temporary data directory in ``SLACKZILLA_DATA_DIR``. As in llm's
+  tests/conftest.py (``LLM_USER_PATH``) and slack_bolt's tests/utils.py.
+* Bot fixtures (opt-in): ``slack_fake`` (a local Web API recorder, tests/slack_fake.py),
+  ``bot_repo`` (a small repository with an index), ``bot`` (the real app bound to
+  127.0.0.1 port 0 with its Web API pointed at the fake; see :class:`BotHarness`).
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+from slack_fake import SlackFake
+
+CLEARED_PREFIXES = ("SLACK_", "AI_", "EMBEDDINGS_")
+CLEARED_NAMES = (
+    "HOST", "PORT", "REPO_PATH", "REPO_WEB_URL", "RAG_INDEX_PATH", "REINDEX_INTERVAL_S", "REPO_GIT_PULL",
+    "ADMIN_USER_IDS", "ADMIN_API_TOKEN", "ASK_RATE_PER_MIN",
+)
+
+SIGNING_SECRET = "test-signing-secret-0123456789abcdef"
+BOT_TOKEN = "xoxb-test-bot-token"
+ADMIN = "U0ADMIN"
+USER = "U0USER"
+ADMIN_TOKEN = "admin-token-0123456789abcdef"
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(monkeypatch, tmp_path_factory) -> Path:
+    for name in list(os.environ):
+        if name.startswith(CLEARED_PREFIXES) or name in CLEARED_NAMES:
+            monkeypatch.delenv(name, raising=False)
+    data_dir = tmp_path_factory.mktemp("sz-data")
+    monkeypatch.setenv("SLACKZILLA_DATA_DIR", str(data_dir))
+    return data_dir
+
+
+@pytest.fixture
+def slack_fake():
+    with SlackFake() as fake:
+        yield fake
+
+
+REPO_FILES = {
+    "README.md": "# Shop\n\nA small shop server.\n\n## Deploy webhook\n\nThe deploy webhook verifies the "
+                 "signature of each request with an HMAC of the body (see src/webhook.js).\n",
+    "src/webhook.js": "const crypto = require('crypto');\n\n"
+                      "// verifySignature checks the deploy webhook HMAC signature header.\n"
+                      "function verifySignature(body, header, secret) {\n"
+                      "  const digest = crypto.createHmac('sha256', secret).update(body).digest('hex');\n"
+                      "  return crypto.timingSafeEqual(Buffer.from(digest), Buffer.from(header));\n"
+                      "}\n\nmodule.exports = { verifySignature };\n",
+    "src/server.js": "const express = require('express');\nconst { verifySignature } = require('./webhook');\n"
+                     "const app = express();\n\napp.post('/deploy', (req, res) => {\n"
+                     "  if (!verifySignature(req.body, req.get('x-signature'), process.env.DEPLOY_SECRET)) {\n"
+                     "    return res.status(401).end();\n  }\n  res.send('ok');\n});\n\napp.listen(8080);\n",
+}
+
+
+@pytest.fixture
+def bot_repo(tmp_path) -> Path:
+    """A small repository (README + two JS files) under ``tmp_path/repo``."""
+    repo = tmp_path / "repo"
+    for relative, text in REPO_FILES.items():
+        path = repo / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return repo
+
+
+@dataclass
+class SlashResponse:
+    status: int
+    body: str
+    seconds: float
+
+
+@dataclass
+class BotHarness:
+    """The real app on 127.0.0.1 (``base_url``) with its Web API at ``fake``.
+
+    ``await bot.slash("/sz-hash", "sha256 abc")`` sends a correctly signed slash
+    command and returns the HTTP status, body and the time the ack took.
+    """
+
+    app: object
+    context: object
+    fake: SlackFake
+    base_url: str
+    session: object
+    settings: object
+    counter: list = field(default_factory=lambda: [0])
+
+    def form(self, command: str, text: str, *, user_id: str = USER, channel_id: str = "C0CHANNEL") -> dict:
+        self.counter[0] += 1
+        return {
+            "token": "legacy-verification-token", "team_id": "T0TEAM", "team_domain": "test",
+            "channel_id": channel_id, "channel_name": "general", "user_id": user_id, "user_name": "someone",
+            "command": command, "text": text, "api_app_id": "A0APP", "is_enterprise_install": "false",
+            "response_url": self.fake.response_url(f"r{self.counter[0]}"),
+            "trigger_id": f"trigger-{self.counter[0]}",
+        }
+
+    async def post_signed(self, body: str, *, timestamp: int | None = None, secret: str = SIGNING_SECRET,
+                          signature: str | None = None, headers: dict | None = None) -> SlashResponse:
+        from slack_sdk.signature import SignatureVerifier
+
+        ts = str(int(time.time()) if timestamp is None else timestamp)
+        sent = {"Content-Type": "application/x-www-form-urlencoded", "X-Slack-Request-Timestamp": ts}
+        sent["X-Slack-Signature"] = signature or SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)
+        sent.update(headers or {})
+        started = time.perf_counter()
+        async with self.session.post(f"{self.base_url}/slack/events", data=body, headers=sent) as response:
+            text = await response.text()
+        return SlashResponse(response.status, text, time.perf_counter() - started)
+
+    async def slash(self, command: str, text: str = "", *, user_id: str = USER, **kwargs) -> SlashResponse:
+        return await self.post_signed(urlencode(self.form(command, text, user_id=user_id)), **kwargs)
+
+
+@pytest.fixture
+async def make_bot(slack_fake, bot_repo, tmp_path):
+    """Factory: ``await make_bot(**env)`` starts the real app and returns a :class:`BotHarness`."""
+    import aiohttp
+    from aiohttp import web
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    from bot.api import CONTEXT_KEY
+    from bot.app import SLACK_EVENTS_PATH, create_app
+    from bot.runtime import Runtime
+    from bot.settings import Settings
+    from commands.registry import build_registry
+    from rag.engine import Engine
+
+    cleanups = []
+
+    async def start(*, index: bool = True, **env: str) -> BotHarness:
+        values = {
+            "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET, "REPO_PATH": str(bot_repo),
+            "RAG_INDEX_PATH": str(tmp_path / "index.sqlite"), "SLACK_API_URL": slack_fake.api_url,
+            "ADMIN_USER_IDS": ADMIN, "PORT": "0", **env,
+        }
+        settings = Settings.from_env(values, dotenv_path=None)
+        engine = Engine.open(settings.repo_path, index_path=settings.rag_index_path)
+        if index:
+            engine.update()
+        runtime = Runtime()
+        runtime.install_log_handler()
+        registry = build_registry(on_error=runtime.capture_command_error)
+        client = AsyncWebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url)
+        app = create_app(settings, engine=engine, registry=registry, runtime=runtime, client=client)
+        web_app = app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)
+        runner = web.AppRunner(web_app, shutdown_timeout=0.5)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]
+        session = aiohttp.ClientSession()
+
+        async def stop() -> None:
+            await session.close()
+            await runner.cleanup()
+            runtime.remove_log_handler()
+            engine.close()
+
+        cleanups.append(stop)
+        return BotHarness(app, web_app[CONTEXT_KEY], slack_fake, f"http://127.0.0.1:{port}", session, settings)
+
+    yield start
+    for stop in reversed(cleanups):
+        await stop()
