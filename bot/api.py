@@ -11,7 +11,7 @@ and converts the answer back):
     GET  /api/logs            {"logs": [...]}     ?limit=1..500 &level=info &include_stack=1 (stacks: admin only)
     GET  /api/metrics         BotContext.metrics()
     GET  /metrics             Prometheus text exposition
-    GET  /api/routes          {"routes": [...]}   ?path= &method=
+    GET  /api/routes          {"routes": [...]}   ?path= (substring of the route) &method=
     GET  /api/admin/errors    {"errors": [...]}   bearer ADMIN_API_TOKEN; 404 when the token is unset
     POST /api/ask             {"question", "with_ai"?} → text/event-stream of
                               ``activity``, ``token`` and ``done`` events (``error`` on failure);
@@ -128,7 +128,7 @@ async def metrics_json(request: web.Request) -> web.Response:
 
 
 async def metrics_prometheus(request: web.Request) -> web.Response:
-    body = _ctx(request).runtime.metrics.prometheus_text()
+    body = _ctx(request).prometheus_text()
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
@@ -137,7 +137,7 @@ async def routes(request: web.Request) -> web.Response:
     path = request.query.get("path", "").lower()
     method = request.query.get("method", "").lower()
     if path or method:
-        found = [r for r in found if path in str(r.get("path", "")).lower()
+        found = [r for r in found if path in str(r.get("route", r.get("path", ""))).lower()
                  and (not method or str(r.get("method", "")).lower() == method)]
     return web.json_response({"routes": found})
 

@@ -159,7 +159,7 @@ def _answer_payload(ctx: BotContext, answer, *, question: str, user_id: str | No
         question=question,
         user_id=user_id,
         web_url=ctx.settings.repo_web_url,
-        commit=ctx.runtime.commit,
+        commit=ctx.commit,
         model=answer.model,
         tokens=answer.usage.total_tokens or None,
         seconds=seconds,

@@ -16,14 +16,13 @@ import collections
 import importlib.metadata
 import logging
 import re
-import subprocess
 import threading
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 __all__ = [
     "Runtime",
@@ -32,11 +31,9 @@ __all__ = [
     "CapturedError",
     "ErrorLog",
     "Metrics",
-    "ReindexRun",
     "release_info",
     "package_version",
     "latest_changelog_section",
-    "git_commit",
     "DEFAULT_LOG_CAPACITY",
     "DEFAULT_ERROR_CAPACITY",
 ]
@@ -45,10 +42,11 @@ DEFAULT_LOG_CAPACITY = 500
 DEFAULT_ERROR_CAPACITY = 100
 #: Latency samples kept per command for the percentiles (a sliding window).
 DEFAULT_LATENCY_WINDOW = 1000
-DEFAULT_REINDEX_HISTORY = 20
 #: Histogram buckets in seconds: slash commands are milliseconds, asks are seconds.
 LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 PACKAGE_NAME = "slackzilla"
+#: The project's loggers, whose INFO records the ring buffer keeps.
+APP_LOGGERS = ("bot", "commands", "rag", "slackzilla")
 _LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
 
 
@@ -179,8 +177,8 @@ class Metrics:
         self._counts: dict[str, dict[str, int]] = {}
         self._asks = {"total": 0, "failed": 0}
         self._tokens = {"input": 0, "output": 0, "total": 0}
-        self._reindex = {"runs": 0, "failed": 0, "busy": 0}
         self._feedback: dict[str, int] = {}
+        self._reindex = {"runs": 0, "busy_refusals": 0}
         self._commands_total = Counter(
             "slackzilla_commands", "Slash commands handled.", ["command", "result"], registry=self.registry
         )
@@ -190,7 +188,8 @@ class Metrics:
         )
         self._asks_total = Counter("slackzilla_asks", "Questions answered.", ["result"], registry=self.registry)
         self._tokens_total = Counter("slackzilla_tokens", "Model tokens used.", ["kind"], registry=self.registry)
-        self._reindex_total = Counter("slackzilla_reindex_runs", "Reindex runs.", ["result"], registry=self.registry)
+        self._reindex_gauge = Gauge("slackzilla_reindex", "Index updates: runs and refusals while one ran.",
+                                    ["kind"], registry=self.registry)
         self._feedback_total = Counter("slackzilla_feedback", "Answer feedback votes.", ["vote"], registry=self.registry)
 
     def record_command(self, command_id: str, seconds: float, *, ok: bool) -> None:
@@ -216,22 +215,17 @@ class Metrics:
                     self._tokens_total.labels(kind).inc(amount)
         self._asks_total.labels("ok" if ok else "error").inc()
 
-    def record_reindex(self, *, ok: bool) -> None:
-        with self._lock:
-            self._reindex["runs"] += 1
-            self._reindex["failed"] += 0 if ok else 1
-        self._reindex_total.labels("ok" if ok else "error").inc()
-
-    def record_reindex_busy(self) -> None:
-        """Count a reindex request refused because one was already running."""
-        with self._lock:
-            self._reindex["busy"] += 1
-        self._reindex_total.labels("busy").inc()
-
     def record_feedback(self, vote: str) -> None:
         with self._lock:
             self._feedback[vote] = self._feedback.get(vote, 0) + 1
         self._feedback_total.labels(vote).inc()
+
+    def set_reindex(self, *, runs: int, busy_refusals: int) -> None:
+        """Mirror the reindexer's own counts (it is the one place that knows every run)."""
+        with self._lock:
+            self._reindex = {"runs": runs, "busy_refusals": busy_refusals}
+        self._reindex_gauge.labels("runs").set(runs)
+        self._reindex_gauge.labels("busy_refusals").set(busy_refusals)
 
     def snapshot(self) -> dict:
         """``{"commands": {id: {count, failed, p50_ms, p95_ms, p99_ms}}, "asks", "tokens", "reindex", "feedback"}``."""
@@ -258,26 +252,6 @@ class Metrics:
 
 def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds * 1000, 2)
-
-
-@dataclass(slots=True)
-class ReindexRun:
-    """One index update: who or what started it, when, what changed, how it ended.
-
-    ``trigger`` is ``startup``, ``schedule`` or ``admin``; times are epoch seconds.
-    """
-
-    trigger: str
-    started_at: float
-    user_id: str | None = None
-    full: bool = False
-    seconds: float | None = None
-    ok: bool | None = None
-    error: str | None = None
-    stats: dict = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        return asdict(self)
 
 
 _CHANGELOG_HEADING = re.compile(r"^##\s+(?!#)(.+?)\s*$", re.MULTILINE)
@@ -327,30 +301,15 @@ def release_info(*, search: list[Path] | None = None) -> dict:
     return {"name": PACKAGE_NAME, "version": version, "changelog": None, "changelog_path": None}
 
 
-def git_commit(repo: Path, *, timeout_s: float = 2.0) -> str | None:
-    """The checked-out commit SHA of ``repo`` (``git rev-parse HEAD``), or ``None``."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "--verify", "-q", "HEAD"],
-            capture_output=True, text=True, timeout=timeout_s, check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    sha = done.stdout.strip()
-    return sha if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", sha) else None
-
-
 class Runtime:
     """All runtime state of one bot process.
 
     Attributes:
         started_at: epoch seconds at construction.
+        version: the installed package version.
         logs: ring buffer handler; :meth:`install_log_handler` attaches it.
         errors: captured errors.
         metrics: counters, latency percentiles and the Prometheus registry.
-        reindex_runs: the last ``DEFAULT_REINDEX_HISTORY`` :class:`ReindexRun`, newest last.
-        commit: the repository's checked-out commit (set by the wiring), or ``None``.
-        next_reindex_at: epoch seconds of the next scheduled reindex (set by the scheduler).
     """
 
     def __init__(
@@ -366,48 +325,38 @@ class Runtime:
         self.logs = LogRingBuffer(log_capacity)
         self.errors = ErrorLog(error_capacity, clock=clock)
         self.metrics = Metrics()
-        self.reindex_runs: collections.deque[ReindexRun] = collections.deque(maxlen=DEFAULT_REINDEX_HISTORY)
-        self.commit: str | None = None
-        self.next_reindex_at: float | None = None
+        self._raised_levels: list[logging.Logger] = []
 
     def install_log_handler(self, logger: logging.Logger | None = None) -> logging.Handler:
-        """Attach :attr:`logs` to ``logger`` (default: the root logger) and return it."""
+        """Attach :attr:`logs` to ``logger`` (default: the root logger) and return it.
+
+        The project's loggers (:data:`APP_LOGGERS`) left at ``NOTSET`` are set to INFO so
+        their INFO records reach the buffer; :meth:`remove_log_handler` restores them.
+        """
         target = logger or logging.getLogger()
         if self.logs not in target.handlers:
             target.addHandler(self.logs)
+        for name in APP_LOGGERS:
+            app_logger = logging.getLogger(name)
+            if app_logger.level == logging.NOTSET:
+                self._raised_levels.append(app_logger)
+                app_logger.setLevel(logging.INFO)
         return self.logs
 
     def remove_log_handler(self, logger: logging.Logger | None = None) -> None:
+        """Detach :attr:`logs` and undo the level changes of :meth:`install_log_handler`."""
         (logger or logging.getLogger()).removeHandler(self.logs)
+        while self._raised_levels:
+            self._raised_levels.pop().setLevel(logging.NOTSET)
 
     def capture_command_error(self, command_id: str, error: Exception) -> None:
         """The registry's ``on_error`` hook: record a command crash without its message."""
         self.errors.capture(error, command=command_id, keep_message=False)
 
-    def last_reindex(self) -> ReindexRun | None:
-        """The newest finished reindex run, or ``None``."""
-        finished = [run for run in self.reindex_runs if run.ok is not None]
-        return finished[-1] if finished else None
-
-    def status(self, *, generation: int | None = None, index_updated_at: float | None = None) -> dict:
-        """``{"version", "uptime_s", "started_at", "commit", "index": {"generation", "updated_at", "age_s"},
-        "next_reindex_at", "last_reindex", "reindex_running"}`` (times in epoch seconds)."""
-        now = self.clock()
-        last = self.last_reindex()
-        if index_updated_at is None and last is not None and last.ok:
-            index_updated_at = last.started_at + (last.seconds or 0)
-        running = any(run.ok is None for run in self.reindex_runs)
+    def status(self) -> dict:
+        """``{"version", "uptime_s", "started_at"}`` (epoch seconds)."""
         return {
             "version": self.version,
-            "uptime_s": round(now - self.started_at, 3),
+            "uptime_s": round(self.clock() - self.started_at, 3),
             "started_at": self.started_at,
-            "commit": self.commit,
-            "index": {
-                "generation": generation,
-                "updated_at": index_updated_at,
-                "age_s": None if index_updated_at is None else round(now - index_updated_at, 3),
-            },
-            "next_reindex_at": self.next_reindex_at,
-            "last_reindex": last.to_json() if last else None,
-            "reindex_running": running,
         }

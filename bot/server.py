@@ -8,7 +8,8 @@ instead of ``POST /slack/events``. Bolt's own ``app.start()`` is not used: it
 binds 0.0.0.0 and blocks; an ``AppRunner`` binds ``HOST`` and lets tests use port 0.
 
 The bot answers from the existing index at once; an incremental update runs in
-the background at start-up (trigger ``startup``).
+the background at start-up (trigger ``startup``) and then every
+``REINDEX_INTERVAL_S`` (bot.scheduler; 0 turns the schedule off).
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from slack_bolt.async_app import AsyncApp
 from bot.api import CONTEXT_KEY
 from bot.app import SLACK_EVENTS_PATH, create_app
 from bot.runtime import Runtime
-from bot.services import BotContext, ReindexBusyError
+from bot.scheduler import build_scheduler, start_background_startup_update, stop_scheduler
+from bot.services import BotContext
 from bot.settings import Settings
 from commands.registry import build_registry
 from rag.engine import Engine
@@ -34,8 +36,6 @@ __all__ = ["RunningServer", "serve", "start"]
 
 log = logging.getLogger(__name__)
 
-#: Loggers whose INFO records the runtime's ring buffer should see.
-APP_LOGGERS = ("bot", "commands", "rag", "slackzilla")
 SHUTDOWN_TIMEOUT_S = 5.0
 
 
@@ -51,7 +51,9 @@ class RunningServer:
     startup_task: asyncio.Task | None = None
 
     async def stop(self) -> None:
-        """Disconnect Socket Mode, stop the HTTP server and close the index."""
+        """Stop the schedule, disconnect Socket Mode, stop the HTTP server and close the index."""
+        stop_scheduler(self.context.scheduler)
+        self.context.scheduler = None
         if self.startup_task is not None and not self.startup_task.done():
             self.startup_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -66,7 +68,7 @@ class RunningServer:
 
 async def start(settings: Settings, *, engine: Engine | None = None, runtime: Runtime | None = None,
                 reindex_at_startup: bool = True) -> RunningServer:
-    """Open the engine, build the app and start serving; returns at once.
+    """Open the engine, build the app, start serving and the reindex schedule; returns at once.
 
     Raises:
         rag.errors.RepoNotFoundError, rag.errors.IndexUnavailableError: the repository
@@ -74,10 +76,6 @@ async def start(settings: Settings, *, engine: Engine | None = None, runtime: Ru
         OSError: ``HOST:PORT`` cannot be bound.
     """
     runtime = runtime or Runtime()
-    for name in APP_LOGGERS:
-        logger = logging.getLogger(name)
-        if logger.level == logging.NOTSET:
-            logger.setLevel(logging.INFO)
     runtime.install_log_handler()
     if engine is None:
         engine = await asyncio.to_thread(Engine.open, settings.repo_path, index_path=settings.rag_index_path)
@@ -99,17 +97,14 @@ async def start(settings: Settings, *, engine: Engine | None = None, runtime: Ru
         server.socket_handler = AsyncSocketModeHandler(app, settings.slack_app_token)
         await server.socket_handler.connect_async()
     if reindex_at_startup:
-        server.startup_task = asyncio.create_task(_startup_reindex(context), name="startup-reindex")
+        server.startup_task = start_background_startup_update(context.reindexer)
+    context.scheduler = build_scheduler(context.reindexer, interval_s=settings.reindex_interval_s,
+                                        git_pull=settings.repo_git_pull)
+    if context.scheduler is not None:
+        context.scheduler.start()
     mode = "Socket Mode" if settings.socket_mode else f"HTTP at {SLACK_EVENTS_PATH}"
     log.info("slackzilla serving on %s:%d (%s), %d commands", settings.host, port, mode, len(registry))
     return server
-
-
-async def _startup_reindex(context: BotContext) -> None:
-    try:
-        await context.reindexer.run(trigger="startup")
-    except ReindexBusyError:
-        pass
 
 
 async def serve(settings: Settings) -> None:

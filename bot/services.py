@@ -22,18 +22,22 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from bot import messages
-from bot.runtime import ReindexRun, Runtime, git_commit, release_info
+from bot.runtime import Runtime, release_info
+from bot.scheduler import next_run_at
 from bot.settings import Settings
 from commands.registry import CommandRequest, CommandResult, CommandServices, Registry
 from rag.answer import answer_question
 from rag.llm import ModelConfig
+from rag.maintenance import Reindexer, ReindexBusyError, RunRecord, current_commit
 from rag.tools import ToolAdapter, ToolHandlers
 
-__all__ = ["BotContext", "Identity", "Reindexer", "ReindexBusyError"]
+__all__ = ["BotContext", "Identity"]
 
 log = logging.getLogger(__name__)
 
 Notify = Callable[[str], Awaitable[None]]
+#: Reindex runs shown in the status (the reindexer keeps more).
+DEFAULT_STATUS_RUNS = 5
 
 
 @dataclass(frozen=True)
@@ -52,72 +56,6 @@ class Identity:
 
     def to_json(self) -> dict:
         return {"user_id": self.user_id, "is_admin": self.is_admin, "source": self.source}
-
-
-class ReindexBusyError(Exception):
-    """A reindex is already running; ``run`` describes it."""
-
-    def __init__(self, run: ReindexRun | None) -> None:
-        super().__init__("a reindex is already running")
-        self.run = run
-
-
-class Reindexer:
-    """Runs ``engine.update`` one at a time, off the event loop, and records each run.
-
-    A request that finds one running gets :class:`ReindexBusyError` at once
-    instead of queueing silently (issue 6 adds the cross-process file lock).
-    """
-
-    def __init__(self, engine, runtime: Runtime) -> None:
-        self.engine = engine
-        self.runtime = runtime
-        self._lock = asyncio.Lock()
-        self.current: ReindexRun | None = None
-
-    @property
-    def running(self) -> bool:
-        return self._lock.locked()
-
-    async def run(
-        self,
-        *,
-        full: bool = False,
-        trigger: str = "admin",
-        user_id: str | None = None,
-        on_start: Callable[[ReindexRun], Awaitable[None]] | None = None,
-    ) -> ReindexRun:
-        """Update the index and return the finished run (``ok`` False with ``error`` on failure).
-
-        Raises:
-            ReindexBusyError: another run holds the lock.
-        """
-        if self._lock.locked():
-            self.runtime.metrics.record_reindex_busy()
-            raise ReindexBusyError(self.current)
-        async with self._lock:
-            run = ReindexRun(trigger=trigger, started_at=self.runtime.clock(), user_id=user_id, full=full)
-            self.current = run
-            self.runtime.reindex_runs.append(run)
-            started = time.perf_counter()
-            try:
-                if on_start is not None:
-                    await on_start(run)
-                stats = await asyncio.to_thread(self.engine.update, full=full)
-                run.stats = stats.to_json()
-                run.ok = True
-                self.runtime.commit = await asyncio.to_thread(git_commit, self.engine.repo_root)
-            except Exception as err:  # noqa: BLE001 - recorded, reported, previous index stays
-                run.ok = False
-                run.error = str(err).splitlines()[0] if str(err) else type(err).__name__
-                self.runtime.errors.capture(err, command="reindex")
-                log.warning("reindex failed trigger=%s error=%s", trigger, type(err).__name__)
-            finally:
-                run.seconds = round(time.perf_counter() - started, 3)
-                self.current = None
-                self.runtime.metrics.record_reindex(ok=bool(run.ok))
-            log.info("reindex trigger=%s full=%s ok=%s seconds=%.2f", trigger, full, run.ok, run.seconds)
-            return run
 
 
 class BotContext:
@@ -139,34 +77,42 @@ class BotContext:
         self.registry = registry
         self.runtime = runtime
         self.model = model or ModelConfig.from_env(settings.ai_env())
-        self.reindexer = Reindexer(engine, runtime)
+        self.reindexer = Reindexer(engine, clock=runtime.clock)
         self.tools = ToolAdapter(self.tool_handlers())
-        if runtime.commit is None:
-            runtime.commit = git_commit(engine.repo_root)
+        self._startup_commit = current_commit(engine.repo_root)
+        #: The periodic reindex scheduler, set by ``bot.server`` once started (``None``: off).
+        self.scheduler = None
+
+    @property
+    def commit(self) -> str | None:
+        """The repository's checked-out commit, as of the last reindex (or start-up)."""
+        history = self.reindexer.history
+        return history[-1].commit if history and history[-1].commit else self._startup_commit
 
     # -- read-only views (Slack, /api/*, live tools) --------------------------------------------
     def status(self) -> dict:
-        """Runtime status plus index counts, model name and mode (see ``Runtime.status``)."""
+        """``{"version", "uptime_s", "started_at", "next_reindex_at", "repo", "commit", "mode", "model",
+        "index": {generation, ready, updated_at, age_s, files, chunks}, "reindex": {running, trigger, user,
+        started_at, done, total, last_success_at, last_error, runs, busy_refusals, history}}``."""
+        state = self.reindexer.state.to_json()
         try:
-            generation = self.engine.generation
             files, chunks = self.engine.index.counts()
         except Exception as err:  # noqa: BLE001 - status must answer even with a broken index
             log.warning("status: index unreadable (%s)", type(err).__name__)
-            generation, files, chunks = None, None, None
-        data = self.runtime.status(generation=generation, index_updated_at=self._index_mtime())
+            files, chunks = None, None
+        data = self.runtime.status()
+        data.update({
+            "next_reindex_at": next_run_at(self.scheduler),
+            "repo": self.engine.repo_root.name,
+            "commit": self.commit,
+            "mode": "socket" if self.settings.socket_mode else "http",
+            "model": self.model.model if self.model.enabled else None,
+            "index": {key: state.pop(key) for key in ("generation", "ready", "updated_at", "age_s")},
+            "reindex": state,
+        })
         data["index"].update({"files": files, "chunks": chunks})
-        data["repo"] = self.engine.repo_root.name
-        data["model"] = self.model.model if self.model.enabled else None
-        data["mode"] = "socket" if self.settings.socket_mode else "http"
+        state["history"] = [run.to_json() for run in self.reindexer.history[-DEFAULT_STATUS_RUNS:]]
         return data
-
-    def _index_mtime(self) -> float | None:
-        last = self.runtime.last_reindex()
-        if last is not None and last.ok:
-            return None  # Runtime.status uses the run's end time
-        path = self.engine.index.path
-        times = [p.stat().st_mtime for p in (path, path.with_name(path.name + "-wal")) if p.exists()]
-        return max(times) if times else None
 
     def commands(self) -> list[dict]:
         """Every command: ``{id, name, description, category, usage, admin_only, ai_safe}``."""
@@ -189,12 +135,23 @@ class BotContext:
         return [e.to_json(include_stack=include_stack) for e in self.runtime.errors.entries(limit=limit)]
 
     def metrics(self) -> dict:
+        """The runtime's metrics snapshot, reindex counts included."""
+        self._sync_reindex_metrics()
         return self.runtime.metrics.snapshot()
 
-    def routes(self) -> list[dict]:
-        """HTTP routes found in the indexed code, as ``{method, path, file, line}`` records.
+    def prometheus_text(self) -> bytes:
+        """The Prometheus exposition of this process's metrics."""
+        self._sync_reindex_metrics()
+        return self.runtime.metrics.prometheus_text()
 
-        Uses the engine's code graph when it offers ``routes()``; ``[]`` otherwise.
+    def _sync_reindex_metrics(self) -> None:
+        state = self.reindexer.state
+        self.runtime.metrics.set_reindex(runs=state.runs, busy_refusals=state.busy_refusals)
+
+    def routes(self) -> list[dict]:
+        """HTTP routes found in the indexed code: ``{"path" (file), "line", "method", "route", ...}``.
+
+        Uses the engine's ``routes()`` (code graph) when it has one; ``[]`` otherwise.
         """
         finder = getattr(self.engine, "routes", None)
         if not callable(finder):
@@ -241,28 +198,37 @@ class BotContext:
 
         return CommandServices(ask=ask, reindex=reindex, status=status, registry=self.registry)
 
+    async def reindex(self, *, trigger: str, full: bool = False, user: str | None = None,
+                      on_start: Callable[[RunRecord], Awaitable[None]] | None = None) -> RunRecord:
+        """Run one index update off the event loop (one at a time, across processes).
+
+        The same :meth:`rag.maintenance.Reindexer.run_async` the scheduler calls.
+        A failed run comes back with ``ok=False`` and a one-line ``error``.
+
+        Raises:
+            rag.maintenance.ReindexBusyError: an update is already running.
+        """
+        return await self.reindexer.run_async(trigger=trigger, full=full, user=user, on_start=on_start)
+
     async def reindex_command(self, *, full: bool, user_id: str | None, notify: Notify | None) -> CommandResult:
         """``/sz-reindex``: announce, update, summarise; a busy or failed run is ``ok=False``."""
 
-        async def announce(run: ReindexRun) -> None:
+        async def announce(record: RunRecord) -> None:
             if notify is not None:
-                try:
-                    await notify(messages.reindex_started(user_id=user_id, full=full))
-                except Exception:  # noqa: BLE001 - the reindex goes on; the summary still comes
-                    log.warning("could not post the reindex progress message", exc_info=True)
+                await notify(messages.reindex_started(user_id=user_id, full=full))
 
         try:
-            run = await self.reindexer.run(full=full, trigger="admin", user_id=user_id, on_start=announce)
+            record = await self.reindex(trigger="admin", full=full, user=user_id, on_start=announce)
         except ReindexBusyError as busy:
-            running_s = None if busy.run is None else self.runtime.clock() - busy.run.started_at
-            started_by = busy.run.user_id if busy.run else None
-            return CommandResult(text=messages.reindex_busy(started_by=started_by, running_s=running_s),
+            running_s = None if busy.started_at is None else max(0.0, self.runtime.clock() - busy.started_at)
+            return CommandResult(text=messages.reindex_busy(started_by=busy.user, running_s=running_s),
                                  ok=False, data={"error": "busy"})
-        if not run.ok:
-            return CommandResult(text=messages.reindex_failed(run.error or "unknown error"), ok=False,
-                                 ephemeral=False, data=run.to_json())
-        return CommandResult(text=messages.reindex_summary(stats=run.stats, seconds=run.seconds or 0.0, full=full),
-                             ephemeral=False, data=run.to_json())
+        if not record.ok:
+            return CommandResult(text=messages.reindex_failed(record.error or "unknown error"), ok=False,
+                                 ephemeral=False, data=record.to_json())
+        return CommandResult(text=messages.reindex_summary(stats=record.to_json(), seconds=record.duration_s or 0.0,
+                                                           full=full),
+                             ephemeral=False, data=record.to_json())
 
     async def answer(self, question: str, *, identity: Identity, on_activity=None, on_token=None,
                      with_ai: bool = True):
@@ -272,8 +238,10 @@ class BotContext:
             a :class:`rag.answer.AnswerResult` (model failures are inside it, in ``error``).
 
         Raises:
-            rag.errors.UserError: empty question (and other bad input).
+            rag.errors.UserError: empty question (and other bad input), or no index yet
+                (``IndexBuildingError`` says how far the first build is).
         """
+        self.reindexer.require_ready()
         try:
             result = await answer_question(
                 question, engine=self.engine, model=self.model, identity=identity, tools=self.tools,

@@ -100,6 +100,6 @@ class ActivityRecorder:
             log.warning("on_activity callback failed for stage %s", activity.stage, exc_info=True)
         return activity
 
-    async def add(self, stage: str, status: str, message: str, **metadata: Any) -> Activity:
+    async def add(self, stage: str, status: str, message: str, /, **metadata: Any) -> Activity:
         """Create, keep and forward a new activity."""
         return await self.record(new_activity(stage, status, message, metadata))

@@ -22,7 +22,7 @@ Example::
     engine = Engine.open(repo=Path("."))
     result = await answer_question("how are routes matched?", engine=engine,
                                    model=ModelConfig.from_env(), tools=adapter, on_token=print)
-    print(format_answer_for_terminal(result, include_answer=False))
+    print(format_answer_for_terminal(result, streamed=True))
 """
 from __future__ import annotations
 

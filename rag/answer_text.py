@@ -194,15 +194,19 @@ def local_answer(sources: Sequence[Source], *, reason: str | None = None, comman
     return "\n".join(lines).strip()
 
 
-def format_answer_for_terminal(result: AnswerResult, *, include_answer: bool = True) -> str:
+def format_answer_for_terminal(result: AnswerResult, *, streamed: bool = False) -> str:
     """What ``slackzilla ask`` prints: the answer, then sources, images, usage and any failure reason.
 
     Args:
         result: the :class:`rag.answer.AnswerResult`.
-        include_answer: False when the answer text was already streamed to the terminal.
+        streamed: the model's tokens were already written to the terminal (``on_token``);
+            the answer is then not repeated — unless the model failed, in which case
+            the local fallback answer follows what was streamed.
     """
     lines: list[str] = []
-    if include_answer:
+    if streamed and result.mode == "ai":
+        lines.append("")
+    else:
         lines += [result.answer.rstrip(), ""]
     if result.mode == "ai" and result.sources:
         lines.append("Sources:")

@@ -32,7 +32,7 @@ from .parse import PARSE_VERSION, PARSEABLE_EXTENSIONS, FileStructure, JsParser,
 from .secrets import redact_secrets
 from .text import index_text, light_stem
 from .types import ImageHit, Source
-from .walk import DEFAULT_WALK_POLICY, WalkPolicy, classify_kind, read_text, walk
+from .walk import DEFAULT_WALK_POLICY, WalkPolicy, classify_kind, decode_text, walk
 
 __all__ = ["Engine", "IndexStats", "default_index_path", "MAX_QUESTION_CHARS"]
 
@@ -202,12 +202,12 @@ class Engine:
                 if old is not None and old.hash == digest:
                     seen.add(wf.path)
                     continue
-                text = read_text(wf.abs_path) if b"\0" not in data else None
+                text = decode_text(data)
                 if text is None:
                     stats.skipped["binary"] = stats.skipped.get("binary", 0) + 1
                     continue
                 seen.add(wf.path)
-                text, redactions = redact_secrets(text)
+                text, redactions = redact_secrets(text, file_type=wf.file_type)
                 stats.redactions += redactions
                 kind = classify_kind(wf.path)
                 chunks = chunk_text(wf.path, text, file_type=wf.file_type, kind=kind, policy=self.chunk_policy)

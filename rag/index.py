@@ -5,7 +5,7 @@ Layout (``<repo>/.rag/index.sqlite`` unless told otherwise)::
     migrations(name, applied_at)          ordered, named schema migrations (llm-style)
     meta(key, value)                      generation counter, repo root, last update
     files(path, size, mtime_ns, hash, file_type, kind, lines, redactions, structure)
-    chunks(id, path, start, end, heading, symbol, file_type, kind, text, hash)
+    chunks(id, path, start, end, heading, symbol, file_type, kind, text, hash, stems)
     chunks_fts(body, path, heading, symbols)   FTS5, porter+unicode61, rowid = chunks.id
     chunk_vectors(chunk_hash, model, dim, vec) embeddings keyed by chunk content hash
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import IndexUnavailableError
-from .text import index_text
+from .text import index_text, light_stem
 from .types import Chunk
 
 __all__ = ["Index", "FileRow", "FileUpdate", "SCHEMA_VERSION"]
@@ -72,7 +72,8 @@ def m001_initial(conn: sqlite3.Connection) -> None:
         CREATE TABLE chunks (
             id INTEGER PRIMARY KEY, path TEXT NOT NULL, start INTEGER NOT NULL,
             end INTEGER NOT NULL, heading TEXT, symbol TEXT, file_type TEXT NOT NULL,
-            kind TEXT NOT NULL, text TEXT NOT NULL, hash TEXT NOT NULL
+            kind TEXT NOT NULL, text TEXT NOT NULL, hash TEXT NOT NULL,
+            stems TEXT NOT NULL DEFAULT ''
         );
         CREATE INDEX chunks_path ON chunks(path);
         CREATE VIRTUAL TABLE chunks_fts USING fts5(
@@ -330,16 +331,18 @@ class Index:
                 path_text = index_text(u.path)
                 symbols = u.chunk_symbols or [""] * len(u.chunks)
                 for chunk, syms in zip(u.chunks, symbols):
+                    body = index_text(chunk.text)
+                    heading = index_text(chunk.heading or "")
+                    stems = " ".join(sorted({light_stem(w) for w in set(f"{body} {heading}".split())}))
                     cur = conn.execute(
-                        "INSERT INTO chunks (path, start, end, heading, symbol, file_type, kind, text, hash)"
-                        " VALUES (?,?,?,?,?,?,?,?,?)",
+                        "INSERT INTO chunks (path, start, end, heading, symbol, file_type, kind, text, hash, stems)"
+                        " VALUES (?,?,?,?,?,?,?,?,?,?)",
                         (chunk.path, chunk.start, chunk.end, chunk.heading, chunk.symbol, chunk.file_type,
-                         chunk.kind, chunk.text, _chunk_hash(chunk.text)),
+                         chunk.kind, chunk.text, _chunk_hash(chunk.text), stems),
                     )
                     conn.execute(
                         "INSERT INTO chunks_fts (rowid, body, path, heading, symbols) VALUES (?,?,?,?,?)",
-                        (cur.lastrowid, index_text(chunk.text), path_text,
-                         index_text(chunk.heading or ""), index_text(syms)),
+                        (cur.lastrowid, body, path_text, heading, index_text(syms)),
                     )
             if images is not None:
                 conn.execute("DELETE FROM images")

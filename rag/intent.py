@@ -30,7 +30,7 @@ _MENTION_RE = re.compile(r"(?<![\w/-])/sz-([a-z0-9][a-z0-9_-]*)", re.I)
 _RUN_VERB_RE = re.compile(r"\b(?:run|runs|running|execute|executing|use|using|call|calling|invoke|invoking)\b", re.I)
 _COMMAND_WORD_RE = re.compile(r"\bcommands?\b|(?<![\w/-])/sz-[a-z0-9]", re.I)
 _ITERATIONS_RES = (
-    re.compile(r"(\d[\d,_]*)\s*(?:iterations?|rounds?|iters?)\b", re.I),
+    re.compile(r"(?<![\w.-])(\d[\d,_]*)\s*(?:iterations?|rounds?|iters?)\b", re.I),
     re.compile(r"\b(?:iterations?|rounds?|iters?)\s*(?:count\s*)?(?:of|=|:|is|to)?\s*(\d[\d,_]*)", re.I),
 )
 _SECRET_WORD = r"\b(?:password|passphrase)\b"

@@ -108,6 +108,7 @@ class Candidate:
     heading: str | None
     text: str
     bm25: float
+    stems: str = ""
     coverage: float = 0.0
     score: float = 0.0
     matched: set[str] = field(default_factory=set)
@@ -167,17 +168,18 @@ def rank_chunks(
     if total_chunks is None:
         total_chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
     w = policy.fts_weights
+    # Rank inside FTS5 first, then join: SQLite would otherwise join every match.
+    kind_filter = "AND c.kind = ? " if kind else ""
     sql = (
-        "SELECT c.id, c.path, c.start, c.end, c.file_type, c.kind, c.heading, c.text, "
-        f"-bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}, {w[3]}) AS s "
-        "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? "
+        "SELECT c.id, c.path, c.start, c.end, c.file_type, c.kind, c.heading, c.text, t.s, c.stems FROM ("
+        f"SELECT rowid AS id, -bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}, {w[3]}) AS s FROM chunks_fts "
+        "WHERE chunks_fts MATCH ? ORDER BY s DESC LIMIT ?) t JOIN chunks c ON c.id = t.id "
+        f"WHERE 1 {kind_filter}ORDER BY t.s DESC"
     )
-    params: list = [expr]
+    # With a kind filter, read deeper so the filter still leaves enough candidates.
+    params: list = [expr, policy.candidate_chunks * (4 if kind else 1)]
     if kind:
-        sql += "AND c.kind = ? "
         params.append(kind)
-    sql += "ORDER BY s DESC LIMIT ?"
-    params.append(policy.candidate_chunks)
     rows = conn.execute(sql, params).fetchall()
     explicit = _explicit_paths(query, known_paths or [])
     if not rows and not explicit:
@@ -196,20 +198,21 @@ def rank_chunks(
         for path in pull_in:
             if path not in have:
                 for row in conn.execute(
-                    "SELECT id, path, start, end, file_type, kind, heading, text, 0.0 FROM chunks WHERE path=? ORDER BY start LIMIT 3",
+                    "SELECT id, path, start, end, file_type, kind, heading, text, 0.0, stems FROM chunks WHERE path=? ORDER BY start LIMIT 3",
                     (path,),
                 ):
                     cands.append(Candidate(*row))
     best_bm25 = max((c.bm25 for c in cands), default=0.0) or 1.0
     path_cache: dict[str, tuple[float, set[str]]] = {}
     best_cov = 0.0
+    cache = idf_cache if idf_cache is not None else {}
     for c in cands:
-        words = set(index_text(c.text + " " + (c.heading or "")).split())
-        chunk_stems = {light_stem(wd) for wd in words}
+        chunk_stems = set(c.stems.split())
+        c.stems = ""
         if c.path not in path_cache:
-            path_cache[c.path] = _path_match(c.path, topical, stems, path_idf, path_total)
+            path_cache[c.path] = _path_match(c.path, topical, stems, path_idf, path_total, cache)
         path_cov, matched_path = path_cache[c.path]
-        matched = {t for t in topical if (synonyms_of(t) & words) or (stems[t] & chunk_stems)}
+        matched = {t for t in topical if stems[t] & chunk_stems}
         c.matched = matched | matched_path
         c.coverage = sum(idf[t] for t in c.matched) / idf_total
         best_cov = max(best_cov, c.coverage)
@@ -243,12 +246,22 @@ def _path_idf(terms: list[str], paths: list[str], cache: dict) -> dict[str, floa
     return out
 
 
+def _path_stems(path: str) -> tuple[set[str], set[str]]:
+    """``(file-name stems, directory stems)`` of a path (extension dropped)."""
+    name = path.rsplit("/", 1)[-1]
+    base = name.rsplit(".", 1)[0]
+    directory = path[: -len(name)]
+    return ({light_stem(w) for w in index_text(base).split()},
+            {light_stem(w) for w in index_text(directory).split()})
+
+
 def _path_match(path: str, terms: list[str], stems: dict[str, set[str]], path_idf: dict[str, float],
-                total: float) -> tuple[float, set[str]]:
+                total: float, cache: dict) -> tuple[float, set[str]]:
     """Share of path-IDF mass of ``terms`` found in ``path`` (file name counts fully, directories half)."""
-    base = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    base_stems = {light_stem(w) for w in index_text(base).split()}
-    dir_stems = {light_stem(w) for w in index_text(path[: -len(base)] if "/" in path else "").split()}
+    key = ("__pathstems__", path)
+    if key not in cache:
+        cache[key] = _path_stems(path)
+    base_stems, dir_stems = cache[key]
     score = 0.0
     matched: set[str] = set()
     for t in terms:

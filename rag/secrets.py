@@ -268,7 +268,7 @@ def _private_key_spans(text: str) -> tuple[list[_Span], int]:
 
 # Matched on text.lower(): a secret word ending a name, optional closing quote/bracket,
 # an assignment (``=``, ``:``, ``:=``, ``=>``, or a Python annotation ``: str =``),
-# then a quoted literal or, for config files, the bare rest of the line.
+# then a quoted literal or, outside code, one bare token (checked by _bare_value).
 _QUOTED = r"""(?:"(?P<dq>[^"\\\n]*(?:\\.[^"\\\n]*)*)"|'(?P<sq>[^'\\\n]*(?:\\.[^'\\\n]*)*)'|`(?P<bq>[^`\\$\n]*)`)"""
 _KEYWORD_HEAD = (
     r"(?P<kw>pass(?:word|wd|phrase)?|pwd|secret|token|key|credentials?)"
@@ -276,7 +276,10 @@ _KEYWORD_HEAD = (
     r"(?:(?P<sep>:=|=>|=(?!=)|:(?![:=]))|(?P<ann>:[ \t]*[a-z_][\w.\[\], |]{0,40}?[ \t]*=(?!=)))[ \t]*"
 )
 _KEYWORD_QUOTED_RE = re.compile(_KEYWORD_HEAD + _QUOTED)
-_KEYWORD_ANY_RE = re.compile(_KEYWORD_HEAD + r"(?:" + _QUOTED + r"""|(?P<bare>[^\s"'`][^\n]*))""")
+_KEYWORD_ANY_RE = re.compile(_KEYWORD_HEAD + r"(?:" + _QUOTED + r"""|(?P<bare>[^\s"'`]\S{0,255}))""")
+_REST_OF_LINE_RE = re.compile(r"[ \t]*(?:[#;][^\n]*)?\r?(?:\n|\Z)")  # blank or an ini/yaml/sh comment
+MAX_NAME_CHARS = 100   # how far back a key name is read
+MAX_KEY_INDENT = 200   # how far back the start of a line is looked for
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$.-")
 _NAME_WORD_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
@@ -307,35 +310,50 @@ def _name_kind(name: str) -> str | None:
     return None
 
 
+def _bare_value(text: str, name_start: int, start: int, end: int) -> tuple[int, str] | None:
+    """Accept an unquoted value only as ``key: value`` / ``KEY=value`` alone on its line."""
+    line_start = text.rfind("\n", max(0, name_start - MAX_KEY_INDENT), name_start) + 1
+    if (line_start == 0 and name_start > MAX_KEY_INDENT) or not _LINE_START_PREFIX_RE.fullmatch(
+            text, line_start, name_start):
+        return None
+    if not _REST_OF_LINE_RE.match(text, end):  # more words or code after the value
+        return None
+    value = text[start:end]
+    lower = value.lower()
+    if _BARE_CODE_RE.search(value) or any(w in lower for w in _BARE_IDENTIFIER_WORDS):
+        return None
+    return end, value
+
+
 def _keyword_spans(text: str, lowered: str, *, allow_bare: bool) -> list[_Span]:
     spans: list[_Span] = []
     regex = _KEYWORD_ANY_RE if allow_bare else _KEYWORD_QUOTED_RE
-    for m in regex.finditer(lowered):
+    pos = 0
+    while (m := regex.search(lowered, pos)) is not None:
+        pos = m.end()
         name_start = m.start()
-        while name_start > 0 and text[name_start - 1] in _NAME_CHARS:
+        floor = max(0, name_start - MAX_NAME_CHARS)
+        while name_start > floor and text[name_start - 1] in _NAME_CHARS:
             name_start -= 1
-        kind = _name_kind(text[name_start:m.end("kw")])
+        name = text[name_start:m.end("kw")]
+        kind = _name_kind(name)
         if kind is None:
             continue
         group = next(g for g in ("dq", "sq", "bq", "bare") if m.start(g) >= 0)
-        if group == "bare" and (qm := _KEYWORD_QUOTED_RE.match(lowered, m.start(), m.end())):
+        if group == "bare" and (qm := _KEYWORD_QUOTED_RE.match(lowered, m.start())):
             m, group = qm, next(g for g in ("dq", "sq", "bq") if qm.start(g) >= 0)  # x: str = "v"
+            pos = m.end()
         start, end = m.start(group), m.end(group)
         value = text[start:end]
         if group == "bare":
-            if m.group("ann") is not None:
+            bare = None if m.group("ann") is not None else _bare_value(text, name_start, start, end)
+            if bare is None:
+                pos = start  # the rejected token may hold the next key (``a:b,password:"x"``)
                 continue
-            line_start = text.rfind("\n", 0, name_start) + 1
-            if not _LINE_START_PREFIX_RE.fullmatch(text, line_start, name_start):
-                continue
-            value = value.split(" #", 1)[0].split("\t#", 1)[0].rstrip()
-            end = start + len(value)
-            lower = value.lower()
-            if _BARE_CODE_RE.search(value) or any(w in lower for w in _BARE_IDENTIFIER_WORDS):
-                continue
+            end, value = bare
         if _is_placeholder(value) or (kind == "token" and not _credential_shaped(value)):
             continue
-        if value.lower().replace("-", "_") == text[name_start:m.end("kw")].lower().replace("-", "_"):
+        if value.lower().replace("-", "_") == name.lower().replace("-", "_"):
             continue
         spans.append((start, end, REDACTED))
     return spans

@@ -16,6 +16,7 @@ same word in the code meet in the index:
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -147,6 +148,7 @@ def query_terms(question: str) -> list[str]:
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "es", "ed", "ly", "s")
 
 
+@functools.lru_cache(maxsize=262_144)
 def light_stem(word: str) -> str:
     """A light English suffix stripper (S-stemmer-like, Harman 1991, extended).
 

@@ -63,8 +63,11 @@ __all__ = [
     "IMAGE_EXTENSIONS",
     "TEXT_EXTENSIONS",
     "WalkPolicy",
+    "decode_text",
     "classify_kind",
+    "is_secret_file",
     "read_text",
+    "text_file_type",
     "walk",
 ]
 
@@ -342,7 +345,11 @@ def read_text(path: Path) -> str | None:
     Raises:
         OSError: the file cannot be read (the indexer counts it as ``unreadable``).
     """
-    data = Path(path).read_bytes()
+    return decode_text(Path(path).read_bytes())
+
+
+def decode_text(data: bytes) -> str | None:
+    """Decode file bytes as :func:`read_text` does (``None`` for binary data)."""
     if b"\x00" in data:
         return None
     if data.startswith(codecs.BOM_UTF8):

@@ -7,32 +7,23 @@
   and gets a temporary data directory in ``SLACKZILLA_DATA_DIR``. As in llm's
   tests/conftest.py (``LLM_USER_PATH``) and slack_bolt's tests/utils.py.
 * Bot fixtures (opt-in): ``slack_fake`` (a local Web API recorder, tests/slack_fake.py),
-  ``bot_repo`` (a small repository with an index), ``bot`` (the real app bound to
-  127.0.0.1 port 0 with its Web API pointed at the fake; see :class:`BotHarness`).
+  ``bot_repo`` (a small repository), ``make_bot`` (the real app bound to 127.0.0.1
+  port 0 with its Web API pointed at the fake; see ``slack_fake.BotHarness``).
 """
 from __future__ import annotations
 
 import os
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlencode
 
 import pytest
 
-from slack_fake import SlackFake
+from slack_fake import ADMIN, BOT_TOKEN, SIGNING_SECRET, BotHarness, SlackFake
 
 CLEARED_PREFIXES = ("SLACK_", "AI_", "EMBEDDINGS_")
 CLEARED_NAMES = (
     "HOST", "PORT", "REPO_PATH", "REPO_WEB_URL", "RAG_INDEX_PATH", "REINDEX_INTERVAL_S", "REPO_GIT_PULL",
     "ADMIN_USER_IDS", "ADMIN_API_TOKEN", "ASK_RATE_PER_MIN",
 )
-
-SIGNING_SECRET = "test-signing-secret-0123456789abcdef"
-BOT_TOKEN = "xoxb-test-bot-token"
-ADMIN = "U0ADMIN"
-USER = "U0USER"
-ADMIN_TOKEN = "admin-token-0123456789abcdef"
 
 
 @pytest.fixture(autouse=True)
@@ -78,56 +69,6 @@ def bot_repo(tmp_path) -> Path:
     return repo
 
 
-@dataclass
-class SlashResponse:
-    status: int
-    body: str
-    seconds: float
-
-
-@dataclass
-class BotHarness:
-    """The real app on 127.0.0.1 (``base_url``) with its Web API at ``fake``.
-
-    ``await bot.slash("/sz-hash", "sha256 abc")`` sends a correctly signed slash
-    command and returns the HTTP status, body and the time the ack took.
-    """
-
-    app: object
-    context: object
-    fake: SlackFake
-    base_url: str
-    session: object
-    settings: object
-    counter: list = field(default_factory=lambda: [0])
-
-    def form(self, command: str, text: str, *, user_id: str = USER, channel_id: str = "C0CHANNEL") -> dict:
-        self.counter[0] += 1
-        return {
-            "token": "legacy-verification-token", "team_id": "T0TEAM", "team_domain": "test",
-            "channel_id": channel_id, "channel_name": "general", "user_id": user_id, "user_name": "someone",
-            "command": command, "text": text, "api_app_id": "A0APP", "is_enterprise_install": "false",
-            "response_url": self.fake.response_url(f"r{self.counter[0]}"),
-            "trigger_id": f"trigger-{self.counter[0]}",
-        }
-
-    async def post_signed(self, body: str, *, timestamp: int | None = None, secret: str = SIGNING_SECRET,
-                          signature: str | None = None, headers: dict | None = None) -> SlashResponse:
-        from slack_sdk.signature import SignatureVerifier
-
-        ts = str(int(time.time()) if timestamp is None else timestamp)
-        sent = {"Content-Type": "application/x-www-form-urlencoded", "X-Slack-Request-Timestamp": ts}
-        sent["X-Slack-Signature"] = signature or SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)
-        sent.update(headers or {})
-        started = time.perf_counter()
-        async with self.session.post(f"{self.base_url}/slack/events", data=body, headers=sent) as response:
-            text = await response.text()
-        return SlashResponse(response.status, text, time.perf_counter() - started)
-
-    async def slash(self, command: str, text: str = "", *, user_id: str = USER, **kwargs) -> SlashResponse:
-        return await self.post_signed(urlencode(self.form(command, text, user_id=user_id)), **kwargs)
-
-
 @pytest.fixture
 async def make_bot(slack_fake, bot_repo, tmp_path):
     """Factory: ``await make_bot(**env)`` starts the real app and returns a :class:`BotHarness`."""
@@ -144,7 +85,7 @@ async def make_bot(slack_fake, bot_repo, tmp_path):
 
     cleanups = []
 
-    async def start(*, index: bool = True, **env: str) -> BotHarness:
+    async def start(*, index: bool = True, extra_specs=(), **env: str) -> BotHarness:
         values = {
             "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET, "REPO_PATH": str(bot_repo),
             "RAG_INDEX_PATH": str(tmp_path / "index.sqlite"), "SLACK_API_URL": slack_fake.api_url,
@@ -157,6 +98,8 @@ async def make_bot(slack_fake, bot_repo, tmp_path):
         runtime = Runtime()
         runtime.install_log_handler()
         registry = build_registry(on_error=runtime.capture_command_error)
+        for spec in extra_specs:  # real CommandSpecs through the real registry
+            registry.add(spec)
         client = AsyncWebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url)
         app = create_app(settings, engine=engine, registry=registry, runtime=runtime, client=client)
         web_app = app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)

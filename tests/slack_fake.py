@@ -15,6 +15,10 @@ Unknown methods answer ``{"ok": false, "error": "unknown_method"}`` like Slack.
 error; ``fake.delay["chat.update"] = 1.5`` slows it down (seconds).
 
 Modelled on slack_bolt's tests/mock_web_api_server (which uses a fixed port; this one doesn't).
+
+:class:`BotHarness` drives a running app: ``await bot.slash("/sz-hash", "sha256 abc")``
+sends a slash command signed the way Slack signs (``v0=`` HMAC-SHA256 of
+``v0:<timestamp>:<body>`` with the signing secret, slack_sdk's ``SignatureVerifier``).
 """
 from __future__ import annotations
 
@@ -26,9 +30,18 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
-__all__ = ["SlackFake", "Call"]
+from slack_sdk.signature import SignatureVerifier
+
+__all__ = ["SlackFake", "Call", "BotHarness", "SlashResponse", "ADMIN", "USER", "BOT_TOKEN", "SIGNING_SECRET",
+           "ADMIN_TOKEN"]
+
+SIGNING_SECRET = "test-signing-secret-0123456789abcdef"
+BOT_TOKEN = "xoxb-test-bot-token"
+ADMIN = "U0ADMIN"
+USER = "U0USER"
+ADMIN_TOKEN = "admin-token-0123456789abcdef"
 
 _BOT = {"team_id": "T0TEAM", "user_id": "U0BOT", "bot_id": "B0BOT", "team": "Test Team", "user": "slackzilla"}
 
@@ -240,3 +253,51 @@ def _make_handler(fake: SlackFake) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
+
+
+@dataclass
+class SlashResponse:
+    status: int
+    body: str
+    seconds: float
+
+
+@dataclass
+class BotHarness:
+    """The real app on 127.0.0.1 (``base_url``) with its Web API at ``fake``.
+
+    ``await bot.slash("/sz-hash", "sha256 abc")`` sends a correctly signed slash
+    command and returns the HTTP status, body and the time the ack took.
+    """
+
+    app: object
+    context: object
+    fake: SlackFake
+    base_url: str
+    session: object
+    settings: object
+    counter: list = field(default_factory=lambda: [0])
+
+    def form(self, command: str, text: str, *, user_id: str = USER, channel_id: str = "C0CHANNEL") -> dict:
+        self.counter[0] += 1
+        return {
+            "token": "legacy-verification-token", "team_id": "T0TEAM", "team_domain": "test",
+            "channel_id": channel_id, "channel_name": "general", "user_id": user_id, "user_name": "someone",
+            "command": command, "text": text, "api_app_id": "A0APP", "is_enterprise_install": "false",
+            "response_url": self.fake.response_url(f"r{self.counter[0]}"),
+            "trigger_id": f"trigger-{self.counter[0]}",
+        }
+
+    async def post_signed(self, body: str, *, timestamp: int | None = None, secret: str = SIGNING_SECRET,
+                          signature: str | None = None, headers: dict | None = None) -> SlashResponse:
+        ts = str(int(time.time()) if timestamp is None else timestamp)
+        sent = {"Content-Type": "application/x-www-form-urlencoded", "X-Slack-Request-Timestamp": ts}
+        sent["X-Slack-Signature"] = signature or SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)
+        sent.update(headers or {})
+        started = time.perf_counter()
+        async with self.session.post(f"{self.base_url}/slack/events", data=body, headers=sent) as response:
+            text = await response.text()
+        return SlashResponse(response.status, text, time.perf_counter() - started)
+
+    async def slash(self, command: str, text: str = "", *, user_id: str = USER, **kwargs) -> SlashResponse:
+        return await self.post_signed(urlencode(self.form(command, text, user_id=user_id)), **kwargs)

@@ -220,9 +220,17 @@ def test_parse_textual_tool_calls_forms():
     assert strip_tool_tags("x <tool_call>a</tool_call> y <tool_call>unterminated") == "x  y "
 
 
-@pytest.mark.parametrize("pieces", [["<tool_call>x</tool_call>ok"], ["<", "tool", "_call>x</tool", "_call>ok"],
-                                    ["a<", "b"], ["<tool_c"]])
-def test_tool_tag_filter_holds_back_partial_tags(pieces):
+@pytest.mark.parametrize("pieces, expected", [
+    (["<tool_call>x</tool_call>ok"], "ok"),
+    (["a <", "tool", "_call>x</tool", "_call> ok"], "a  ok"),
+    (["<tool_call>never closed ", "more"], ""),
+    (["a<", "b"], "a<b"),
+    (["x <tool_c"], "x <tool_c"),
+    (["1 < 2 <", "/tool_call> </tool_call"], "1 < 2 </tool_call> </tool_call"),
+])
+def test_tool_tag_filter_holds_back_partial_tags(pieces, expected):
     stream = ToolTagFilter()
-    shown = "".join(stream.feed(p) for p in pieces) + stream.flush()
-    assert shown == strip_tool_tags("".join(pieces)) if "<tool_call>" in "".join(pieces) else "".join(pieces)
+    released = [stream.feed(p) for p in pieces]
+    assert "".join(released) + stream.flush() == expected
+    if pieces == ["a<", "b"]:
+        assert released == ["a", "<b"]  # the "<" waited for the next piece

@@ -1,0 +1,119 @@
+"""Keep the index current in the bot: a periodic reindex and the start-up update.
+
+    scheduler = build_scheduler(reindexer, interval_s=settings.reindex_interval_s,
+                                git_pull=settings.repo_git_pull)       # None when interval_s == 0
+    startup = start_background_startup_update(reindexer)              # serve at once, update behind
+    if scheduler is not None:
+        scheduler.start()                                             # needs the running event loop
+    ...
+    stop_scheduler(scheduler); startup.cancel()
+
+An adapter, not logic: both jobs call :meth:`rag.maintenance.Reindexer.run_async`,
+the same method ``/sz-reindex`` uses, so they share one lock (in-process and
+across processes). APScheduler 3.11's ``AsyncIOScheduler`` runs an ``async def``
+job as a task on the loop; the update itself runs in a worker thread, so Slack
+acks and ``/api/*`` stay fast. ``max_instances=1`` and ``coalesce=True`` stop a
+slow update from piling up runs; a run that finds the lock held (an admin's
+``/sz-reindex``, another process) is skipped and counted in
+``Reindexer.state.busy_refusals``.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timezone
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from rag.maintenance import Reindexer, ReindexBusyError, RunRecord
+
+__all__ = [
+    "build_scheduler",
+    "scheduled_reindex",
+    "start_background_startup_update",
+    "next_run_at",
+    "stop_scheduler",
+    "JOB_ID",
+    "DEFAULT_MISFIRE_GRACE_S",
+]
+
+log = logging.getLogger(__name__)
+
+JOB_ID = "reindex"
+#: Longest delay (seconds) after which a late run still happens; capped by the interval.
+DEFAULT_MISFIRE_GRACE_S = 60
+
+
+async def scheduled_reindex(reindexer: Reindexer, *, git_pull: bool = False,
+                            trigger: str = "schedule") -> RunRecord | None:
+    """One background update; ``None`` when another update held the lock (skipped, not queued).
+
+    A failed update is already recorded by the reindexer (``ok=False``); nothing is raised.
+    """
+    try:
+        return await reindexer.run_async(trigger=trigger, git_pull=git_pull)
+    except ReindexBusyError as busy:
+        log.info("%s reindex skipped: another update is running (trigger=%s)", trigger, busy.trigger)
+        return None
+
+
+def build_scheduler(reindexer: Reindexer, *, interval_s: float, git_pull: bool,
+                    misfire_grace_s: int = DEFAULT_MISFIRE_GRACE_S) -> AsyncIOScheduler | None:
+    """An unstarted ``AsyncIOScheduler`` with one interval job, or ``None`` when ``interval_s == 0``.
+
+    Args:
+        reindexer: the process's :class:`Reindexer`.
+        interval_s: seconds between runs (``REINDEX_INTERVAL_S``; fractions allowed, 0 disables).
+        git_pull: ``git pull --ff-only`` before each run (``REPO_GIT_PULL=1``).
+        misfire_grace_s: a run late by more than this (capped at the interval, at least 1 s) is
+            skipped; with ``coalesce=True`` several missed runs become one.
+
+    Call ``start()`` from inside the running event loop (APScheduler 3.11 binds to it there).
+
+    Raises:
+        ValueError: ``interval_s`` is negative.
+    """
+    if interval_s < 0:
+        raise ValueError(f"REINDEX_INTERVAL_S must be 0 (off) or a positive number of seconds, not {interval_s}")
+    if interval_s == 0:
+        log.info("scheduled reindex disabled (interval 0)")
+        return None
+    grace = max(1, min(int(misfire_grace_s), int(interval_s)))
+    scheduler = AsyncIOScheduler(timezone=timezone.utc)
+    scheduler.add_job(
+        scheduled_reindex, IntervalTrigger(seconds=interval_s, timezone=timezone.utc),
+        args=[reindexer], kwargs={"git_pull": git_pull}, id=JOB_ID, name="reindex",
+        max_instances=1, coalesce=True, misfire_grace_time=grace, replace_existing=True,
+    )
+    log.info("scheduled reindex every %s s (git pull %s)", interval_s, "on" if git_pull else "off")
+    return scheduler
+
+
+def next_run_at(scheduler: AsyncIOScheduler | None) -> float | None:
+    """Epoch seconds of the next scheduled reindex, or ``None`` (no scheduler, not started, paused)."""
+    if scheduler is None:
+        return None
+    job = scheduler.get_job(JOB_ID)
+    when = getattr(job, "next_run_time", None) if job is not None else None
+    return when.timestamp() if when is not None else None
+
+
+def stop_scheduler(scheduler: AsyncIOScheduler | None) -> None:
+    """Shut ``scheduler`` down if it runs (a running update finishes in its thread, then unlocks)."""
+    if scheduler is not None and scheduler.running:
+        scheduler.shutdown(wait=False)
+
+
+def start_background_startup_update(reindexer: Reindexer, *, git_pull: bool = False) -> asyncio.Task:
+    """Start the start-up update as a task on the running loop and return it.
+
+    The bot serves from the existing index (even a stale one) meanwhile; with
+    no index yet, ``reindexer.require_ready()`` reports the build's progress.
+    The task's result is the :class:`RunRecord`, or ``None`` when another
+    update held the lock. Keep a reference and cancel it on shutdown.
+    """
+    task = asyncio.get_running_loop().create_task(
+        scheduled_reindex(reindexer, git_pull=git_pull, trigger="startup"), name="startup-reindex",
+    )
+    return task

@@ -1,0 +1,241 @@
+"""Secret redaction in file content: planted secrets vanish, everything else stays byte-for-byte."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from detect_secrets.plugins.private_key import PrivateKeyDetector
+
+from rag.secrets import REDACTED, redact_secrets
+
+ESLINT_LIB = Path.home() / ".cache" / "sz-eval" / "eslint" / "lib"
+
+# Fake values, assembled so the source file itself holds no token-shaped literal.
+SLACK_BOT = "xoxb-" + "123456789012-1234567890123-" + "AbCdEfGhIjKlMnOpQrStUvWx"
+SLACK_USER = "xoxp-" + "1234567890-1234567890-1234567890123-" + "0123456789abcdef0123456789abcdef"
+SLACK_APP = "xapp-" + "1-A0123456789-1234567890123-" + "0123456789abcdef0123456789abcdef"
+SLACK_HOOK = "https://hooks.slack.com/services/" + "T01234567/B01234567/AbCdEfGhIjKlMnOpQrStUvWx"
+OPENAI_PROJ = "sk-" + "proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_abcDEF-ghiJKL"
+OPENAI_OLD = "sk-" + "AbCdEfGhIjKlMnOpQrSt" + "T3BlbkFJ" + "UvWxYz0123456789AbCd"
+GITHUB_PAT = "ghp_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+GITHUB_OAUTH = "gho_" + "0123456789AbCdEfGhIjKlMnOpQrStUvWxYz"
+GITHUB_FINE = "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWX"
+AWS_ID = "AKIA" + "IOSFODNN7QWERTYU"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYzzzzKEY0123"
+STRIPE = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+STRIPE_RK = "rk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+GOOGLE = "AIza" + "SyA1234567890abcdefghijklmnopqrstuv"
+JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9" + ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
+       + ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U")
+BEARER = "abcDEF0123456789" + "ghiJKL"
+
+# (line containing a secret, the secret value that must disappear)
+PLANTED: list[tuple[str, str]] = [
+    (f"SLACK_BOT_TOKEN={SLACK_BOT}", SLACK_BOT),
+    (f"const t = '{SLACK_USER}';", SLACK_USER),
+    (f"  appToken: process.env.X || '{SLACK_APP}',", SLACK_APP),
+    (f"webhook_url: {SLACK_HOOK}", SLACK_HOOK),
+    (f"OPENAI_API_KEY={OPENAI_PROJ}", OPENAI_PROJ),
+    (f"openai.api_key = '{OPENAI_OLD}'", OPENAI_OLD),
+    (f"git clone with {GITHUB_PAT} here", GITHUB_PAT),
+    (f'"auth": "{GITHUB_OAUTH}"', GITHUB_OAUTH),
+    (f"GH={GITHUB_FINE}", GITHUB_FINE),
+    (f"aws_access_key_id = {AWS_ID}", AWS_ID),
+    (f'const awsConfig = {{ secretAccessKey: "{AWS_SECRET}" }};', AWS_SECRET),
+    (f"stripe.key({STRIPE})", STRIPE),
+    (f"restricted = {STRIPE_RK}", STRIPE_RK),
+    (f"const maps = '{GOOGLE}';", GOOGLE),
+    (f"cookie: {JWT}", JWT),
+    ("DATABASE_URL=postgres://app:S3cretPw0rd@db.internal:5432/app", "S3cretPw0rd"),
+    (f"curl -H 'Authorization: Bearer {BEARER}' https://api", BEARER),
+    ("const config = { password: 'hunter2' };", "hunter2"),
+    ('const apiKey = "f3a9c2d1e8b7a6c5";', "f3a9c2d1e8b7a6c5"),
+    ('{"password": "correct-horse-42"}', "correct-horse-42"),
+    ('  "client_secret": "Zq8xW3vR7tY2uP9o",', "Zq8xW3vR7tY2uP9o"),
+    ("password: swordfish", "swordfish"),
+    ("db:\n  password: 'tr0ub4dor&3'", "tr0ub4dor&3"),
+    ("SECRET=kj4h5kj3h45", "kj4h5kj3h45"),
+    ("export DB_PASSWORD=letmein99", "letmein99"),
+    ("private_key = 'a8f5f167f44f4964e6c998dee827110c'", "a8f5f167f44f4964e6c998dee827110c"),
+    ("API_KEY: str = 'Ab12Cd34Ef56Gh78'", "Ab12Cd34Ef56Gh78"),
+    ('token := "tok_1234567890abcdef"', "tok_1234567890abcdef"),
+    ("'secret' => 'Shh-its-42-secret'", "Shh-its-42-secret"),
+    ("self.secret_key = 'django-insecure-9x!k2'", "django-insecure-9x!k2"),
+    ("jwtSecret: `mYj3wtS3cr3t`,", "mYj3wtS3cr3t"),
+    ("[db]\npasswd = Pa55w0rd", "Pa55w0rd"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), PLANTED, ids=[p[1][:12] for p in PLANTED])
+def test_each_planted_secret_is_redacted(text: str, secret: str) -> None:
+    out, count = redact_secrets(text + "\n")
+    assert secret not in out
+    assert REDACTED in out
+    assert count == 1
+    assert out.count("\n") == text.count("\n") + 1
+
+
+def test_only_the_value_is_replaced() -> None:
+    assert redact_secrets("const config = { password: 'hunter2' };") == (
+        f"const config = {{ password: '{REDACTED}' }};", 1)
+    assert redact_secrets('{"password": "correct-horse-42", "user": "bob"}') == (
+        f'{{"password": "{REDACTED}", "user": "bob"}}', 1)
+    assert redact_secrets("DATABASE_URL=postgres://app:S3cretPw0rd@db:5432/app") == (
+        f"DATABASE_URL=postgres://app:{REDACTED}@db:5432/app", 1)
+    assert redact_secrets("SECRET=kj4h5kj3h45  # rotate monthly\n") == (f"SECRET={REDACTED}  # rotate monthly\n", 1)
+
+
+def test_whole_file_with_every_kind_counts_and_keeps_lines() -> None:
+    filler = ["function add(a, b) {", "  return a + b;", "}", "// tokens: see docs", ""]
+    lines: list[str] = []
+    for text, _ in PLANTED:
+        lines.extend(filler)
+        lines.append(text)
+    source = "\n".join(lines) + "\n"
+    out, count = redact_secrets(source)
+    assert count == len(PLANTED)
+    assert out.count("\n") == source.count("\n")
+    for secret in (s for _, s in PLANTED):
+        assert secret not in out
+    for before, after in zip(source.splitlines(), out.splitlines()):
+        if before in filler:
+            assert after == before
+
+
+NOT_SECRETS = [
+    "password: req.body.password",
+    "const password = req.body.password;",
+    "token = getToken()",
+    "secret: process.env.SECRET,",
+    "secret: process.env.SECRET",
+    "const { token } = options;",
+    'password: ""',
+    "password: ''",
+    'password: "xxx"',
+    'password: "********"',
+    'password: "changeme"',
+    'token: "<your-token>"',
+    'token: "${TOKEN}"',
+    "token: `${prefix}-${id}`",
+    "SECRET=${SECRET}",
+    "PASSWORD=$DB_PASSWORD",
+    "API_KEY=",
+    "api_key: YOUR_API_KEY_HERE",
+    'apiKey: "your-api-key"',
+    'tokenType: "Punctuator"',
+    'token: "Punctuator"',
+    'if (token.type === "Punctuator" && token.value === "(") {}',
+    'if (token === "=>") return;',
+    'const key = "value";',
+    'cacheKey: "users-list-2"',
+    'publicKey: "ssh-ed25519"',
+    "credentials: 'include'",
+    'messages: { missingSecret: "Secret is missing from {{name}}." }',
+    'password: "Enter your password"',
+    '"pbkdf2-password": "1.2.1",',
+    'secret: "JWT_SECRET",',
+    'password_file: "/run/secrets/db_password"',
+    "password: !vault |",
+    "password: *default_password",
+    "secretName: my-k8s-secret",
+    'const passwordHash = "5f4dcc3b5aa765d61d8327deb882cf99";',
+    "token = next",
+    "password = newPassword",
+    "type: password",
+    '<input type="password" name="password">',
+    "https://user@example.com/path and https://example.com:8080/x",
+    "mongodb://user:password@localhost/db",
+    "Bearer authentication is described below.",
+    "sk-fading-circle-container-spinner { }",
+    "task-runner-options-with-many-parts",
+    "-----BEGIN RSA PRIVATE KEY----- is what the file starts with.",
+    "ÄÖÜ İstanbul password: req.body.password",
+]
+
+
+@pytest.mark.parametrize("text", NOT_SECRETS)
+def test_non_secrets_are_untouched(text: str) -> None:
+    assert redact_secrets(text) == (text, 0)
+
+
+def test_unquoted_values_count_only_outside_code() -> None:
+    text = "password: hunter2x\n"
+    assert redact_secrets(text, file_type="yml") == (f"password: {REDACTED}\n", 1)
+    assert redact_secrets(text, file_type="env") == (f"password: {REDACTED}\n", 1)
+    assert redact_secrets(text) == (f"password: {REDACTED}\n", 1)
+    assert redact_secrets(text, file_type="js") == (text, 0)      # an identifier in JS
+    assert redact_secrets("  x = { password: hunter2x }\n") == ("  x = { password: hunter2x }\n", 0)
+
+
+PEM_BODY = [
+    "MIIEowIBAAKCAQEAx8Vb3yH2k1p0aQ9zR3tY7uI8oP1aS2dF3gH4jK5lZ6xC7vB8",
+    "nM9qW0eR1tY2uI3oP4aS5dF6gH7jK8lZ9xC0vB1nM2qW3eR4tY5uI6oP7aS8dF9g",
+    "H0jK1lZ2xC3vB4nM5qW6eR7tY8uI9oP0aS1dF2gH3jK4lZ5xC6vB7nM8qW9eR0t==",
+]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_private_key_block_keeps_markers_and_line_numbers(newline: str) -> None:
+    block = ["const x = 1;", "-----BEGIN RSA PRIVATE KEY-----", *PEM_BODY, "-----END RSA PRIVATE KEY-----", "end"]
+    text = newline.join(block) + newline
+    out, count = redact_secrets(text)
+    assert count == 1
+    assert out == newline.join(["const x = 1;", "-----BEGIN RSA PRIVATE KEY-----", *[REDACTED] * len(PEM_BODY),
+                                "-----END RSA PRIVATE KEY-----", "end"]) + newline
+
+
+@pytest.mark.parametrize("literal", [p.pattern for p in PrivateKeyDetector.denylist])
+def test_every_detect_secrets_private_key_header_is_handled(literal: str) -> None:
+    if literal.startswith("PuTTY"):
+        text = ("PuTTY-User-Key-File-2: ssh-rsa\nEncryption: none\nComment: k\nPublic-Lines: 1\nAAAApub\n"
+                f"Private-Lines: 2\n{PEM_BODY[0]}\n{PEM_BODY[1]}\nPrivate-MAC: 0a1b2c3d4e5f\nafter\n")
+        out, count = redact_secrets(text)
+        assert count == 1 and "0a1b2c3d4e5f" not in out and "AAAApub" in out and out.endswith("after\n")
+    else:
+        dashes = "----" if "SSH2" in literal else "-----"
+        pad = " " if "SSH2" in literal else ""
+        end = literal.replace("BEGIN", "END")
+        text = f"{dashes}{pad}{literal}{pad}{dashes}\n" + "\n".join(PEM_BODY) + f"\n{dashes}{pad}{end}{pad}{dashes}\n"
+        out, count = redact_secrets(text)
+        assert count == 1
+    assert out.count("\n") == text.count("\n")
+    assert not any(line in out for line in PEM_BODY)
+
+
+def test_private_key_in_json_string_and_truncated_block() -> None:
+    one_line = '{"private_key": "-----BEGIN PRIVATE KEY-----\\n' + "\\n".join(PEM_BODY) + '\\n-----END PRIVATE KEY-----\\n"}'
+    out, count = redact_secrets(one_line)
+    assert count == 1 and PEM_BODY[0] not in out and "-----END PRIVATE KEY-----" in out
+
+    truncated = "-----BEGIN EC PRIVATE KEY-----\n" + "\n".join(PEM_BODY) + "\nnext = 1\n"
+    out, count = redact_secrets(truncated)
+    assert count == 1 and out == "-----BEGIN EC PRIVATE KEY-----\n" + "\n".join([REDACTED] * 3) + "\nnext = 1\n"
+
+
+def test_offsets_survive_characters_whose_lower_case_grows() -> None:
+    text = "İİİ ünïcödé\npassword: 'hunter2'\n"
+    assert redact_secrets(text) == (f"İİİ ünïcödé\npassword: '{REDACTED}'\n", 1)
+
+
+def test_secret_values_are_never_logged(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    redact_secrets("\n".join(text for text, _ in PLANTED))
+    for _, secret in PLANTED:
+        assert secret not in caplog.text
+
+
+def test_empty_text() -> None:
+    assert redact_secrets("") == ("", 0)
+
+
+@pytest.mark.skipif(not ESLINT_LIB.is_dir(), reason="eval corpus not fetched")
+def test_no_false_positives_on_eslint_lib() -> None:
+    redacted = {}
+    for path in sorted(ESLINT_LIB.rglob("*.js")):
+        text = path.read_text(encoding="utf-8")
+        for file_type in ("js", None):
+            out, count = redact_secrets(text, file_type=file_type)
+            if count:
+                redacted[str(path.relative_to(ESLINT_LIB))] = count
+    assert redacted == {}
