@@ -252,7 +252,19 @@ def bench_cmd(repo, queries, as_json) -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    _load_subcommands()
     cli(prog_name="slackzilla")
+
+
+def _load_subcommands() -> None:
+    """Import the modules that attach further commands to :data:`cli` (explicit list)."""
+    import importlib
+
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(name)
+
+
+SUBCOMMAND_MODULES = ("bot.cli_code",)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -15,7 +15,6 @@ an ask can hand its full answer (sources and all) back to the Slack renderer.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from dataclasses import dataclass
@@ -123,8 +122,11 @@ class BotContext:
         ]
 
     def release(self) -> dict:
-        """Package version and latest CHANGELOG section (see ``runtime.release_info``)."""
-        return release_info(search=[self.engine.repo_root])
+        """Slackzilla's version and latest CHANGELOG section (see ``runtime.release_info``).
+
+        Not the indexed repository's changelog: this describes the running bot.
+        """
+        return release_info()
 
     def logs(self, *, limit: int = 50, level: str | None = None, include_stack: bool = False) -> list[dict]:
         """Newest log records first. Raises ``ValueError`` for an unknown level."""
@@ -198,27 +200,19 @@ class BotContext:
 
         return CommandServices(ask=ask, reindex=reindex, status=status, registry=self.registry)
 
-    async def reindex(self, *, trigger: str, full: bool = False, user: str | None = None,
-                      on_start: Callable[[RunRecord], Awaitable[None]] | None = None) -> RunRecord:
-        """Run one index update off the event loop (one at a time, across processes).
-
-        The same :meth:`rag.maintenance.Reindexer.run_async` the scheduler calls.
-        A failed run comes back with ``ok=False`` and a one-line ``error``.
-
-        Raises:
-            rag.maintenance.ReindexBusyError: an update is already running.
-        """
-        return await self.reindexer.run_async(trigger=trigger, full=full, user=user, on_start=on_start)
-
     async def reindex_command(self, *, full: bool, user_id: str | None, notify: Notify | None) -> CommandResult:
-        """``/sz-reindex``: announce, update, summarise; a busy or failed run is ``ok=False``."""
+        """``/sz-reindex``: announce, update, summarise; a busy or failed run is ``ok=False``.
+
+        The update is :meth:`rag.maintenance.Reindexer.run_async`, the same call the
+        scheduler makes, so both share one lock (in this process and across processes).
+        """
 
         async def announce(record: RunRecord) -> None:
             if notify is not None:
                 await notify(messages.reindex_started(user_id=user_id, full=full))
 
         try:
-            record = await self.reindex(trigger="admin", full=full, user=user_id, on_start=announce)
+            record = await self.reindexer.run_async(trigger="admin", full=full, user=user_id, on_start=announce)
         except ReindexBusyError as busy:
             running_s = None if busy.started_at is None else max(0.0, self.runtime.clock() - busy.started_at)
             return CommandResult(text=messages.reindex_busy(started_by=busy.user, running_s=running_s),

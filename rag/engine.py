@@ -28,6 +28,9 @@ from .errors import RepoNotFoundError
 from .index import FileUpdate, Index
 from .query import analyze
 from .retrieve import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
+from . import context as _context
+from .codegraph import CodeGraph
+from .context import CodeEntry, PackedContext
 from .parse import PARSE_VERSION, PARSEABLE_EXTENSIONS, FileStructure, JsParser, resolve_imports
 from .secrets import redact_secrets
 from .text import index_text, light_stem
@@ -39,6 +42,7 @@ __all__ = ["Engine", "IndexStats", "default_index_path", "MAX_QUESTION_CHARS"]
 log = logging.getLogger(__name__)
 
 MAX_QUESTION_CHARS = 4000
+DEFAULT_BUDGET_TOKENS = 4000
 ProgressFn = Callable[[int, int], None]
 
 
@@ -48,14 +52,6 @@ _DEPENDANTS_INTENT = re.compile(
     r"were (deleted|removed)|(is|was|were|got) removed|uses? of|who uses)\b", re.I)
 # "Which file reads the process environment / environment variables?"
 _ENV_INTENT = re.compile(r"\b(process environment|environment variables?|env(ironment)? vars?|process\.env)\b", re.I)
-
-
-def _dependants(structures: dict[str, FileStructure], targets: list[str]) -> list[str]:
-    """Files importing any of ``targets`` (resolved imports), non-test files first, then by path."""
-    wanted = set(targets)
-    found = {path for path, s in structures.items() if path not in wanted
-             and any(i.resolved in wanted for i in s.imports)}
-    return sorted(found, key=lambda p: (bool(_retrieve._LOW_VALUE_DIRS.search(p)), p))
 
 
 def default_index_path(repo: Path) -> Path:
@@ -260,6 +256,39 @@ class Engine:
         with self.index.read() as conn:
             return self._structures_in(conn, self._cache_for(conn))
 
+    def code_graph(self) -> CodeGraph:
+        """The repository's :class:`~rag.codegraph.CodeGraph` (cached per generation)."""
+        with self.index.read() as conn:
+            return self._graph_in(conn, self._cache_for(conn))
+
+    def _graph_in(self, conn, cache: _GenerationCache) -> CodeGraph:
+        graph = cache.extra.get("graph")
+        if graph is None:
+            graph = CodeGraph(self._structures_in(conn, cache))
+            cache.extra["graph"] = graph
+        return graph
+
+    def code_context(self, question: str, *, retrieved: list[Source], max_entries: int = 20) -> list[CodeEntry]:
+        """Structural context for ``question`` (:func:`rag.context.code_context` on this repository)."""
+        return _context.code_context(question, graph=self.code_graph(), retrieved=retrieved,
+                                     read_lines=self.read_lines, max_entries=max_entries)
+
+    def pack_context(self, question: str, *, sources: list[Source], budget_tokens: int = DEFAULT_BUDGET_TOKENS,
+                     with_code: bool = True) -> PackedContext:
+        """Pack retrieved sources and code context into ``budget_tokens`` (:func:`rag.context.pack_context`).
+
+        Args:
+            question: the question (drives code-context selection).
+            sources: retrieved sources, best first.
+            budget_tokens: token budget (estimator: :func:`rag.tokens.estimate_tokens`).
+            with_code: include code context entries (symbols, routes, summaries).
+
+        Raises:
+            UserError: ``budget_tokens`` is not a positive integer.
+        """
+        entries = self.code_context(question, retrieved=sources) if with_code else []
+        return _context.pack_context(question, sources=sources, code_entries=entries, budget_tokens=budget_tokens)
+
     def _structures_in(self, conn, cache: _GenerationCache) -> dict[str, FileStructure]:
         cached = cache.extra.get("structures")
         if cached is None:
@@ -321,8 +350,10 @@ class Engine:
         if _DEPENDANTS_INTENT.search(query.text) and query.paths:
             named = _retrieve._explicit_paths(query, cache.paths or [])
             if named:
-                structures = self._structures_in(conn, cache)
-                for rank, path in enumerate(_dependants(structures, named)):
+                graph = self._graph_in(conn, cache)
+                deps = sorted({d for p in named for d in graph.dependants(p) if d not in named},
+                              key=lambda p: (bool(_retrieve._LOW_VALUE_DIRS.search(p)), p))
+                for rank, path in enumerate(deps):
                     out[path] = 10.5 - 0.01 * rank
         if _ENV_INTENT.search(query.text):
             for path, structure in self._structures_in(conn, cache).items():
@@ -367,13 +398,25 @@ class Engine:
         hits.sort(key=lambda h: (-h.score, h.path))
         return hits[:limit]
 
+    def indexed_paths(self) -> list[str]:
+        """Every indexed file path, sorted."""
+        with self.index.read() as conn:
+            return [r[0] for r in conn.execute("SELECT path FROM files ORDER BY path")]
+
     def read_lines(self, path: str, start: int, end: int) -> str:
-        """Indexed text of ``path`` lines ``start..end`` (redacted), joined from its chunks."""
+        """Indexed text of ``path`` lines ``start..end`` (redacted), joined from its chunks.
+
+        Reads the index, never the working tree, so secrets stay redacted and the
+        text matches the generation that produced the line numbers. Lines past the
+        end of the file are simply absent. Raises ``KeyError`` for an unindexed path.
+        """
         with self.index.read() as conn:
             rows = conn.execute(
                 "SELECT start, text FROM chunks WHERE path=? AND end>=? AND start<=? ORDER BY start",
                 (path, start, end),
             ).fetchall()
+        if not rows:
+            raise KeyError(path)
         lines: dict[int, str] = {}
         for first, text in rows:
             for offset, line in enumerate(text.split("\n")):

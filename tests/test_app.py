@@ -262,7 +262,7 @@ async def test_a_second_reindex_is_told_one_is_running(make_bot):
     async def hold(record) -> None:
         await release.wait()
 
-    running = asyncio.create_task(bot.context.reindex(trigger="schedule", on_start=hold))
+    running = asyncio.create_task(bot.context.reindexer.run_async(trigger="schedule", on_start=hold))
     await asyncio.sleep(0.05)
     await bot.slash("/sz-reindex", "full", user_id=ADMIN)
     [reply] = [c for c in await bot.fake.wait_for("response_url") if c.method == "response_url"]

@@ -236,6 +236,85 @@ def test_second_engine_sees_updates_of_the_first(engine, repo):
         other.close()
 
 
+def test_binary_files_are_skipped_and_a_file_turning_binary_is_removed(engine, repo):
+    (repo / "src" / "blob.js").write_bytes(b"var a = 1;\x00\x01binaryzebra")
+    (repo / "src" / "util" / "format.js").write_bytes(b"formatPrice\x00\x00")
+    stats = engine.update()
+    assert stats.skipped.get("binary") == 2
+    assert stats.removed == 1 and stats.added == 0
+    assert {"src/blob.js", "src/util/format.js"}.isdisjoint(indexed_paths(engine))
+    assert engine.retrieve("binaryzebra") == []
+
+
+def test_undecodable_bytes_are_replaced_not_fatal(engine, repo):
+    (repo / "src" / "latin.js").write_bytes("// caf\xe9 cr\xe8me\nvar dessertqux = 1;\n".encode("latin-1"))
+    stats = engine.update()
+    assert stats.added == 1
+    source = engine.retrieve("dessertqux")[0]
+    assert source.path == "src/latin.js" and "\ufffd" in source.text and (source.start, source.end) == (1, 2)
+
+
+def test_crlf_file_has_the_same_line_numbers_as_lf(engine, repo):
+    before = [(s.start, s.end, s.text) for s in engine.retrieve("database connection pool") if s.path == "src/db/pool.js"]
+    target = repo / "src" / "db" / "pool.js"
+    target.write_bytes(target.read_bytes().replace(b"\n", b"\r\n"))
+    assert engine.update().changed == 1
+    after = [(s.start, s.end, s.text) for s in engine.retrieve("database connection pool") if s.path == "src/db/pool.js"]
+    assert after == before and before
+    assert engine.read_lines("src/db/pool.js", 9, 9).startswith("function createConnectionPool(")
+
+
+def test_symlinks_are_not_followed(engine, repo, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "leak.js").write_text("var symlinkedporcupine = 1;\n", encoding="utf-8")
+    (repo / "src" / "loop").symlink_to(repo / "src")  # a loop must not hang
+    (repo / "src" / "outside").symlink_to(outside)
+    (repo / "leak.js").symlink_to(outside / "leak.js")
+    stats = engine.update()
+    assert stats.added == 0 and stats.skipped.get("symlink", 0) >= 3
+    assert engine.retrieve("symlinkedporcupine") == []
+
+
+def test_never_built_index_answers_nothing(repo):
+    eng = Engine.open(repo)
+    try:
+        assert eng.retrieve("database connection pool") == []
+        assert eng.retrieve_images("architecture diagram") == []
+        with pytest.raises(KeyError):
+            eng.read_lines("src/db/pool.js", 1, 5)  # not indexed (yet)
+    finally:
+        eng.close()
+
+
+def test_read_lines_returns_redacted_indexed_text(engine):
+    assert engine.read_lines("src/config.js", 4, 5) == (
+        "// The payment provider key below is a planted test secret: the indexer must redact it.\n"
+        'const apiKey = "[REDACTED]";'
+    )
+    assert engine.read_lines("src/db/pool.js", 34, 99) == "\nmodule.exports = { createConnectionPool, DEFAULT_MAX_CONNECTIONS };"
+    with pytest.raises(KeyError):
+        engine.read_lines("src/generated/bundle.js", 1, 3)
+
+
+@pytest.mark.xfail(strict=True, reason="defect: read_lines raises KeyError for an indexed file when the range "
+                   "lies past its end, though its docstring says such lines are simply absent")
+def test_read_lines_past_the_end_of_an_indexed_file_is_empty(engine):
+    assert engine.read_lines("src/db/pool.js", 500, 600) == ""
+
+
+@pytest.mark.xfail(strict=True, reason="defect: Engine.update skips Index.apply when no text file changed, "
+                   "so an added or deleted image is not reflected until some text file changes")
+def test_image_only_changes_are_indexed(engine, repo):
+    images = repo / "docs" / "images"
+    (images / "checkout-flow.png").write_bytes((images / "architecture-diagram.png").read_bytes())
+    engine.update()
+    assert [h.path for h in engine.retrieve_images("checkout flow")] == ["docs/images/checkout-flow.png"]
+    (images / "architecture-diagram.png").unlink()
+    engine.update()
+    assert engine.retrieve_images("architecture diagram") == []
+
+
 # -- a reader during updates -----------------------------------------------------------------
 
 

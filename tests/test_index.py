@@ -109,6 +109,24 @@ def test_fts_body_holds_split_identifiers(index):
             assert conn.execute("SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (phrase,)).fetchone()[0] == 1
 
 
+def test_older_schema_is_migrated_in_place(tmp_path):
+    path = tmp_path / "index.sqlite"
+    idx = Index(path)
+    idx.apply(updates=[file_update("a.js", ["alpha"])], removed=[])
+    last = MIGRATIONS[-1][0]
+    idx.conn.execute("DELETE FROM migrations WHERE name = ?", (last,))
+    if last == "m002_vectors":
+        idx.conn.execute("DROP TABLE chunk_vectors")
+    idx.close()
+    again = Index(path)
+    try:
+        assert [r[0] for r in again.conn.execute("SELECT name FROM migrations ORDER BY rowid")][-1] == last
+        assert again.counts() == (1, 1) and again.generation() == 1  # data kept, not rebuilt
+        assert list(tmp_path.glob("index.sqlite.broken-*")) == []
+    finally:
+        again.close()
+
+
 # -- crash in the middle -----------------------------------------------------------------------
 
 
