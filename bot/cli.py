@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +43,8 @@ def friendly_errors(fn: Callable) -> Callable:
             _fail(str(exc))
         except (OSError, ValueError) as exc:
             _fail(str(exc))
+        except sqlite3.Error as exc:
+            _fail(f"index error: {exc} (run `slackzilla index --full` to rebuild it)")
         except KeyboardInterrupt:
             _fail("interrupted", 130)
 
@@ -148,7 +151,9 @@ def retrieve_cmd(question, repo, index_path, limit, kind, batch, as_json) -> Non
         if batch is not None:
             from rag.evaluation import load_jsonl
 
-            for item in load_jsonl(batch):
+            for number, item in enumerate(load_jsonl(batch), 1):
+                if not isinstance(item, dict):
+                    raise ValueError(f"{batch}:{number}: expected a JSON object with \"id\" and \"question\"")
                 sources = engine.retrieve(str(item.get("question", "")), limit=limit, kind=kind)
                 _emit({"id": item.get("id"), "sources": [s.to_json() for s in sources]})
             return

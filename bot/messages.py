@@ -9,11 +9,9 @@ from __future__ import annotations
 __all__ = [
     "answer_footer",
     "answer_heading",
-    "ask_failed",
     "command_failed",
     "failure",
     "no_sources",
-    "post_failed_fallback",
     "reindex_busy",
     "reindex_failed",
     "reindex_started",
@@ -52,11 +50,6 @@ def answer_footer(*, model: str | None, tokens: int | None, seconds: float | Non
     return " · ".join(parts)
 
 
-def ask_failed(reason: str) -> str:
-    """An ask that could not produce an answer; ``reason`` is one user-facing line."""
-    return failure(f"I could not answer that: {reason}")
-
-
 def failure(text: str) -> str:
     """How every refusal or failure starts: a warning sign before the reason."""
     return f":warning: {text}"
@@ -65,11 +58,6 @@ def failure(text: str) -> str:
 def command_failed(slash: str, reason: str) -> str:
     """A command whose handling broke outside the registry (Slack refused the reply, a crash)."""
     return failure(f"`{slash}` failed: {reason}")
-
-
-def post_failed_fallback(error: str) -> str:
-    """Prefix used when posting in the channel failed and the answer is sent to the user instead."""
-    return f":information_source: I could not post in this channel (`{error}`); here is the answer just for you."
 
 
 def reindex_started(*, user_id: str | None, full: bool) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from typing import Iterable, Sequence
+from urllib.parse import quote
 
 from bot import messages
 
@@ -130,10 +131,10 @@ def render_result(result, *, slash: str) -> dict:
     for start in range(0, len(fields), MAX_FIELDS_PER_SECTION):
         blocks.append({"type": "section", "fields": fields[start:start + MAX_FIELDS_PER_SECTION]})
     if result.code:
-        code = result.code.replace("```", "`\u200b``")
+        code = escape(result.code.replace("```", "`\u200b``"))
         for piece in split_markdown(code, limit=MAX_SECTION_CHARS - 8):
-            blocks.append(_section(f"```{escape(piece)}```"))
-    fallback = "\n".join(filter(None, [result.title, text, result.code]))
+            blocks.append(_section(f"```{piece}```"))
+    fallback = "\n".join(filter(None, [escape(result.title or ""), text, escape(result.code or "")]))
     return {
         "text": _clip(fallback, MAX_FALLBACK_CHARS),
         "blocks": _cap_blocks(blocks),
@@ -150,9 +151,8 @@ def source_link(source, *, web_url: str | None, commit: str | None) -> str:
     label = f"{source.path}:L{source.start}-L{source.end}"
     if not web_url:
         return f"`{escape(label)}`"
-    path = "/".join(part for part in source.path.split("/"))
-    url = f"{web_url.rstrip('/')}/blob/{commit or 'HEAD'}/{path}#L{source.start}-L{source.end}"
-    return f"<{url.replace(' ', '%20').replace('|', '%7C')}|{escape(label)}>"
+    url = f"{web_url.rstrip('/')}/blob/{commit or 'HEAD'}/{quote(source.path)}#L{source.start}-L{source.end}"
+    return f"<{url}|{escape(label)}>"
 
 
 def render_answer(
@@ -189,22 +189,29 @@ def render_answer(
         blocks.append(_section(piece))
     if notes:
         blocks.append(_context([_clip(escape(" ".join(notes)), MAX_SECTION_CHARS)]))
-    links = []
-    seen = set()
-    for source in sources:
-        key = (source.path, source.start, source.end)
-        if key not in seen:
-            seen.add(key)
-            links.append(source_link(source, web_url=web_url, commit=commit))
-    sources_text = (messages.sources_label() + " " + " · ".join(links)) if links else messages.no_sources()
-    blocks.append(_context([_clip(sources_text, MAX_SECTION_CHARS)]))
+    blocks.append(_context([_sources_text(sources, web_url=web_url, commit=commit)]))
     blocks.append(_context([messages.answer_footer(model=model, tokens=tokens, seconds=seconds)]))
     return {
-        "text": _clip(answer or question, MAX_FALLBACK_CHARS),
+        "text": _clip(escape(answer or question), MAX_FALLBACK_CHARS),
         "blocks": _cap_blocks(blocks, keep_tail=2),
         "unfurl_links": False,
         "unfurl_media": False,
     }
+
+
+def _sources_text(sources: Sequence, *, web_url: str | None, commit: str | None) -> str:
+    """``*Sources:* link · link …``, whole links only, within one context element's limit."""
+    if not sources:
+        return messages.no_sources()
+    text = messages.sources_label()
+    unique = list({(s.path, s.start, s.end): s for s in sources}.values())  # first-seen order
+    for shown, source in enumerate(unique):
+        link = source_link(source, web_url=web_url, commit=commit)
+        separator = " " if shown == 0 else " · "
+        if len(text) + len(separator) + len(link) > MAX_SECTION_CHARS - 20:
+            return f"{text} · +{len(unique) - shown} more"
+        text += separator + link
+    return text
 
 
 def _cap_blocks(blocks: list[dict], *, keep_tail: int = 0) -> list[dict]:

@@ -45,6 +45,7 @@ DEFAULT_LATENCY_WINDOW = 1000
 #: Histogram buckets in seconds: slash commands are milliseconds, asks are seconds.
 LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 PACKAGE_NAME = "slackzilla"
+DEFAULT_CHANGELOG = Path(__file__).resolve().parents[1] / "CHANGELOG.md"
 #: The project's loggers, whose INFO records the ring buffer keeps.
 APP_LOGGERS = ("bot", "commands", "rag", "slackzilla")
 _LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
@@ -216,6 +217,7 @@ class Metrics:
         self._asks_total.labels("ok" if ok else "error").inc()
 
     def record_feedback(self, vote: str) -> None:
+        """Count one 👍/👎 vote on an answer (``vote`` is ``up`` or ``down``; wired by issue 8)."""
         with self._lock:
             self._feedback[vote] = self._feedback.get(vote, 0) + 1
         self._feedback_total.labels(vote).inc()
@@ -281,24 +283,18 @@ def package_version() -> str:
         return "0.0.0+unknown"
 
 
-def release_info(*, search: list[Path] | None = None) -> dict:
-    """``{"name", "version", "changelog": {"title", "body"} | None, "changelog_path"}``.
+def release_info(*, changelog: Path = DEFAULT_CHANGELOG) -> dict:
+    """``{"name", "version", "changelog": {"title", "body"} | None}`` of the running bot.
 
-    The version comes from the installed package metadata; the changelog is the
-    first ``CHANGELOG.md`` found in ``search`` (default: the project checkout
-    next to this package), or ``None``.
+    The version comes from the installed package metadata; the changelog section
+    from ``changelog`` (default: ``CHANGELOG.md`` of the project checkout next to
+    this package), ``None`` when that file is not there (e.g. a wheel install).
     """
-    version = package_version()
-    candidates = list(search or []) + [Path(__file__).resolve().parents[1]]
-    for directory in candidates:
-        path = Path(directory) / "CHANGELOG.md"
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError:
-            continue
-        return {"name": PACKAGE_NAME, "version": version, "changelog": latest_changelog_section(text),
-                "changelog_path": str(path)}
-    return {"name": PACKAGE_NAME, "version": version, "changelog": None, "changelog_path": None}
+    try:
+        section = latest_changelog_section(changelog.read_text(encoding="utf-8"))
+    except OSError:
+        section = None
+    return {"name": PACKAGE_NAME, "version": package_version(), "changelog": section}
 
 
 class Runtime:

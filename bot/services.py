@@ -151,14 +151,9 @@ class BotContext:
         self.runtime.metrics.set_reindex(runs=state.runs, busy_refusals=state.busy_refusals)
 
     def routes(self) -> list[dict]:
-        """HTTP routes found in the indexed code: ``{"path" (file), "line", "method", "route", ...}``.
-
-        Uses the engine's ``routes()`` (code graph) when it has one; ``[]`` otherwise.
-        """
-        finder = getattr(self.engine, "routes", None)
-        if not callable(finder):
-            return []
-        return [r.to_json() if hasattr(r, "to_json") else dict(r) for r in finder()]
+        """HTTP routes found in the indexed code (the engine's code graph), as
+        ``{"path" (file), "line", "method", "route", "router", ...}`` records."""
+        return [route.to_json() for route in self.engine.code_graph().routes()]
 
     # -- actions ------------------------------------------------------------------------------
     async def run_command(self, command_id: str, text: str, *, identity: Identity, source: str = "slack",

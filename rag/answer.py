@@ -36,10 +36,11 @@ from typing import Any, Protocol
 
 from rag.activities import Activity, ActivityRecorder
 from rag.answer_loop import LoopState, run_model_loop
-from rag.answer_text import build_messages, format_answer_for_terminal, local_answer, pack_sources, snippet, \
-    validate_history
+from rag.answer_text import build_messages, format_answer_for_terminal, local_answer, snippet, validate_history
+from rag.context import DEFAULT_BUDGET_TOKENS
+from rag.engine import MAX_QUESTION_CHARS
 from rag.errors import EmptyQuestionError, ProviderError, UserError
-from rag.intent import asks_to_run_command, infer_command
+from rag.intent import asks_to_run_command, infer_command, strip_command_mentions
 from rag.llm import ModelClient, ModelConfig, Usage
 from rag.tools import ToolAdapter, ToolResult
 from rag.types import ImageHit, Source
@@ -53,10 +54,8 @@ log = logging.getLogger(__name__)
 DEFAULT_TOP_K = 8
 """Sources retrieved per question."""
 DEFAULT_IMAGE_LIMIT = 6
-DEFAULT_CONTEXT_BUDGET_TOKENS = 4000
-"""Token budget of the packed context (DESIGN.md section 3)."""
-MAX_QUESTION_CHARS = 4000
-"""Longer questions are cut with a note (the engine applies the same cap to retrieval)."""
+DEFAULT_CONTEXT_BUDGET_TOKENS = DEFAULT_BUDGET_TOKENS
+"""Token budget of the packed context (rag.context's default, DESIGN.md section 3)."""
 NO_KEY_REASON = ("No model is configured (AI_API_KEY is not set), so this answer lists the most relevant "
                  "sources instead of a written answer.")
 
@@ -78,8 +77,8 @@ class AnswerEngine(Protocol):
 
     def retrieve_images(self, question: str, *, limit: int = 6) -> list[ImageHit]: ...
 
-    def pack_context(self, question: str, *, sources: list[Source],
-                     budget_tokens: int = DEFAULT_CONTEXT_BUDGET_TOKENS) -> PackedContextLike: ...
+    def pack_context(self, question: str, *, sources: list[Source], budget_tokens: int = DEFAULT_CONTEXT_BUDGET_TOKENS,
+                     with_code: bool = True) -> PackedContextLike: ...
 
 
 @dataclass
@@ -207,7 +206,7 @@ async def answer_question(
 
     Raises:
         EmptyQuestionError: the question is empty or blank.
-        UserError: ``top_k`` < 1, or ``AI_URL``/``AI_TIMEOUT_S`` are malformed.
+        UserError: ``top_k`` < 1, ``budget_tokens`` not positive, or ``AI_URL``/``AI_TIMEOUT_S`` malformed.
         ValueError: a ``history`` item is not ``{"role": "user"|"assistant", "content": str}``.
     """
     started = time.perf_counter()
@@ -228,9 +227,10 @@ async def answer_question(
 
     await recorder.add("retrieval", "started", "Searching the repository", top_k=top_k, kind=kind)
     t0 = time.perf_counter()
+    search = strip_command_mentions(text) if result.command else text
     try:
-        result.sources = await asyncio.to_thread(engine.retrieve, text, limit=top_k, kind=kind)
-        result.images = await asyncio.to_thread(engine.retrieve_images, text, limit=DEFAULT_IMAGE_LIMIT)
+        result.sources = await asyncio.to_thread(engine.retrieve, search, limit=top_k, kind=kind)
+        result.images = await asyncio.to_thread(engine.retrieve_images, search, limit=DEFAULT_IMAGE_LIMIT)
     except Exception as exc:  # an index problem must not cost the user the rest of the answer
         log.warning("retrieval failed", exc_info=True)
         result.error, result.failure_stage = f"repository search failed: {exc}", "retrieval"
@@ -244,17 +244,19 @@ async def answer_question(
         files=len(files), images=len(result.images), ms=round(result.timings_ms["retrieval"], 1))
 
     t0 = time.perf_counter()
-    packed: Any
-    if skip_code or result.failure_stage:
-        packed = pack_sources(result.sources, budget_tokens=budget_tokens)
-    else:
-        try:
-            packed = await asyncio.to_thread(engine.pack_context, text, sources=result.sources,
-                                             budget_tokens=budget_tokens)
-        except Exception as exc:  # fall back to the sources alone
-            log.warning("context packing failed", exc_info=True)
-            result.error, result.failure_stage = f"code context failed: {exc}", "context"
-            packed = pack_sources(result.sources, budget_tokens=budget_tokens)
+    with_code = not (skip_code or result.failure_stage)
+    try:
+        packed = await asyncio.to_thread(engine.pack_context, search, sources=result.sources,
+                                         budget_tokens=budget_tokens, with_code=with_code)
+    except UserError:
+        raise
+    except Exception as exc:  # code context is an extra: retry with the sources alone
+        if not with_code:
+            raise
+        log.warning("code context failed; packing the sources alone", exc_info=True)
+        result.error, result.failure_stage = f"code context failed: {type(exc).__name__}", "context"
+        packed = await asyncio.to_thread(engine.pack_context, search, sources=result.sources,
+                                         budget_tokens=budget_tokens, with_code=False)
     result.timings_ms["context"] = _ms(t0)
     result.context = {"tokens_used": packed.tokens_used, "budget": packed.budget, "files": list(packed.files),
                       "code_contexts": packed.code_contexts, "code_context_skipped": skip_code}

@@ -14,11 +14,9 @@ and the user see lives in one place:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from prompts import load_prompt
-from rag.tokens import estimate_tokens
 from rag.types import Source
 
 if TYPE_CHECKING:
@@ -27,14 +25,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NOT_DOCUMENTED",
-    "SourcesContext",
     "build_messages",
     "tool_message",
     "limit_prompt_message",
     "local_answer",
     "source_label",
     "snippet",
-    "pack_sources",
     "validate_history",
     "format_answer_for_terminal",
 ]
@@ -59,42 +55,6 @@ def snippet(source: Source, *, max_lines: int = SNIPPET_LINES, max_chars: int = 
     lines = [line.rstrip() for line in source.text.splitlines() if line.strip()][:max_lines]
     text = "\n".join(lines)
     return text if len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"
-
-
-@dataclass
-class SourcesContext:
-    """Context made of retrieved sources only (no code-context expansion).
-
-    Same attributes as the engine's packed context: ``text``, ``tokens_used``,
-    ``budget``, ``files``, ``code_contexts`` (always 0 here).
-    """
-
-    text: str
-    tokens_used: int
-    budget: int
-    files: list[str] = field(default_factory=list)
-    code_contexts: int = 0
-
-
-def pack_sources(sources: Sequence[Source], *, budget_tokens: int) -> SourcesContext:
-    """Pack whole sources, best first, skipping any that would not fit the budget (never cut).
-
-    Used when the question asks to run a command and code-context expansion is
-    skipped. Tokens are counted with rag.tokens.estimate_tokens.
-    """
-    parts: list[str] = []
-    files: list[str] = []
-    used = 0
-    for source in sources:
-        block = f"### {source_label(source)}\n{source.text.rstrip()}\n"
-        cost = estimate_tokens(block)
-        if used + cost > budget_tokens:
-            continue
-        parts.append(block)
-        used += cost
-        if source.path not in files:
-            files.append(source.path)
-    return SourcesContext("\n".join(parts), used, budget_tokens, files, 0)
 
 
 def validate_history(history: Sequence[dict] | None) -> list[dict]:

@@ -37,11 +37,21 @@ class ChunkPolicy:
         max_chars: hard cap on one chunk's text, in characters (default 3,500).
 
     Example: ``chunk_text(path, text, policy=ChunkPolicy(window=30, step=20))``.
+
+    Raises:
+        ValueError: ``window < 1``, ``step`` outside ``1..window`` or ``max_chars < 1``.
     """
 
     window: int = DEFAULT_WINDOW_LINES
     step: int = DEFAULT_STEP_LINES
     max_chars: int = DEFAULT_MAX_CHARS
+
+    def __post_init__(self) -> None:
+        if self.window < 1 or not 1 <= self.step <= self.window or self.max_chars < 1:
+            raise ValueError(
+                f"invalid chunk policy: need window >= 1, 1 <= step <= window, max_chars >= 1 "
+                f"(got window={self.window}, step={self.step}, max_chars={self.max_chars})"
+            )
 
 
 DEFAULT_CHUNK_POLICY = ChunkPolicy()

@@ -220,7 +220,8 @@ class Engine:
                     stats.changed += 1
             removed = [p for p in known if p not in seen]
             stats.removed = len(removed)
-            if updates or removed or full or self.index.generation() == 0:
+            images_changed = sorted(report.images) != self.index.image_paths()
+            if updates or removed or full or images_changed or self.index.generation() == 0:
                 stats.generation = self.index.apply(
                     updates=updates, removed=removed, images=report.images, full=full,
                     meta={"repo_root": str(self.repo_root), "parse_version": str(PARSE_VERSION)},
@@ -416,7 +417,10 @@ class Engine:
                 (path, start, end),
             ).fetchall()
         if not rows:
-            raise KeyError(path)
+            with self.index.read() as conn:
+                if conn.execute("SELECT 1 FROM files WHERE path=?", (path,)).fetchone() is None:
+                    raise KeyError(path)
+            return ""
         lines: dict[int, str] = {}
         for first, text in rows:
             for offset, line in enumerate(text.split("\n")):

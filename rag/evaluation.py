@@ -92,6 +92,12 @@ def run_eval(
     Raises ``FileNotFoundError`` naming a missing corpus directory.
     """
     questions = load_jsonl(set_path)
+    for number, q in enumerate(questions, 1):
+        if not isinstance(q, dict):
+            raise ValueError(f"{set_path}:{number}: expected a JSON object")
+        for key in ("id", "corpus", "question", "gold"):
+            if key not in q:
+                raise ValueError(f"{set_path}:{number}: missing key {key!r}")
     started = time.perf_counter()
     answers: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory(prefix="sz-eval-") as tmp:

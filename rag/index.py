@@ -194,6 +194,9 @@ class Index:
     def _open_or_rebuild(self) -> None:
         try:
             self._migrate(self.conn)
+            check = self.conn.execute("PRAGMA quick_check").fetchall()
+            if check != [("ok",)]:
+                raise _ForeignSchema(f"integrity check failed: {check[0][0] if check else 'no answer'}")
         except (sqlite3.DatabaseError, _ForeignSchema) as exc:
             log.warning("index at %s is unusable (%s); rebuilding it", self.path, exc)
             self.close()
@@ -283,6 +286,10 @@ class Index:
             path: FileRow(size, mtime, digest)
             for path, size, mtime, digest in self.conn.execute("SELECT path, size, mtime_ns, hash FROM files")
         }
+
+    def image_paths(self) -> list[str]:
+        """Indexed image paths, sorted."""
+        return [r[0] for r in self.conn.execute("SELECT path FROM images ORDER BY path")]
 
     def counts(self) -> tuple[int, int]:
         """``(files, chunks)`` currently indexed."""

@@ -18,7 +18,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["CommandIntent", "HASH_DIGESTS", "infer_command", "asks_to_run_command", "hash_command_text"]
+__all__ = ["CommandIntent", "HASH_DIGESTS", "infer_command", "asks_to_run_command", "hash_command_text",
+           "strip_command_mentions"]
 
 HASH_DIGESTS = ("sha3-224", "sha3-256", "sha3-384", "sha3-512", "sha224", "sha256", "sha384", "sha512",
                 "sha1", "md5", "blake2b", "blake2s")
@@ -63,6 +64,13 @@ class CommandIntent:
 def asks_to_run_command(question: str) -> bool:
     """True when the question asks to run/execute/use/call/invoke a command."""
     return bool(_RUN_VERB_RE.search(question) and _COMMAND_WORD_RE.search(question))
+
+
+def strip_command_mentions(question: str) -> str:
+    """``/sz-hash`` → ``hash`` everywhere: the repository search then matches the command's
+    name instead of being diluted by the ``sz`` prefix (measured: a question naming a
+    command could make retrieval abstain on a small repository)."""
+    return _MENTION_RE.sub(lambda m: m.group(1), question)
 
 
 def _arguments_after(question: str, end: int, start: int) -> str:

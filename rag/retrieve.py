@@ -198,8 +198,9 @@ def rank_chunks(
         for path in pull_in:
             if path not in have:
                 for row in conn.execute(
-                    "SELECT id, path, start, end, file_type, kind, heading, text, 0.0, stems FROM chunks WHERE path=? ORDER BY start LIMIT 3",
-                    (path,),
+                    "SELECT id, path, start, end, file_type, kind, heading, text, 0.0, stems FROM chunks "
+                    "WHERE path=? AND (? IS NULL OR kind=?) ORDER BY start LIMIT 3",
+                    (path, kind, kind),
                 ):
                     cands.append(Candidate(*row))
     best_bm25 = max((c.bm25 for c in cands), default=0.0) or 1.0

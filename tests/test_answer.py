@@ -322,6 +322,7 @@ async def test_no_ai_answer_includes_the_packed_context(engine, server):
     result = await answer_question(QUESTION, engine=engine, with_ai=False)
     assert result.mode == "local" and server.requests == []
     assert result.context["text"] and result.context["tokens_used"] > 0
+    assert result.context["code_contexts"] > 0 and "structure: src/webhook.js" in result.context["text"]
     assert "src/webhook.js:" in result.answer and result.answer.startswith("Found ")
     assert not [a for a in result.activities if a.stage == "ai"]
 
@@ -357,16 +358,18 @@ async def test_long_questions_are_capped_with_a_note(engine):
 async def test_a_named_command_runs_first_and_its_result_reaches_the_model(engine, server):
     server.script(text_reply("The digest is shown above."))
     bot = Bot()
-    question = "Please run `/sz-hash sha256 hello` and explain the output"
+    question = "Please run /sz-hash sha256 and explain the webhook"
     result = await answer_question(question, engine=engine, model=model_for(server), tools=bot.adapter(),
                                    identity={"user_id": "U1"})
-    assert bot.calls[-1] == ("run_command", {"command_id": "hash", "text": "sha256 hello",
+    assert bot.calls[-1] == ("run_command", {"command_id": "hash", "text": "sha256 and explain the webhook",
                                              "identity": {"user_id": "U1"}})
     assert result.command["id"] == "hash" and result.command["ok"]
-    assert result.context["code_context_skipped"] is True
+    assert result.context["code_context_skipped"] is True and result.context["code_contexts"] == 0
+    # searched as "... run hash sha256 ...": the "/sz-" prefix alone makes this small index abstain
+    assert engine.retrieve(question) == [] and [s.path for s in result.sources] == ["src/webhook.js"]
     assert stages(result)[:2] == [("command", "started"), ("command", "completed")]
     user = server.requests[0]["messages"][1]["content"]
-    assert "<command_result>" in user and "hash:sha256 hello" in user
+    assert "<command_result>" in user and "hash:sha256 and explain the webhook" in user
 
 
 async def test_command_without_model_and_unregistered_mentions(engine):
@@ -386,6 +389,9 @@ def test_command_inference_rules():
     assert infer_command("how does /sz-ask work", ids) is None
     assert infer_command("no command here", ids) is None
     assert infer_command("anything", ids, command_id="/sz-uuid").command_id == "uuid"
+    quoted = infer_command("please run `/sz-hash sha256 hello` and explain it?", ids)
+    assert (quoted.command_id, quoted.text, quoted.skip_code_context) == ("hash", "sha256 hello", True)
+    assert infer_command("/sz-hash md5 abc?", ids).text == "md5 abc"
     assert hash_command_text("hash the password 'pa ss' with 5000 rounds using sha384") == "sha256 sha384 5000 pa ss"
     assert hash_command_text("PBKDF2 passphrase: s3cret iterations=1000") == "pbkdf2 sha512 1000 s3cret"
     assert hash_command_text("hash the password hunter2") is None

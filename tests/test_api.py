@@ -59,7 +59,11 @@ async def test_read_only_routes(make_bot):
     assert 'slackzilla_commands_total{command="ping",result="ok"} 1.0' in body.decode()
 
     status, _, body = await get(bot, "/api/routes")
-    assert status == 200 and isinstance(json.loads(body)["routes"], list)
+    [route] = json.loads(body)["routes"]
+    assert (route["method"], route["route"], route["path"], route["line"]) == ("POST", "/deploy", "src/server.js", 5)
+    for query, count in (("path=deploy&method=post", 1), ("method=GET", 0), ("path=/users", 0)):
+        status, _, body = await get(bot, f"/api/routes?{query}")
+        assert len(json.loads(body)["routes"]) == count, query
 
 
 async def test_bad_query_parameters_are_clear(make_bot):
@@ -146,3 +150,14 @@ async def test_ask_without_model_and_with_the_admin_token(make_bot):
     done = stream[-1]
     assert done.event == "done" and done.json()["mode"] == "local"
     assert any(s["path"] == "src/webhook.js" for s in done.json()["sources"])
+
+
+def test_release_info_reads_the_latest_changelog_section(tmp_path):
+    from bot.runtime import release_info
+
+    changelog = tmp_path / "CHANGELOG.md"
+    changelog.write_text("# Changelog\n\n## [Unreleased]\n\n## [1.2.0] - 2025-01-02\n### Fixed\n- a bug\n\n"
+                         "## [1.1.0] - 2024-12-01\n- older\n", encoding="utf-8")
+    info = release_info(changelog=changelog)
+    assert info["changelog"] == {"title": "[1.2.0] - 2025-01-02", "body": "### Fixed\n- a bug"}
+    assert release_info(changelog=tmp_path / "missing.md")["changelog"] is None

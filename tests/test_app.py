@@ -16,7 +16,7 @@ import pytest
 from openai_server import FakeOpenAIServer, Reply, text_reply, tool_reply
 from slack_fake import ADMIN, USER
 
-from commands.registry import CommandResult, CommandSpec
+from commands.registry import CommandSpec
 
 # Good and bad input per command; a command missing here fails test_every_command_is_covered.
 CASES: dict[str, tuple[str, str, str]] = {
@@ -219,6 +219,28 @@ async def test_model_run_command_is_refused_for_admin_only_commands(make_bot):
     assert bot.context.reindexer.state.runs == runs_before  # nothing was reindexed
 
 
+async def test_model_reads_live_state_through_the_same_handlers(make_bot):
+    async with FakeOpenAIServer() as model:
+        model.script(
+            tool_reply([("getStatus", "{}"), ("getLogs", '{"limit": 2, "level": "info"}'),
+                        ("getRoutes", '{"method": "POST"}'), ("getCommands", '{"id": "reindex"}')]),
+            text_reply("Status looks fine."),
+        )
+        bot = await make_bot(**model_env(model))
+        await bot.slash("/sz-ping")  # something to find in the logs
+        await bot.fake.wait_for("response_url")
+        await bot.slash("/sz-ask", "what is the bot status and which routes exist?")
+        await bot.fake.wait_for("chat.postMessage")
+        status, logs, routes, commands = (json.loads(m["content"].split("\n", 1)[1])
+                                          for m in model.requests[1]["messages"] if m["role"] == "tool")
+    assert status["ok"] and status["result"]["index"]["files"] == 3 and status["result"]["repo"] == "repo"
+    assert logs["ok"] and 1 <= len(logs["result"]) <= 2
+    assert any("command id=ping" in entry["message"] for entry in logs["result"])
+    assert routes["result"] == [{"path": "src/server.js", "line": 5, "method": "POST", "route": "/deploy",
+                                 "router": "app", "match": "exact", "source": "call", "score": 0}]
+    assert commands["result"]["commands"][0]["admin_only"] is True
+
+
 async def test_a_named_admin_command_in_a_question_keeps_the_admin_check(make_bot):
     bot = await make_bot()
     await bot.slash("/sz-ask", "run /sz-reindex full", user_id=USER)
@@ -273,6 +295,21 @@ async def test_a_second_reindex_is_told_one_is_running(make_bot):
     assert "A reindex is already running" in reply.body["text"]
     assert bot.context.metrics()["reindex"] == {"runs": 1, "busy_refusals": 1}
     assert 'slackzilla_reindex{kind="busy_refusals"} 1.0' in bot.context.prometheus_text().decode()
+
+
+# -- rendering ----------------------------------------------------------------------------------
+
+def test_rendering_escapes_text_and_neutralises_broadcasts():
+    from bot.render import MAX_SECTION_CHARS, escape, render_answer, split_markdown
+
+    assert escape("a < b && <!channel> <!here|here> <!subteam^S123> <@U123> <https://x.io|x>") == (
+        "a &lt; b &amp;&amp; @\u200bchannel @\u200bhere @\u200bsubteam <@U123> <https://x.io|x>")
+    text = "intro\n```js\n" + "\n".join(f"line {i} " + "x" * 60 for i in range(200)) + "\n```\nend"
+    pieces = split_markdown(text)
+    assert len(pieces) > 1 and all(len(p) <= MAX_SECTION_CHARS for p in pieces)
+    assert all(p.count("```") % 2 == 0 for p in pieces)  # no piece leaves a fence open
+    payload = render_answer("<!everyone> see `x`", sources=[], question="q?", user_id="U1")
+    assert "<!everyone>" not in json.dumps(payload) and "No matching files" in json.dumps(payload)
 
 
 # -- serving ---------------------------------------------------------------------------------------

@@ -231,8 +231,7 @@ def test_non_markdown_files_get_no_heading():
 # -- policy validation ------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="defect: ChunkPolicy accepts step <= 0, and chunk_text then loops forever")
-@pytest.mark.parametrize("kwargs", [{"step": 0}, {"step": -1}, {"window": 0}, {"max_chars": 0}])
+@pytest.mark.parametrize("kwargs", [{"step": 0}, {"step": -1}, {"window": 0}, {"max_chars": 0}, {"window": 10, "step": 30}])
 def test_invalid_policy_is_rejected(kwargs):
     with pytest.raises(ValueError):
         ChunkPolicy(**kwargs)

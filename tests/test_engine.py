@@ -297,14 +297,10 @@ def test_read_lines_returns_redacted_indexed_text(engine):
         engine.read_lines("src/generated/bundle.js", 1, 3)
 
 
-@pytest.mark.xfail(strict=True, reason="defect: read_lines raises KeyError for an indexed file when the range "
-                   "lies past its end, though its docstring says such lines are simply absent")
 def test_read_lines_past_the_end_of_an_indexed_file_is_empty(engine):
     assert engine.read_lines("src/db/pool.js", 500, 600) == ""
 
 
-@pytest.mark.xfail(strict=True, reason="defect: Engine.update skips Index.apply when no text file changed, "
-                   "so an added or deleted image is not reflected until some text file changes")
 def test_image_only_changes_are_indexed(engine, repo):
     images = repo / "docs" / "images"
     (images / "checkout-flow.png").write_bytes((images / "architecture-diagram.png").read_bytes())

@@ -267,11 +267,6 @@ def test_corrupt_or_foreign_index_is_rebuilt_not_fatal(tmp_path, damage):
         conn.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect: a file whose schema pages are fine but whose table pages are damaged opens without "
-    "rebuilding; update()/retrieve() then raise sqlite3.DatabaseError ('database disk image is malformed')",
-)
 def test_index_with_damaged_table_pages_is_rebuilt(tmp_path):
     repo = make_sample_repo(tmp_path / "repo")
     path = tmp_path / "index.sqlite"

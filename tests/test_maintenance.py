@@ -93,12 +93,14 @@ def test_run_records_what_changed_and_keeps_history(reindexer, repo):
     first = reindexer.run(trigger="cli")
     assert first.ok and first.trigger == "cli" and first.added == 7 and first.generation == 1
     (repo / "notes.md").write_text("# Notes\n\nThe newword describes the second release.\n", encoding="utf-8")
-    (repo / "added.md").write_text("# Added\n\nA brand new page.\n", encoding="utf-8")
+    token = "xoxb-123456789012-123456789012-abcdefghijABCDEFGHIJabcd"
+    (repo / "added.md").write_text(f"# Added\n\nA brand new page with {token} in it.\n", encoding="utf-8")
     (repo / "docs/topic0.md").unlink()
     second = reindexer.run(trigger="admin", user="U123", full=False)
     assert (second.added, second.changed, second.removed) == (1, 1, 1)
     assert second.ok and second.user == "U123" and second.generation == 2 and second.files == 7
     assert second.duration_s is not None and second.started_at >= first.started_at and second.commit is None
+    assert second.redactions == 1 and second.skipped == {} and token not in json.dumps(second.to_json())
     assert [r.id for r in reindexer.history] == [first.id, second.id]
     json.dumps(second.to_json())
     state = reindexer.state
@@ -293,7 +295,8 @@ def test_killed_update_process_leaves_the_old_generation(repo, tmp_path):
     write(repo, {**big_files(BIG_FILES), "notes.md": "# Notes\n\nThe newword replaced it.\n"})
     wal = Path(str(index) + "-wal")
     baseline = wal.stat().st_size if wal.exists() else 0
-    child = subprocess.Popen([sys.executable, "-c", CHILD_UPDATE, str(repo), str(index)], stdout=subprocess.PIPE)
+    child = subprocess.Popen([sys.executable, "-c", CHILD_UPDATE, str(repo), str(index)],
+                             stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while child.poll() is None and time.monotonic() < deadline:
         if wal.exists() and wal.stat().st_size > baseline + 1_000_000:  # uncommitted pages spilled

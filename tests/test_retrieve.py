@@ -152,6 +152,10 @@ def test_fts_operators_in_a_question_are_plain_words(engine):
         ("what is in package.json", "package.json"),
         ("what does pricing.test.js check", "test/pricing.test.js"),
         ("summarise README.md", "README.md"),
+        ("what happens at src/db/pool.js:12-20", "src/db/pool.js"),
+        ("explain `src/cart/pricing.js`", "src/cart/pricing.js"),
+        ("see (src/auth/session.js) for details", "src/auth/session.js"),
+        ("What does format.js do", "src/util/format.js"),
     ],
 )
 def test_explicit_file_path_is_first(engine, question, first):
@@ -201,8 +205,6 @@ def test_kind_filter_changes_the_answer(engine):
     assert engine.retrieve("checkout", kind="no-such-kind") == []
 
 
-@pytest.mark.xfail(strict=True, reason="defect: rank_chunks adds the chunks of an explicitly named file "
-                   "without applying the kind filter, so --type documentation returns a source file")
 def test_kind_filter_also_applies_to_an_explicitly_named_file(engine):
     sources = engine.retrieve("what does src/util/format.js do?", kind="documentation")
     assert all(s.kind == "documentation" for s in sources), [(s.path, s.kind) for s in sources]
