@@ -8,6 +8,7 @@ non-zero exit, never a traceback.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -76,8 +77,16 @@ def open_engine(repo: Path | None, index_path: Path | None, *, update: bool = Tr
 
 def run_update(engine: Engine, *, full: bool, quiet: bool):
     """Run one index update with a progress bar on stderr when it is a terminal."""
+    with _progress_bar(quiet=quiet) as progress:
+        return engine.update(full=full, progress=progress)
+
+
+@contextlib.contextmanager
+def _progress_bar(*, quiet: bool):
+    """Yield a ``progress(done, total)`` callback drawing a bar on a terminal stderr, else ``None``."""
     if quiet or not sys.stderr.isatty():
-        return engine.update(full=full)
+        yield None
+        return
     bar = None
 
     def progress(done: int, total: int) -> None:
@@ -88,7 +97,7 @@ def run_update(engine: Engine, *, full: bool, quiet: bool):
         bar.update(done - bar.pos)
 
     try:
-        return engine.update(full=full, progress=progress)
+        yield progress
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
@@ -110,18 +119,29 @@ def cli(verbose: bool) -> None:
 @friendly_errors
 def index_cmd(repo: Path | None, index_path: Path | None, full: bool, as_json: bool) -> None:
     """Build or update the index (incremental by content hash)."""
+    from rag.maintenance import Reindexer
+
     engine = Engine.open(repo, index_path=index_path)
     try:
-        stats = run_update(engine, full=full, quiet=as_json)
+        # The same lock as the bot's scheduler and /sz-reindex (in-process and a file lock):
+        # a concurrent update raises ReindexBusyError, printed as one line.
+        reindexer = Reindexer(engine)
+        with _progress_bar(quiet=as_json) as progress:
+            record = reindexer.run(full=full, trigger="cli", progress=progress)
     finally:
         engine.close()
+    if not record.ok:
+        _fail(f"indexing failed: {record.error} (the previous index is unchanged)")
+    stats = {"files": record.files, "chunks": record.chunks, "added": record.added, "changed": record.changed,
+             "removed": record.removed, "skipped": record.skipped, "seconds": record.duration_s,
+             "redactions": record.redactions, "generation": record.generation}
     if as_json:
-        _emit(stats.to_json())
+        _emit(stats)
         return
-    skipped = ", ".join(f"{k} {v}" for k, v in sorted(stats.skipped.items())) or "none"
+    skipped = ", ".join(f"{k} {v}" for k, v in sorted(record.skipped.items())) or "none"
     click.echo(
-        f"{stats.files} files, {stats.chunks} chunks: {stats.added} added, {stats.changed} changed, "
-        f"{stats.removed} removed in {stats.seconds:.2f}s (skipped: {skipped}; secrets redacted: {stats.redactions})"
+        f"{record.files} files, {record.chunks} chunks: {record.added} added, {record.changed} changed, "
+        f"{record.removed} removed in {record.duration_s:.2f}s (skipped: {skipped}; secrets redacted: {record.redactions})"
     )
 
 
@@ -269,7 +289,7 @@ def _load_subcommands() -> None:
         importlib.import_module(name)
 
 
-SUBCOMMAND_MODULES = ("bot.cli_code",)
+SUBCOMMAND_MODULES = ("bot.cli_code", "bot.cli_bot")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -233,7 +233,7 @@ async def answer_question(
         result.images = await asyncio.to_thread(engine.retrieve_images, search, limit=DEFAULT_IMAGE_LIMIT)
     except Exception as exc:  # an index problem must not cost the user the rest of the answer
         log.warning("retrieval failed", exc_info=True)
-        result.error, result.failure_stage = f"repository search failed: {exc}", "retrieval"
+        result.error, result.failure_stage = f"repository search failed: {_one_line(exc)}", "retrieval"
     result.timings_ms["retrieval"] = _ms(t0)
     files = list(dict.fromkeys(s.path for s in result.sources))
     await recorder.add(
@@ -278,6 +278,12 @@ async def answer_question(
     result.timings_ms["total"] = _ms(started)
     _log_request(result, top_k=top_k, kind=kind)
     return result
+
+
+def _one_line(exc: BaseException) -> str:
+    """``"IndexUnavailableError: index is locked"`` — first line only, at most 200 characters."""
+    first = (str(exc).strip().splitlines() or [""])[0][:200]
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _id(result: AnswerResult) -> str | None:

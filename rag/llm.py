@@ -26,7 +26,6 @@ What real providers do, and how each is handled in :meth:`ModelClient.complete`:
 from __future__ import annotations
 
 import json
-import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -53,8 +52,6 @@ __all__ = [
     "ModelClient",
     "normalize_base_url",
 ]
-
-logger = logging.getLogger(__name__)
 
 DEFAULT_AI_URL = "https://api.openai.com/v1"
 """Base URL used when ``AI_URL`` is unset (OpenAI's public API)."""

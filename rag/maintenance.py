@@ -332,7 +332,8 @@ class Reindexer:
 
     # -- running ---------------------------------------------------------------------------------
 
-    def run(self, *, full: bool = False, trigger: str, user: str | None = None, git_pull: bool = False) -> RunRecord:
+    def run(self, *, full: bool = False, trigger: str, user: str | None = None, git_pull: bool = False,
+            progress: Callable[[int, int], None] | None = None) -> RunRecord:
         """Run one update now, in this thread; return its finished record.
 
         Args:
@@ -340,6 +341,7 @@ class Reindexer:
             trigger: one of :data:`TRIGGERS`.
             user: who asked (admin runs).
             git_pull: ``git pull --ff-only`` first; a failed pull is recorded and the update still runs.
+            progress: also called as ``progress(done, total)`` while files are processed.
 
         Returns:
             The :class:`RunRecord` (``ok=False`` with ``error`` when the update failed).
@@ -350,7 +352,7 @@ class Reindexer:
         """
         record = self._begin(trigger=trigger, user=user, full=full)
         try:
-            self._execute(record, full=full, git_pull=git_pull)
+            self._execute(record, full=full, git_pull=git_pull, progress=progress)
         finally:
             self._finish(record)
         return record
@@ -428,13 +430,19 @@ class Reindexer:
         with self._state_lock:
             self._progress = (done, total)
 
-    def _execute(self, record: RunRecord, *, full: bool, git_pull: bool) -> None:
+    def _execute(self, record: RunRecord, *, full: bool, git_pull: bool,
+                 progress: Callable[[int, int], None] | None = None) -> None:
         """The update itself (any thread); fills ``record``, never raises ``Exception``."""
         started = time.perf_counter()
         try:
             if git_pull:
                 record.git = pull_ff_only(self.engine.repo_root, timeout_s=self.git_timeout_s).to_json()
-            stats = self.engine.update(full=full, progress=self._on_progress)
+            def on_progress(done: int, total: int) -> None:
+                self._on_progress(done, total)
+                if progress is not None:
+                    progress(done, total)
+
+            stats = self.engine.update(full=full, progress=on_progress)
             record.added, record.changed, record.removed = stats.added, stats.changed, stats.removed
             record.skipped, record.files, record.chunks = dict(stats.skipped), stats.files, stats.chunks
             record.generation, record.redactions = stats.generation, stats.redactions
