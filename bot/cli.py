@@ -8,6 +8,7 @@ non-zero exit, never a traceback.
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import json
@@ -190,44 +191,88 @@ def retrieve_cmd(question, repo, index_path, limit, kind, batch, as_json) -> Non
         click.echo(f"{s.score:7.3f}  {s.path}:{s.start}-{s.end}" + (f"  # {s.heading}" if s.heading else ""))
 
 
-def format_local_answer(question: str, sources, images=()) -> str:
-    """The no-model answer for a terminal: a summary line, then each source with a snippet."""
-    if not sources:
-        return "No part of the repository matches this question."
-    files = list(dict.fromkeys(s.path for s in sources))
-    lines = [f"Found {len(sources)} relevant passages in {len(files)} files (no model configured: showing sources)."]
-    for n, s in enumerate(sources, 1):
-        lines.append("")
-        lines.append(f"[{n}] {s.path}:{s.start}-{s.end}" + (f"  ({s.heading})" if s.heading else ""))
-        snippet = [ln for ln in s.text.split("\n") if ln.strip()][:6]
-        lines.extend("    " + ln[:160] for ln in snippet)
-    for image in images:
-        lines.append(f"image: {image.path}")
-    return "\n".join(lines)
-
-
 @cli.command("ask")
 @click.argument("question", required=False)
 @repo_option
 @index_option
 @click.option("--no-ai", is_flag=True, help="Answer locally from the retrieved sources, without a model.")
-@click.option("--limit", default=8, show_default=True, type=click.IntRange(1, 50))
+@click.option("--limit", default=8, show_default=True, type=click.IntRange(1, 50), help="Sources to retrieve.")
+@click.option("--type", "kind", type=click.Choice(["documentation", "source", "config", "example", "test"]),
+              default=None, help="Only sources of this type.")
 @json_option
 @friendly_errors
-def ask_cmd(question, repo, index_path, no_ai, limit, as_json) -> None:
-    """Answer a question about the repository, with sources."""
+def ask_cmd(question, repo, index_path, no_ai, limit, kind, as_json) -> None:
+    """Answer a question about the repository, with sources.
+
+    Uses the model when AI_API_KEY is set (tokens stream to the terminal),
+    otherwise prints the retrieved sources with snippets.
+    """
     _check_question(question)
+    from rag.answer import answer_question
+    from rag.answer_text import format_answer_for_terminal
+
     engine = open_engine(repo, index_path, quiet=as_json)
+    streamed = False
+
+    def on_token(text: str) -> None:
+        nonlocal streamed
+        streamed = True
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
     try:
-        sources = engine.retrieve(question, limit=limit)
-        images = engine.retrieve_images(question)
+        context = _bot_context(engine)
+        result = asyncio.run(answer_question(
+            question, engine=engine, model=context.model, tools=context.tools, with_ai=not no_ai,
+            top_k=limit, kind=kind, on_token=None if as_json else on_token,
+        ))
     finally:
         engine.close()
     if as_json:
-        _emit({"answer": format_local_answer(question, sources, images),
-               "sources": [s.to_json() for s in sources], "images": [i.to_json() for i in images]})
+        _emit(result.to_json())
         return
-    click.echo(format_local_answer(question, sources, images))
+    if streamed:
+        click.echo()
+    click.echo(format_answer_for_terminal(result, streamed=streamed))
+
+
+def _bot_context(engine: Engine):
+    """The bot's services (registry, runtime, live tools, model config) around ``engine``, without Slack."""
+    from bot.runtime import Runtime
+    from bot.services import BotContext
+    from bot.settings import Settings
+    from commands.registry import build_registry
+
+    runtime = Runtime()
+    settings = Settings.from_env(require_slack=False)
+    return BotContext(settings, engine=engine, registry=build_registry(on_error=runtime.capture_command_error),
+                      runtime=runtime)
+
+
+@cli.command("tool")
+@click.argument("name")
+@click.option("--args", "args_json", default="{}", show_default=True, help="Tool arguments as a JSON object.")
+@click.option("--describe", is_flag=True, help="Describe the tool and its arguments instead of running it.")
+@repo_option
+@index_option
+@friendly_errors
+def tool_cmd(name, args_json, describe, repo, index_path) -> None:
+    """Run one live tool (getStatus, getCommands, runCommand, getLogs, ...) and print its sanitised output."""
+    engine = open_engine(repo, index_path, quiet=True)
+    try:
+        context = _bot_context(engine)
+        if describe:
+            try:
+                click.echo(context.tools.describe(name))
+            except KeyError as exc:
+                _fail(str(exc.args[0]) if exc.args else str(exc), EXIT_USAGE)
+            return
+        result = asyncio.run(context.tools.call(name, args_json, identity=None))
+    finally:
+        engine.close()
+    click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+    if not result.ok:
+        sys.exit(EXIT_FAILURE)
 
 
 @cli.command("eval")

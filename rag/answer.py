@@ -40,6 +40,7 @@ from rag.answer_text import build_messages, format_answer_for_terminal, local_an
 from rag.context import DEFAULT_BUDGET_TOKENS
 from rag.engine import MAX_QUESTION_CHARS
 from rag.errors import EmptyQuestionError, ProviderError, UserError
+from rag.secrets import redact_secrets
 from rag.intent import asks_to_run_command, infer_command, strip_command_mentions
 from rag.llm import ModelClient, ModelConfig, Usage
 from rag.tools import ToolAdapter, ToolResult
@@ -122,9 +123,13 @@ class AnswerResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        """The ``--json`` / ``/api/ask`` shape (JSON-safe)."""
+        """The ``--json`` / ``/api/ask`` shape (JSON-safe).
+
+        The question itself is not echoed (only its length): callers already have
+        it, and a pasted credential must not travel further than it did.
+        """
         return {
-            "question": self.question,
+            "question_chars": len(self.question),
             "answer": self.answer,
             "mode": self.mode,
             "sources": [{**s.to_json(), "snippet": snippet(s)} for s in self.sources],
@@ -213,6 +218,8 @@ async def answer_question(
     text = (question or "").strip()
     if not text:
         raise EmptyQuestionError()
+    # A secret pasted into a question must not reach the model, Slack or logs either.
+    text, _pasted_secrets = redact_secrets(text)
     if top_k < 1:
         raise UserError(f"top_k must be at least 1, got {top_k}.")
     validate_history(history)

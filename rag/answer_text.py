@@ -51,8 +51,15 @@ def source_label(source: Source) -> str:
 
 
 def snippet(source: Source, *, max_lines: int = SNIPPET_LINES, max_chars: int = SNIPPET_CHARS) -> str:
-    """The first non-blank lines of a source, at most ``max_lines`` lines and ``max_chars`` characters."""
-    lines = [line.rstrip() for line in source.text.splitlines() if line.strip()][:max_lines]
+    """Non-blank lines of a source around its focus line (the line best matching the question;
+    the chunk's start when unknown): at most ``max_lines`` lines and ``max_chars`` characters."""
+    numbered = [(source.start + i, line.rstrip()) for i, line in enumerate(source.text.split("\n")) if line.strip()]
+    first = 0
+    focus = getattr(source, "focus", None)
+    if focus is not None:
+        at = next((i for i, (n, _) in enumerate(numbered) if n >= focus), 0)
+        first = max(0, min(at - 1, len(numbered) - max_lines))
+    lines = [line for _, line in numbered[first : first + max_lines]]
     text = "\n".join(lines)
     return text if len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"
 

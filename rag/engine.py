@@ -337,8 +337,11 @@ class Engine:
         policy = self.retrieval_policy
         if not cands or evidence.abstain(policy):
             return []
-        return _retrieve.diversify(cands, limit=limit, per_file=policy.per_file,
-                                   relative_threshold=policy.relative_threshold)
+        sources = _retrieve.diversify(cands, limit=limit, per_file=policy.per_file,
+                                      relative_threshold=policy.relative_threshold)
+        for source in sources:
+            source.focus = _retrieve.focus_line(source.text, source.start, query)
+        return sources
 
     def _symbol_files(self, conn, cache: _GenerationCache, query) -> dict[str, float] | None:
         """Path → bonus in (0, 1] for files that define (1.0) or read (0.6) a name the question writes.

@@ -72,8 +72,7 @@ def m001_initial(conn: sqlite3.Connection) -> None:
         CREATE TABLE chunks (
             id INTEGER PRIMARY KEY, path TEXT NOT NULL, start INTEGER NOT NULL,
             end INTEGER NOT NULL, heading TEXT, symbol TEXT, file_type TEXT NOT NULL,
-            kind TEXT NOT NULL, text TEXT NOT NULL, hash TEXT NOT NULL,
-            stems TEXT NOT NULL DEFAULT ''
+            kind TEXT NOT NULL, text TEXT NOT NULL, hash TEXT NOT NULL
         );
         CREATE INDEX chunks_path ON chunks(path);
         CREATE VIRTUAL TABLE chunks_fts USING fts5(
@@ -94,6 +93,16 @@ def m002_vectors(conn: sqlite3.Connection) -> None:
         );
         """
     )
+
+
+@migration
+def m003_chunk_stems(conn: sqlite3.Connection) -> None:
+    """Per-chunk light stems for coverage scoring; existing rows lack them, so they are dropped
+    (the next update re-reads every file)."""
+    conn.execute("ALTER TABLE chunks ADD COLUMN stems TEXT NOT NULL DEFAULT ''")
+    conn.execute("DELETE FROM chunks")
+    conn.execute("DELETE FROM chunks_fts")
+    conn.execute("DELETE FROM files")
 
 
 SCHEMA_VERSION = len(MIGRATIONS)

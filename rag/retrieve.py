@@ -313,6 +313,25 @@ def _explicit_paths(query: Query, known_paths: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def focus_line(text: str, start: int, query: Query) -> int | None:
+    """The line of a chunk matching the most distinct query terms (by light stem); ``None`` if none does.
+
+    Ties go to the earlier line. Costs one tokenisation per line of the chunk.
+    """
+    wanted = {t: {light_stem(x) for x in synonyms_of(t)} for t in query.terms if t not in META_TERMS}
+    if not wanted:
+        return None
+    best, best_hits = None, 0
+    for offset, line in enumerate(text.split("\n")):
+        if not line.strip():
+            continue
+        stems = {light_stem(w) for w in index_text(line).split()}
+        hits = sum(1 for group in wanted.values() if group & stems)
+        if hits > best_hits:
+            best, best_hits = start + offset, hits
+    return best
+
+
 def diversify(cands: list[Candidate], *, limit: int, per_file: int, relative_threshold: float) -> list[Source]:
     """Pick up to ``limit`` chunks: every file's best chunk first (in file-score order), then seconds.
 
@@ -349,4 +368,7 @@ def retrieve_from(conn: sqlite3.Connection, question: str, *, limit: int = 8, ki
     cands, evidence = rank_chunks(conn, query, policy=policy, kind=kind, **kwargs)
     if not cands or evidence.abstain(policy):
         return []
-    return diversify(cands, limit=limit, per_file=policy.per_file, relative_threshold=policy.relative_threshold)
+    sources = diversify(cands, limit=limit, per_file=policy.per_file, relative_threshold=policy.relative_threshold)
+    for source in sources:
+        source.focus = focus_line(source.text, source.start, query)
+    return sources

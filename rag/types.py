@@ -89,9 +89,14 @@ class Source:
     kind: str
     text: str
     heading: str | None = None
+    focus: int | None = None
 
     def to_json(self) -> dict:
-        """The CLI/API shape: ``{"path", "start", "end", "score", "type", "heading"}``."""
+        """The CLI/API shape: ``{"path", "start", "end", "score", "type", "heading"}``.
+
+        ``focus`` (not in the JSON) is the line inside the chunk that best matches
+        the question, used to centre snippets; ``None`` when unknown.
+        """
         return {
             "path": self.path,
             "start": self.start,

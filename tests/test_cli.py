@@ -196,9 +196,9 @@ def test_ask_no_ai_text(repo, index_path):
     result = run_repo(repo, index_path, "ask", "--no-ai", "how does the database connection pool run a transaction?")
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("Found ") and "relevant passages" in lines[0]
-    assert lines[2].startswith("[1] src/db/pool.js:1-")
-    assert any("createConnectionPool" in ln for ln in lines)
+    found = next(i for i, ln in enumerate(lines) if ln.startswith("Found "))
+    assert lines[found + 1].startswith("1. src/db/pool.js:1-")
+    assert any("connection pool" in ln for ln in lines[found + 2 : found + 6])
 
 
 def test_ask_json(repo, index_path):
@@ -206,13 +206,13 @@ def test_ask_json(repo, index_path):
     data = json.loads(result.stdout)
     assert set(data) >= {"answer", "sources", "images"}
     assert data["sources"][0]["path"] == "src/auth/session.js"
-    assert all(set(s) == SOURCE_KEYS for s in data["sources"])
+    assert all(set(s) >= SOURCE_KEYS for s in data["sources"])
 
 
 def test_ask_with_no_match_says_so(repo, index_path):
     result = run_repo(repo, index_path, "ask", "--no-ai", "how do I bake sourdough bread?")
     assert result.exit_code == 0
-    assert result.stdout.strip() == "No part of the repository matches this question."
+    assert result.stdout.strip().endswith("This is not documented in the repository.")
 
 
 SECRET_QUESTIONS = [

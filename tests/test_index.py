@@ -113,14 +113,16 @@ def test_older_schema_is_migrated_in_place(tmp_path):
     path = tmp_path / "index.sqlite"
     idx = Index(path)
     idx.apply(updates=[file_update("a.js", ["alpha"])], removed=[])
-    last = MIGRATIONS[-1][0]
-    idx.conn.execute("DELETE FROM migrations WHERE name = ?", (last,))
-    if last == "m002_vectors":
-        idx.conn.execute("DROP TABLE chunk_vectors")
+    # An index written before m002 existed: its record and table are missing.
+    missing = "m002_vectors"
+    assert missing in [name for name, _ in MIGRATIONS]
+    idx.conn.execute("DELETE FROM migrations WHERE name = ?", (missing,))
+    idx.conn.execute("DROP TABLE chunk_vectors")
     idx.close()
     again = Index(path)
     try:
-        assert [r[0] for r in again.conn.execute("SELECT name FROM migrations ORDER BY rowid")][-1] == last
+        assert missing in [r[0] for r in again.conn.execute("SELECT name FROM migrations")]
+        assert again.conn.execute("SELECT COUNT(*) FROM chunk_vectors").fetchone() == (0,)
         assert again.counts() == (1, 1) and again.generation() == 1  # data kept, not rebuilt
         assert list(tmp_path.glob("index.sqlite.broken-*")) == []
     finally:
