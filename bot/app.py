@@ -12,9 +12,14 @@ model or the index is doing) and the lazy function does the work afterwards
 * Ordinary commands run through ``Registry.run`` (validation, admin checks) and
   their :class:`CommandResult` goes back through ``respond()`` as Block Kit,
   ephemeral or in the channel as the result says.
-* ``/sz-ask`` posts its answer in the channel with ``chat.postMessage`` (falling
-  back to an in-channel ``respond()`` when the bot may not post there), with the
-  sources as ``path:Lx-Ly`` or ``REPO_WEB_URL`` links.
+* ``/sz-ask`` runs :class:`bot.ask_flow.AskFlow`: a visible progress message, the
+  answer streamed into its thread, a safe Block Kit final message with source
+  links and 👍/👎 buttons (whose clicks land in the runtime's feedback and
+  ``/api/metrics``). A mention of the bot in an answer's thread (``app_mention``)
+  is a follow-up, answered in that thread with the earlier turns as history.
+* Guards (bot.ratelimit): Slack retries (``X-Slack-Retry-Num``) are acked and
+  dropped for every request; questions go through duplicate detection and the
+  per-user ``ASK_RATE_PER_MIN`` limit before they are acked.
 * ``/sz-reindex`` announces itself with a progress message, then posts a summary;
   a second request while one runs is told so.
 
@@ -24,8 +29,8 @@ in the runtime's captured errors.
 from __future__ import annotations
 
 import logging
+import re
 import secrets
-import time
 
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
@@ -33,7 +38,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import messages
 from bot.api import install_api
-from bot.render import escape, render_answer, render_result
+from bot.ask_flow import AskFlow, AskOptions, AskRequest
+from bot.ratelimit import DuplicateFilter, RateLimiter, ask_guards, ignore_slack_retries
+from bot.render import FEEDBACK_ACTIONS, render_result
 from bot.runtime import Runtime
 from bot.services import BotContext, Identity
 from bot.settings import Settings
@@ -44,6 +51,8 @@ __all__ = ["create_app", "SLACK_EVENTS_PATH"]
 log = logging.getLogger(__name__)
 
 SLACK_EVENTS_PATH = "/slack/events"
+_FEEDBACK_ACTION = re.compile(r"^sz_feedback_(up|down)$")
+_ANSWER_ID = re.compile(r"^[0-9a-f]{8,64}$")
 
 
 def create_app(
@@ -53,6 +62,7 @@ def create_app(
     registry: Registry,
     runtime: Runtime,
     client: AsyncWebClient | None = None,
+    ask_options: AskOptions | None = None,
 ) -> AsyncApp:
     """Build the Bolt app with every registry command and the HTTP API on its aiohttp app.
 
@@ -64,6 +74,8 @@ def create_app(
             crashes land in the captured errors.
         runtime: the process's runtime state.
         client: the Web API client; default ``AsyncWebClient(token, base_url=SLACK_API_URL)``.
+        ask_options: intervals and limits of the ``/sz-ask`` flow (default :class:`AskOptions`);
+            the flow is reachable as ``ctx.ask_flow``.
 
     Returns:
         The ``AsyncApp``; ``app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)``
@@ -81,9 +93,16 @@ def create_app(
         name="slackzilla",
         logger=logging.getLogger("slackzilla.bolt"),
     )
+    flow = ctx.ask_flow = AskFlow(ctx, options=ask_options)
+    guard = ask_guards(duplicates=DuplicateFilter(), limiter=RateLimiter(settings.ask_rate_per_min))
+    app.middleware(ignore_slack_retries)
     for spec in registry.all():
-        work = _ask_listener(ctx, spec) if spec.id == "ask" else _command_listener(ctx, spec)
-        app.command(spec.slash)(ack=_acknowledge(spec), lazy=[work])
+        if spec.id == "ask":
+            app.command(spec.slash, middleware=[guard])(ack=_acknowledge(spec), lazy=[_ask_listener(ctx, spec, flow)])
+        else:
+            app.command(spec.slash)(ack=_acknowledge(spec), lazy=[_command_listener(ctx, spec)])
+    app.event("app_mention", middleware=[guard])(ack=_ack_event, lazy=[_mention_listener(ctx, flow)])
+    app.action(_FEEDBACK_ACTION)(_feedback_listener(ctx))
     install_api(app.web_app(path=SLACK_EVENTS_PATH, port=settings.port), ctx)
     return app
 
@@ -126,46 +145,73 @@ def _command_listener(ctx: BotContext, spec: CommandSpec):
     return run_command
 
 
-def _ask_listener(ctx: BotContext, spec: CommandSpec):
+def _ask_listener(ctx: BotContext, spec: CommandSpec, flow: AskFlow):
     async def run_ask(command: dict, respond, client: AsyncWebClient) -> None:
-        identity = _identity(ctx, command)
         question = command.get("text") or ""
-        started = time.perf_counter()
         try:
-            answers: list = []
-            result = await ctx.run_command(spec.id, question, identity=identity, answers=answers)
-            if not result.ok or not answers:
+            if not question.strip():  # the registry answers with the usage, only to the asker
+                result = await ctx.run_command(spec.id, question, identity=_identity(ctx, command))
                 await respond(**render_result(result, slash=spec.slash))
                 return
-            payload = _answer_payload(ctx, answers[0], question=question, user_id=identity.user_id,
-                                      seconds=time.perf_counter() - started)
-            try:
-                await client.chat_postMessage(channel=command["channel_id"], **payload)
-            except SlackApiError as err:
-                log.info("chat.postMessage refused (%s); answering through response_url",
-                         err.response.get("error"))
-                await respond(response_type="in_channel", **payload)
+            await flow.run(client, AskRequest(question=question, channel_id=command["channel_id"],
+                                              user_id=command.get("user_id"), team_id=command.get("team_id"),
+                                              respond=respond))
         except Exception as err:  # noqa: BLE001 - never leave the asker in silence
             await _report_crash(ctx, spec, err, respond)
 
     return run_ask
 
 
-def _answer_payload(ctx: BotContext, answer, *, question: str, user_id: str | None, seconds: float) -> dict:
-    """Render an :class:`rag.answer.AnswerResult` (its ``error`` is shown as a warning line)."""
-    return render_answer(
-        answer.answer,
-        sources=answer.sources,
-        question=question,
-        user_id=user_id,
-        web_url=ctx.settings.repo_web_url,
-        commit=ctx.commit,
-        model=answer.model,
-        tokens=answer.usage.total_tokens or None,
-        seconds=seconds,
-        notice=messages.failure(escape(answer.error)) if answer.error else None,
-        notes=answer.notes,
-    )
+async def _ack_event(ack) -> None:
+    await ack()
+
+
+def _mention_listener(ctx: BotContext, flow: AskFlow):
+    """``app_mention``: a follow-up in an answer's thread (with history), else a question in a new thread."""
+
+    async def answer_mention(event: dict, body: dict, client: AsyncWebClient, context) -> None:
+        bot_user = context.get("bot_user_id")
+        text = event.get("text") or ""
+        if bot_user:
+            text = text.replace(f"<@{bot_user}>", " ")
+        question = " ".join(text.split())
+        channel, user = event.get("channel"), event.get("user")
+        thread_ts = event.get("thread_ts") or event.get("ts")
+        if not channel:
+            return
+        if not question:
+            await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts,
+                                            text=messages.mention_usage())
+            return
+        try:
+            await flow.run(client, AskRequest(question=question, channel_id=channel, user_id=user,
+                                              team_id=body.get("team_id") or event.get("team"), thread_ts=thread_ts))
+        except Exception as err:  # noqa: BLE001 - the flow reports its own failures; this is a last resort
+            ctx.runtime.errors.capture(err, command="ask", keep_message=False)
+            log.error("follow-up failed with %s", type(err).__name__, exc_info=True)
+
+    return answer_mention
+
+
+def _feedback_listener(ctx: BotContext):
+    """👍/👎 on an answer: ack, record (who, which answer, vote), thank the voter privately."""
+
+    async def record_feedback(ack, body: dict, action: dict, respond) -> None:
+        await ack()
+        vote = FEEDBACK_ACTIONS.get(action.get("action_id", ""))
+        answer_id = str(action.get("value") or "")
+        if vote is None or not _ANSWER_ID.match(answer_id):
+            log.info("ignored a malformed feedback action")
+            return
+        user_id = (body.get("user") or {}).get("id")
+        ctx.runtime.record_feedback(user_id=user_id, answer_id=answer_id, vote=vote)
+        log.info("feedback %s on answer %s", vote, answer_id)
+        try:
+            await respond(response_type="ephemeral", replace_original=False, text=messages.feedback_thanks(vote))
+        except Exception as err:  # noqa: BLE001 - the vote is recorded either way
+            log.info("could not thank the voter (%s)", type(err).__name__)
+
+    return record_feedback
 
 
 async def _report_crash(ctx: BotContext, spec: CommandSpec, err: Exception, respond) -> None:

@@ -69,8 +69,12 @@ def _emit(data) -> None:
 
 
 def open_engine(repo: Path | None, index_path: Path | None, *, update: bool = True, quiet: bool = False) -> Engine:
-    """Open the engine and bring the index up to date (progress bar on a TTY unless ``quiet``)."""
-    engine = Engine.open(repo, index_path=index_path)
+    """Open the engine and bring the index up to date (progress bar on a TTY unless ``quiet``).
+
+    With an embeddings provider configured, retrieval also uses the vectors already
+    stored (``slackzilla index`` computes missing ones; questions do not wait for that).
+    """
+    engine = Engine.open(repo, index_path=index_path, embeddings=embeddings_provider())
     if update:
         run_update(engine, full=False, quiet=quiet)
     return engine
@@ -122,11 +126,13 @@ def index_cmd(repo: Path | None, index_path: Path | None, full: bool, as_json: b
     """Build or update the index (incremental by content hash)."""
     from rag.maintenance import Reindexer
 
-    engine = Engine.open(repo, index_path=index_path)
+    engine = Engine.open(repo, index_path=index_path, embeddings=embeddings_provider())
     try:
         # The same lock as the bot's scheduler and /sz-reindex (in-process and a file lock):
         # a concurrent update raises ReindexBusyError, printed as one line.
         reindexer = Reindexer(engine)
+        if engine.vectors is not None and not as_json:
+            click.echo(f"embeddings: {engine.vectors.model} (missing vectors are computed after indexing)", err=True)
         with _progress_bar(quiet=as_json) as progress:
             record = reindexer.run(full=full, trigger="cli", progress=progress)
     finally:
@@ -135,7 +141,7 @@ def index_cmd(repo: Path | None, index_path: Path | None, full: bool, as_json: b
         _fail(f"indexing failed: {record.error} (the previous index is unchanged)")
     stats = {"files": record.files, "chunks": record.chunks, "added": record.added, "changed": record.changed,
              "removed": record.removed, "skipped": record.skipped, "seconds": record.duration_s,
-             "redactions": record.redactions, "generation": record.generation}
+             "redactions": record.redactions, "generation": record.generation, "embeddings": record.embeddings}
     if as_json:
         _emit(stats)
         return
@@ -236,6 +242,21 @@ def ask_cmd(question, repo, index_path, no_ai, limit, kind, as_json) -> None:
     click.echo(format_answer_for_terminal(result, streamed=streamed))
 
 
+def embeddings_provider():
+    """The configured embeddings provider (``EMBEDDINGS_*`` variables, or the installed local
+    model), or ``None``; a misconfiguration is reported on stderr and retrieval stays BM25-only."""
+    import os
+
+    from rag.embeddings import provider_from_env
+    from rag.errors import ProviderError
+
+    try:
+        return provider_from_env(os.environ)
+    except ProviderError as exc:
+        click.echo(f"warning: embeddings disabled: {exc}", err=True)
+        return None
+
+
 def _bot_context(engine: Engine):
     """The bot's services (registry, runtime, live tools, model config) around ``engine``, without Slack."""
     from bot.runtime import Runtime
@@ -280,13 +301,21 @@ def tool_cmd(name, args_json, describe, repo, index_path) -> None:
 @click.option("--corpora", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 100))
 @click.option("--results", type=click.Path(dir_okay=False, path_type=Path), help="Also write score.py-style results JSONL.")
+@click.option("--index-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Keep the corpora's indexes (and vectors) here between runs (default: a temp dir).")
+@click.option("--embeddings", "use_embeddings", type=click.Choice(["auto", "off"]), default="auto", show_default=True,
+              help="auto: hybrid retrieval when an embeddings provider is configured or installed.")
 @json_option
 @friendly_errors
-def eval_cmd(set_path, corpora, limit, results, as_json) -> None:
+def eval_cmd(set_path, corpora, limit, results, index_dir, use_embeddings, as_json) -> None:
     """Score retrieval on an eval set: R@1, R@5, MRR@10 per kind, abstain rate."""
     from rag.evaluation import run_eval
 
-    result = run_eval(set_path, corpora, limit=limit, results_out=results)
+    provider = embeddings_provider() if use_embeddings == "auto" else None
+    if index_dir is not None:
+        index_dir.mkdir(parents=True, exist_ok=True)
+    result = run_eval(set_path, corpora, limit=limit, results_out=results, index_dir=index_dir,
+                      embeddings=provider, progress=lambda m: click.echo(m, err=True))
     if as_json:
         _emit(result)
         return

@@ -7,11 +7,26 @@ All functions return Slack mrkdwn; callers escape user-supplied text first.
 from __future__ import annotations
 
 __all__ = [
+    "answer_continues",
     "answer_footer",
     "answer_heading",
+    "answer_overflow",
+    "answered_in_thread",
+    "ask_crashed",
     "command_failed",
+    "duplicate_ask",
     "failure",
+    "feedback_button",
+    "feedback_thanks",
+    "mention_usage",
     "no_sources",
+    "overflow_comment",
+    "progress_line",
+    "rate_limited",
+    "searching",
+    "slack_refused",
+    "still_worked",
+    "writing_answer",
     "reindex_busy",
     "reindex_failed",
     "reindex_started",
@@ -93,3 +108,82 @@ def reindex_summary(*, stats: dict, seconds: float, full: bool) -> str:
 
 def reindex_failed(reason: str) -> str:
     return f"Reindex failed: {reason}. The previous index is still in use."
+
+
+# -- /sz-ask progress, answers and failures (issue 8) ---------------------------------------------
+
+def searching(repo: str, *, follow_up: bool = False) -> str:
+    """First line of the progress message (``repo`` already escaped)."""
+    what = "your follow-up" if follow_up else "your question"
+    return f":mag: Searching *{repo}* for {what}…"
+
+
+#: Emoji per progress step; the wording of each step comes from the orchestrator's activity.
+_STEP_ICONS = {"retrieval": ":books:", "context": ":jigsaw:", "command": ":gear:", "ai": ":robot_face:",
+               "reasoning": ":thought_balloon:", "tool": ":wrench:"}
+_STATUS_MARKS = {"failed": " :x:", "skipped": ""}
+
+
+def progress_line(stage: str, text: str, *, status: str = "completed") -> str:
+    """One step of the progress message (``text`` already escaped), e.g. ``:wrench: `getStatus` 12 ms``."""
+    return f"{_STEP_ICONS.get(stage, ':small_blue_diamond:')} {text}{_STATUS_MARKS.get(status, '')}"
+
+
+def writing_answer(*, in_thread: bool) -> str:
+    return ":writing_hand: Writing the answer in the thread…" if in_thread else ":writing_hand: Writing the answer…"
+
+
+def answered_in_thread() -> str:
+    return ":white_check_mark: Answered in the thread."
+
+
+def answer_continues() -> str:
+    return "_…the answer continues; the full text follows when it is done._"
+
+
+def answer_overflow() -> str:
+    return ":page_facing_up: _The answer is longer than one Slack message: the rest is attached in the thread._"
+
+
+def overflow_comment() -> str:
+    return "The rest of the answer."
+
+
+def still_worked(has_sources: bool) -> str:
+    """What the asker still gets after a failure."""
+    if has_sources:
+        return "What still worked: the repository search. These sources match your question:"
+    return "Nothing was found in the repository before the failure."
+
+
+def ask_crashed() -> str:
+    return "the answer failed with an internal error (it has been logged)"
+
+
+def slack_refused(error: str) -> str:
+    return f"Slack refused the answer message ({error})"
+
+
+def rate_limited(*, retry_after_s: int, per_minute: int) -> str:
+    """The friendly refusal for the ask after the per-minute allowance."""
+    unit = "second" if retry_after_s == 1 else "seconds"
+    return (f":hourglass: You have asked {per_minute} questions in the last minute, the most I answer per person. "
+            f"Please try again in {retry_after_s} {unit}.")
+
+
+def duplicate_ask(*, seconds_ago: float) -> str:
+    return f"You asked the same question {seconds_ago:.0f} s ago; I am answering it once."
+
+
+def mention_usage() -> str:
+    return "Mention me with a question, e.g. `@slackzilla how is the index updated?`"
+
+
+def feedback_button(vote: str) -> str:
+    return ":+1: Helpful" if vote == "up" else ":-1: Not helpful"
+
+
+def feedback_thanks(vote: str) -> str:
+    if vote == "up":
+        return "Thanks for the :+1: feedback, it has been recorded."
+    return "Thanks for the :-1: feedback, it has been recorded; it helps us improve the answers."

@@ -1,100 +1,60 @@
-"""Slack rendering: command results and answers → Block Kit payloads.
+"""Slack rendering: command results, progress, answers and failures → Block Kit payloads.
 
 Commands return :class:`commands.registry.CommandResult`; answers come from the
 orchestrator. Nothing in here talks to Slack: every function returns the
-``{"text", "blocks", ...}`` dict that ``chat.postMessage`` or ``respond()`` takes.
+``{"text", "blocks", ...}`` dict that ``chat.postMessage``, ``chat.update`` or
+``respond()`` takes (text safety itself lives in :mod:`bot.slack_text`).
 
 Limits respected (Slack Block Kit reference): a section's text ≤ 3,000
 characters, ≤ 10 fields per section and ≤ 2,000 characters per field, ≤ 10
-elements per context block, ≤ 50 blocks per message. Answers are split on
-paragraph and line boundaries and never inside a fenced code block (a fence
-that must be cut is closed and reopened). Text from users or the model is
-escaped (``&``, ``<``, ``>``) except well-formed user, channel and URL links;
-broadcast mentions (``<!channel>``, ``<!here>``, ``<!everyone>``,
-``<!subteam^…>``) are neutralised.
+elements per context block, ≤ 50 blocks per message. An answer that does not
+fit in 50 blocks keeps its first pieces in the message; :class:`AnswerMessage`
+carries the rest (Markdown) for a snippet upload.
+
+The final answer message, top to bottom::
+
+    context   <@asker> asked: _question_
+    section   :warning: reason              (only when a stage failed)
+    section … the answer, split on safe boundaries
+    context   notes (question cut, stream ended early …)
+    context   the rest of the answer is attached as a file   (only on overflow)
+    context   *Sources:* <web/blob/<commit>/path#Lx-Ly|path:Lx-Ly> · …
+    context   `model` · 1,234 tokens · 2.4 s
+    actions   👍 / 👎   (action ids sz_feedback_up / sz_feedback_down, value = answer id)
 """
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 from urllib.parse import quote
 
 from bot import messages
+from bot.slack_text import MAX_SECTION_CHARS, escape, markdown_to_mrkdwn_pieces, split_markdown
 
 __all__ = [
+    "FEEDBACK_ACTIONS",
+    "FEEDBACK_BLOCK_ID",
     "MAX_BLOCKS",
     "MAX_SECTION_CHARS",
+    "AnswerMessage",
     "escape",
     "render_answer",
+    "render_answer_message",
+    "render_failure",
+    "render_progress",
     "render_result",
     "source_link",
     "split_markdown",
 ]
 
-MAX_SECTION_CHARS = 3000
 MAX_FIELD_CHARS = 2000
 MAX_FIELDS_PER_SECTION = 10
 MAX_BLOCKS = 50
 MAX_FALLBACK_CHARS = 3000
-
-# Links Slack renders and that are safe to keep: users, channels, http(s)/mailto URLs.
-_SAFE_LINK = re.compile(r"<(?:@[UW][A-Z0-9]+|#C[A-Z0-9]+(?:\|[^<>]*)?|(?:https?://|mailto:)[^<>|\s]+(?:\|[^<>]*)?)>")
-_BROADCAST = re.compile(r"<!(channel|here|everyone|subteam\^[A-Z0-9]+)(?:\|[^<>]*)?>")
-_FENCE = re.compile(r"^\s*```")
-
-
-def escape(text: str) -> str:
-    """Escape ``&``, ``<``, ``>`` for mrkdwn, keeping safe links and neutralising broadcasts.
-
-    ``<!channel>`` becomes ``@\u200bchannel`` (readable, never notifies).
-    """
-    text = _BROADCAST.sub(lambda m: "@\u200b" + m.group(1).split("^")[0], text or "")
-    out: list[str] = []
-    pos = 0
-    for match in _SAFE_LINK.finditer(text):
-        out.append(_escape_plain(text[pos:match.start()]))
-        out.append(match.group(0))
-        pos = match.end()
-    out.append(_escape_plain(text[pos:]))
-    return "".join(out)
-
-
-def _escape_plain(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def split_markdown(text: str, *, limit: int = MAX_SECTION_CHARS) -> list[str]:
-    """Split ``text`` into pieces of at most ``limit`` characters, never leaving a code fence open.
-
-    Pieces break at line ends. When a fenced block has to be cut, the piece is
-    closed with ```` ``` ```` and the next one reopens it. A single line longer
-    than the limit is cut into several lines.
-    """
-    if len(text) <= limit:
-        return [text] if text.strip() else []
-    width = limit - 8  # room for the closing "\n```"
-    lines: list[str] = []
-    for line in text.split("\n"):
-        while len(line) > width - 4:
-            lines.append(line[: width - 4])
-            line = line[width - 4:]
-        lines.append(line)
-    pieces: list[str] = []
-    current: list[str] = []
-    size = 0
-    in_fence = False
-    for line in lines:
-        if current and size + len(line) + 1 > width:
-            body = "\n".join(current)
-            pieces.append(body + "\n```" if in_fence else body)
-            current, size = (["```"], 4) if in_fence else ([], 0)
-        current.append(line)
-        size += len(line) + 1
-        if _FENCE.match(line):
-            in_fence = not in_fence
-    if current:
-        pieces.append("\n".join(current))
-    return [piece for piece in pieces if piece.strip() and piece.strip() != "```"]
+MAX_QUESTION_SHOWN = 300
+#: Feedback buttons: action id → vote recorded.
+FEEDBACK_ACTIONS = {"sz_feedback_up": "up", "sz_feedback_down": "down"}
+FEEDBACK_BLOCK_ID = "sz_feedback"
 
 
 def _section(text: str) -> dict:
@@ -107,6 +67,12 @@ def _context(texts: Iterable[str]) -> dict:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _heading(question: str, user_id: str | None) -> dict:
+    """``<@asker> asked: _question_``; the question's mentions are made inert."""
+    shown = escape(_clip(" ".join(question.split()), MAX_QUESTION_SHOWN), keep_user_mentions=False)
+    return _context([messages.answer_heading(user_id, shown)])
 
 
 def render_result(result, *, slash: str) -> dict:
@@ -155,7 +121,54 @@ def source_link(source, *, web_url: str | None, commit: str | None) -> str:
     return f"<{url}|{escape(label)}>"
 
 
-def render_answer(
+def sources_text(sources: Sequence, *, web_url: str | None, commit: str | None) -> str:
+    """``*Sources:* link · link …``: one link per distinct source, whole links only, within
+    one context element's limit."""
+    if not sources:
+        return messages.no_sources()
+    text = messages.sources_label()
+    unique = list({(s.path, s.start, s.end): s for s in sources}.values())  # first-seen order
+    for shown, source in enumerate(unique):
+        link = source_link(source, web_url=web_url, commit=commit)
+        separator = " " if shown == 0 else " · "
+        if len(text) + len(separator) + len(link) > MAX_SECTION_CHARS - 20:
+            return f"{text} · +{len(unique) - shown} more"
+        text += separator + link
+    return text
+
+
+def _feedback_block(answer_id: str) -> dict:
+    buttons = [("sz_feedback_up", messages.feedback_button("up")),
+               ("sz_feedback_down", messages.feedback_button("down"))]
+    return {
+        "type": "actions",
+        "block_id": FEEDBACK_BLOCK_ID,
+        "elements": [
+            {"type": "button", "action_id": action_id, "value": answer_id,
+             "text": {"type": "plain_text", "text": label, "emoji": True}}
+            for action_id, label in buttons
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class AnswerMessage:
+    """A rendered answer.
+
+    Attributes:
+        payload: ``{"text", "blocks", "unfurl_links": False, "unfurl_media": False}``.
+        overflow: the part of the answer (Markdown, as the model wrote it) that did
+            not fit in :data:`MAX_BLOCKS` blocks, to upload as a snippet; ``None`` when
+            everything fits.
+        sections: how many answer sections the message holds.
+    """
+
+    payload: dict
+    overflow: str | None = None
+    sections: int = 0
+
+
+def render_answer_message(
     answer: str,
     *,
     sources: Sequence,
@@ -168,50 +181,106 @@ def render_answer(
     seconds: float | None = None,
     notice: str | None = None,
     notes: Sequence[str] = (),
-) -> dict:
-    """Render an answer with its sources and a footer.
+    answer_id: str | None = None,
+    max_blocks: int = MAX_BLOCKS,
+) -> AnswerMessage:
+    """Render an answer (the layout in the module docstring).
 
     Args:
-        answer: the answer text (model Markdown or the local answer); escaped here.
+        answer: the answer as Markdown (model output or the local answer); it is
+            escaped, its mentions made inert and its Markdown converted here.
         sources: retrieved chunks (objects with ``path``, ``start``, ``end``).
-        question: the user's question, shown above the answer (escaped here).
-        notice: an optional line above the answer (already mrkdwn), e.g. why the
-            model was not used.
+        question: the asker's question (escaped here, mentions made inert).
+        notice: an optional line above the answer, already mrkdwn (e.g. why the model was not used).
         notes: remarks shown small under the answer (escaped here).
+        answer_id: adds the 👍/👎 buttons carrying this id.
+        max_blocks: block budget (Slack's limit is 50).
 
     Returns:
-        ``{"text", "blocks", "unfurl_links": False, "unfurl_media": False}``.
+        An :class:`AnswerMessage`; its ``overflow`` is set when the answer needed more blocks.
     """
-    blocks: list[dict] = [_context([messages.answer_heading(user_id, escape(_clip(question, 300)))])]
+    head = [_heading(question, user_id)]
     if notice:
-        blocks.append(_section(notice))
-    for piece in split_markdown(escape(answer)):
-        blocks.append(_section(piece))
+        head.append(_section(_clip(notice, MAX_SECTION_CHARS)))
+    tail: list[dict] = []
     if notes:
-        blocks.append(_context([_clip(escape(" ".join(notes)), MAX_SECTION_CHARS)]))
-    blocks.append(_context([_sources_text(sources, web_url=web_url, commit=commit)]))
-    blocks.append(_context([messages.answer_footer(model=model, tokens=tokens, seconds=seconds)]))
-    return {
-        "text": _clip(escape(answer or question), MAX_FALLBACK_CHARS),
-        "blocks": _cap_blocks(blocks, keep_tail=2),
+        tail.append(_context([_clip(escape(" ".join(notes), keep_user_mentions=False), MAX_SECTION_CHARS)]))
+    tail.append(_context([sources_text(sources, web_url=web_url, commit=commit)]))
+    tail.append(_context([messages.answer_footer(model=model, tokens=tokens, seconds=seconds)]))
+    if answer_id:
+        tail.append(_feedback_block(answer_id))
+    pieces = markdown_to_mrkdwn_pieces(answer or "")
+    room = max_blocks - len(head) - len(tail)
+    overflow = None
+    if len(pieces) > room:
+        room -= 1  # the note saying where the rest went
+        kept, rest = pieces[:room], pieces[room]
+        lines = (answer or "").replace("\r\n", "\n").split("\n")
+        overflow = "\n".join(lines[rest.first_line:])
+        pieces = kept
+        tail.insert(1 if notes else 0, _context([messages.answer_overflow()]))
+    blocks = head + [_section(piece.text) for piece in pieces] + tail
+    fallback = pieces[0].text if pieces else escape(question, keep_user_mentions=False)
+    payload = {
+        "text": _clip(fallback, MAX_FALLBACK_CHARS),
+        "blocks": blocks,
         "unfurl_links": False,
         "unfurl_media": False,
     }
+    return AnswerMessage(payload=payload, overflow=overflow, sections=len(pieces))
 
 
-def _sources_text(sources: Sequence, *, web_url: str | None, commit: str | None) -> str:
-    """``*Sources:* link · link …``, whole links only, within one context element's limit."""
-    if not sources:
-        return messages.no_sources()
-    text = messages.sources_label()
-    unique = list({(s.path, s.start, s.end): s for s in sources}.values())  # first-seen order
-    for shown, source in enumerate(unique):
-        link = source_link(source, web_url=web_url, commit=commit)
-        separator = " " if shown == 0 else " · "
-        if len(text) + len(separator) + len(link) > MAX_SECTION_CHARS - 20:
-            return f"{text} · +{len(unique) - shown} more"
-        text += separator + link
-    return text
+def render_answer(answer: str, **kwargs) -> dict:
+    """:func:`render_answer_message`'s payload (the overflow, if any, is dropped)."""
+    return render_answer_message(answer, **kwargs).payload
+
+
+def render_progress(*, header: str, lines: Sequence[str], question: str, user_id: str | None,
+                    partial: str | None = None, footer: str | None = None) -> dict:
+    """The progress message: heading, what is happening, and (in-place mode) the answer so far.
+
+    Args:
+        header: first line (mrkdwn, e.g. ``:mag: Searching *repo* …``).
+        lines: one mrkdwn line per step so far (already escaped).
+        partial: the answer so far as Markdown (shown when streaming is unavailable);
+            at most a few sections are shown, the rest follows in the final message.
+        footer: a small last line (mrkdwn), e.g. the model and the time taken.
+    """
+    status = "\n".join([header, *lines])
+    blocks = [_heading(question, user_id), _section(_clip(status, MAX_SECTION_CHARS))]
+    if partial:
+        pieces = markdown_to_mrkdwn_pieces(partial)
+        blocks += [_section(piece.text) for piece in pieces[:MAX_PARTIAL_SECTIONS]]
+        if len(pieces) > MAX_PARTIAL_SECTIONS:
+            blocks.append(_context([messages.answer_continues()]))
+    if footer:
+        blocks.append(_context([footer]))
+    return {"text": _clip(header, MAX_FALLBACK_CHARS), "blocks": blocks,
+            "unfurl_links": False, "unfurl_media": False}
+
+
+#: Sections of a partial answer shown in an in-place progress update.
+MAX_PARTIAL_SECTIONS = 10
+
+
+def render_failure(reason: str, *, question: str, user_id: str | None, sources: Sequence = (),
+                   web_url: str | None = None, commit: str | None = None,
+                   lines: Sequence[str] = ()) -> dict:
+    """A visible failure: what went wrong, what still worked (the steps done, the sources).
+
+    Args:
+        reason: one line, already mrkdwn-safe (callers escape text they did not write).
+        sources: what retrieval found before the failure (may be empty).
+        lines: progress lines of the steps that did complete.
+    """
+    blocks = [_heading(question, user_id), _section(_clip(messages.failure(reason), MAX_SECTION_CHARS))]
+    if lines:
+        blocks.append(_context([_clip("\n".join(lines), MAX_SECTION_CHARS)]))
+    blocks.append(_context([messages.still_worked(bool(sources))]))
+    if sources:
+        blocks.append(_context([sources_text(sources, web_url=web_url, commit=commit)]))
+    return {"text": _clip(messages.failure(reason), MAX_FALLBACK_CHARS), "blocks": blocks,
+            "unfurl_links": False, "unfurl_media": False}
 
 
 def _cap_blocks(blocks: list[dict], *, keep_tail: int = 0) -> list[dict]:

@@ -31,6 +31,8 @@ __all__ = [
     "CapturedError",
     "ErrorLog",
     "Metrics",
+    "FeedbackVote",
+    "FeedbackLog",
     "release_info",
     "package_version",
     "latest_changelog_section",
@@ -40,6 +42,9 @@ __all__ = [
 
 DEFAULT_LOG_CAPACITY = 500
 DEFAULT_ERROR_CAPACITY = 100
+#: Feedback votes kept in memory (newest win; one per user and answer).
+DEFAULT_FEEDBACK_CAPACITY = 5000
+FEEDBACK_VOTES = ("up", "down")
 #: Latency samples kept per command for the percentiles (a sliding window).
 DEFAULT_LATENCY_WINDOW = 1000
 #: Histogram buckets in seconds: slash commands are milliseconds, asks are seconds.
@@ -150,6 +155,45 @@ class ErrorLog:
         return len(self._errors)
 
 
+@dataclass(frozen=True, slots=True)
+class FeedbackVote:
+    """One feedback click: who, on which answer, ``up`` or ``down``, when (epoch seconds)."""
+
+    user_id: str | None
+    answer_id: str
+    vote: str
+    time: float
+
+    def to_json(self) -> dict:
+        return {"user_id": self.user_id, "answer_id": self.answer_id, "vote": self.vote, "time": self.time}
+
+
+class FeedbackLog:
+    """The current vote per (user, answer), the oldest dropped beyond ``capacity``."""
+
+    def __init__(self, capacity: int = DEFAULT_FEEDBACK_CAPACITY, *, clock=time.time) -> None:
+        self._votes: collections.OrderedDict[tuple[str | None, str], FeedbackVote] = collections.OrderedDict()
+        self._capacity = capacity
+        self._clock = clock
+        self._lock = threading.Lock()
+
+    def record(self, *, user_id: str | None, answer_id: str, vote: str) -> tuple[FeedbackVote, str | None]:
+        """Keep ``vote`` as the user's vote on ``answer_id``; returns it and the vote it replaced."""
+        entry = FeedbackVote(user_id, answer_id, vote, self._clock())
+        with self._lock:
+            old = self._votes.pop((user_id, answer_id), None)
+            self._votes[(user_id, answer_id)] = entry
+            while len(self._votes) > self._capacity:
+                self._votes.popitem(last=False)
+        return entry, old.vote if old else None
+
+    def entries(self, *, answer_id: str | None = None, limit: int = 50) -> list[FeedbackVote]:
+        """The newest votes first, optionally for one answer."""
+        with self._lock:
+            chosen = [v for v in reversed(self._votes.values()) if answer_id is None or v.answer_id == answer_id]
+        return chosen[:limit] if limit > 0 else []
+
+
 def percentile(samples: list[float], q: float) -> float | None:
     """Nearest-rank percentile (``q`` in 0..100) of ``samples``; ``None`` when empty.
 
@@ -178,7 +222,7 @@ class Metrics:
         self._counts: dict[str, dict[str, int]] = {}
         self._asks = {"total": 0, "failed": 0}
         self._tokens = {"input": 0, "output": 0, "total": 0}
-        self._feedback: dict[str, int] = {}
+        self._feedback: dict[str, int] = {vote: 0 for vote in FEEDBACK_VOTES}
         self._reindex = {"runs": 0, "busy_refusals": 0}
         self._commands_total = Counter(
             "slackzilla_commands", "Slash commands handled.", ["command", "result"], registry=self.registry
@@ -192,6 +236,8 @@ class Metrics:
         self._reindex_gauge = Gauge("slackzilla_reindex", "Index updates: runs and refusals while one ran.",
                                     ["kind"], registry=self.registry)
         self._feedback_total = Counter("slackzilla_feedback", "Answer feedback votes.", ["vote"], registry=self.registry)
+        self._feedback_current = Gauge("slackzilla_feedback_current", "Current answer feedback votes.", ["vote"],
+                                       registry=self.registry)
 
     def record_command(self, command_id: str, seconds: float, *, ok: bool) -> None:
         """Count one command run taking ``seconds`` (wall clock, handler only)."""
@@ -216,11 +262,30 @@ class Metrics:
                     self._tokens_total.labels(kind).inc(amount)
         self._asks_total.labels("ok" if ok else "error").inc()
 
-    def record_feedback(self, vote: str) -> None:
-        """Count one 👍/👎 vote on an answer (``vote`` is ``up`` or ``down``; wired by issue 8)."""
+    def record_feedback(self, vote: str, *, previous: str | None = None) -> None:
+        """Count one 👍/👎 vote (``up`` or ``down``); ``previous`` is the same user's earlier
+        vote on the same answer, which this one replaces.
+
+        The JSON counts are current votes (a changed vote moves from one count to the
+        other; the same vote twice counts once). Prometheus gets
+        ``slackzilla_feedback_total{vote}`` (votes cast, monotonic) and
+        ``slackzilla_feedback_current{vote}`` (current votes).
+
+        Raises:
+            ValueError: ``vote`` is not ``up`` or ``down``.
+        """
+        if vote not in FEEDBACK_VOTES:
+            raise ValueError(f"vote must be one of {FEEDBACK_VOTES}, got {vote!r}")
+        if previous == vote:
+            return
         with self._lock:
             self._feedback[vote] = self._feedback.get(vote, 0) + 1
+            if previous in FEEDBACK_VOTES:
+                self._feedback[previous] = max(0, self._feedback.get(previous, 0) - 1)
+            current = dict(self._feedback)
         self._feedback_total.labels(vote).inc()
+        for name, count in current.items():
+            self._feedback_current.labels(name).set(count)
 
     def set_reindex(self, *, runs: int, busy_refusals: int) -> None:
         """Mirror the reindexer's own counts (it is the one place that knows every run)."""
@@ -305,6 +370,7 @@ class Runtime:
         version: the installed package version.
         logs: ring buffer handler; :meth:`install_log_handler` attaches it.
         errors: captured errors.
+        feedback: 👍/👎 votes on answers (:meth:`record_feedback`).
         metrics: counters, latency percentiles and the Prometheus registry.
     """
 
@@ -321,6 +387,7 @@ class Runtime:
         self.logs = LogRingBuffer(log_capacity)
         self.errors = ErrorLog(error_capacity, clock=clock)
         self.metrics = Metrics()
+        self.feedback = FeedbackLog(clock=clock)
         self._raised_levels: list[logging.Logger] = []
 
     def install_log_handler(self, logger: logging.Logger | None = None) -> logging.Handler:
@@ -348,6 +415,18 @@ class Runtime:
     def capture_command_error(self, command_id: str, error: Exception) -> None:
         """The registry's ``on_error`` hook: record a command crash without its message."""
         self.errors.capture(error, command=command_id, keep_message=False)
+
+    def record_feedback(self, *, user_id: str | None, answer_id: str, vote: str) -> FeedbackVote:
+        """Record a 👍/👎 click on an answer (who, which answer, vote) and count it in the metrics.
+
+        Raises:
+            ValueError: ``vote`` is not ``up`` or ``down``.
+        """
+        if vote not in FEEDBACK_VOTES:
+            raise ValueError(f"vote must be one of {FEEDBACK_VOTES}, got {vote!r}")
+        entry, previous = self.feedback.record(user_id=user_id, answer_id=answer_id, vote=vote)
+        self.metrics.record_feedback(vote, previous=previous)
+        return entry
 
     def status(self) -> dict:
         """``{"version", "uptime_s", "started_at"}`` (epoch seconds)."""

@@ -30,7 +30,9 @@ from bot.scheduler import build_scheduler, start_background_startup_update, stop
 from bot.services import BotContext
 from bot.settings import Settings
 from commands.registry import build_registry
+from rag.embeddings import provider_from_env
 from rag.engine import Engine
+from rag.errors import ProviderError
 
 __all__ = ["RunningServer", "serve", "start"]
 
@@ -78,7 +80,8 @@ async def start(settings: Settings, *, engine: Engine | None = None, runtime: Ru
     runtime = runtime or Runtime()
     runtime.install_log_handler()
     if engine is None:
-        engine = await asyncio.to_thread(Engine.open, settings.repo_path, index_path=settings.rag_index_path)
+        engine = await asyncio.to_thread(Engine.open, settings.repo_path, index_path=settings.rag_index_path,
+                                         embeddings=embeddings_provider(settings))
     registry = build_registry(on_error=runtime.capture_command_error)
     app = create_app(settings, engine=engine, registry=registry, runtime=runtime)
     web_app = app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)
@@ -105,6 +108,18 @@ async def start(settings: Settings, *, engine: Engine | None = None, runtime: Ru
     mode = "Socket Mode" if settings.socket_mode else f"HTTP at {SLACK_EVENTS_PATH}"
     log.info("slackzilla serving on %s:%d (%s), %d commands", settings.host, port, mode, len(registry))
     return server
+
+
+def embeddings_provider(settings: Settings):
+    """The configured embeddings provider, or ``None`` (BM25 + structure only).
+
+    A misconfigured provider is logged and turned off: the bot still answers.
+    """
+    try:
+        return provider_from_env(settings.embeddings_env())
+    except ProviderError as exc:
+        log.warning("embeddings disabled: %s", exc)
+        return None
 
 
 async def serve(settings: Settings) -> None:

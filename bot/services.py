@@ -81,6 +81,8 @@ class BotContext:
         self._startup_commit = current_commit(engine.repo_root)
         #: The periodic reindex scheduler, set by ``bot.server`` once started (``None``: off).
         self.scheduler = None
+        #: The Slack ``/sz-ask`` flow (``bot.ask_flow.AskFlow``), set by ``bot.app.create_app``.
+        self.ask_flow = None
 
     @property
     def commit(self) -> str | None:
@@ -157,12 +159,18 @@ class BotContext:
 
     # -- actions ------------------------------------------------------------------------------
     async def run_command(self, command_id: str, text: str, *, identity: Identity, source: str = "slack",
-                          notify: Notify | None = None, answers: list | None = None) -> CommandResult:
-        """Run one command through the registry (admin checks included) and record its metrics."""
+                          notify: Notify | None = None, answers: list | None = None, on_activity=None,
+                          on_token=None, history: list[dict] | None = None) -> CommandResult:
+        """Run one command through the registry (admin checks included) and record its metrics.
+
+        ``on_activity``, ``on_token`` and ``history`` reach the orchestrator when the
+        command is an ask (see :meth:`answer`).
+        """
         request = CommandRequest(
             command_id=command_id, text=text, user_id=identity.user_id, channel_id=identity.channel_id,
             is_admin=identity.is_admin, source=source,
-            services=self.command_services(identity, notify=notify, answers=answers),
+            services=self.command_services(identity, notify=notify, answers=answers, on_activity=on_activity,
+                                           on_token=on_token, history=history),
         )
         started = time.perf_counter()
         result = await self.registry.run(request)
@@ -172,17 +180,21 @@ class BotContext:
         return result
 
     def command_services(self, identity: Identity, *, notify: Notify | None = None,
-                         answers: list | None = None) -> CommandServices:
+                         answers: list | None = None, on_activity=None, on_token=None,
+                         history: list[dict] | None = None) -> CommandServices:
         """The services one command request gets.
 
         Args:
             identity: the caller.
             notify: posts a progress line to the caller (the reindex announces itself with it).
             answers: when given, an ask appends its full ``AnswerResult`` here for rendering.
+            on_activity, on_token: an ask's progress callbacks (see :meth:`answer`).
+            history: an ask's earlier thread turns (follow-up questions).
         """
 
         async def ask(question: str) -> CommandResult:
-            result = await self.answer(question, identity=identity)
+            result = await self.answer(question, identity=identity, on_activity=on_activity, on_token=on_token,
+                                       history=history)
             if answers is not None:
                 answers.append(result)
             return CommandResult(text=result.answer, ok=True, ephemeral=False, data=result.to_json())
@@ -220,8 +232,11 @@ class BotContext:
                              ephemeral=False, data=record.to_json())
 
     async def answer(self, question: str, *, identity: Identity, on_activity=None, on_token=None,
-                     with_ai: bool = True):
+                     with_ai: bool = True, history: list[dict] | None = None):
         """Answer ``question`` with the orchestrator and live tools; records ask metrics.
+
+        ``history`` is the thread so far (``[{"role": "user"|"assistant", "content"}]``)
+        for a follow-up question.
 
         Returns:
             a :class:`rag.answer.AnswerResult` (model failures are inside it, in ``error``).
@@ -234,7 +249,7 @@ class BotContext:
         try:
             result = await answer_question(
                 question, engine=self.engine, model=self.model, identity=identity, tools=self.tools,
-                on_activity=on_activity, on_token=on_token, with_ai=with_ai,
+                on_activity=on_activity, on_token=on_token, with_ai=with_ai, history=history,
             )
         except Exception:
             self.runtime.metrics.record_ask(ok=False)

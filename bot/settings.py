@@ -100,6 +100,7 @@ class Settings:
     embeddings_api_key: str | None = None
     embeddings_model: str | None = None
     embeddings_local_path: Path | None = None
+    embeddings: str = "auto"
 
     def __repr__(self) -> str:
         parts = []
@@ -122,6 +123,17 @@ class Settings:
     def is_admin(self, user_id: str | None) -> bool:
         """Whether ``user_id`` is listed in ``ADMIN_USER_IDS``."""
         return bool(user_id) and user_id in self.admin_user_ids
+
+    def embeddings_env(self) -> dict[str, str]:
+        """The ``EMBEDDINGS*`` variables that are set, as a mapping for ``rag.embeddings.provider_from_env``."""
+        env = {
+            "EMBEDDINGS": self.embeddings,
+            "EMBEDDINGS_URL": self.embeddings_url,
+            "EMBEDDINGS_API_KEY": self.embeddings_api_key,
+            "EMBEDDINGS_MODEL": self.embeddings_model,
+            "EMBEDDINGS_LOCAL_PATH": str(self.embeddings_local_path) if self.embeddings_local_path else None,
+        }
+        return {k: v for k, v in env.items() if v}
 
     def ai_env(self) -> dict[str, str]:
         """The ``AI_*`` variables that are set, as a mapping for ``ModelConfig.from_env``."""
@@ -224,6 +236,7 @@ def _parse(env: Mapping[str, str], *, require_slack: bool) -> Settings:
         embeddings_api_key=get("EMBEDDINGS_API_KEY"),
         embeddings_model=get("EMBEDDINGS_MODEL"),
         embeddings_local_path=local_path,
+        embeddings=convert("EMBEDDINGS", "auto", _embeddings_mode),
     )
     if problems:
         raise SettingsError(problems)
@@ -260,6 +273,15 @@ def _positive_float(raw: str) -> float:
     if not value > 0 or value != value or value == float("inf"):
         raise ValueError(f"must be a positive number of seconds, got {raw!r}")
     return value
+
+
+def _embeddings_mode(raw: str) -> str:
+    value = raw.strip().lower()
+    if value in ("auto", "on", "1", "true", "yes", ""):
+        return "auto"
+    if value in ("off", "0", "false", "no", "none", "disabled"):
+        return "off"
+    raise ValueError("expected auto or off")
 
 
 def _bool(raw: str) -> bool:

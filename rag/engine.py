@@ -24,7 +24,9 @@ from pathlib import Path
 
 from . import retrieve as _retrieve
 from .chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy, chunk_text, split_lines
+from .embeddings import EmbeddingProvider
 from .errors import RepoNotFoundError
+from .hybrid import VectorStream, safe_search
 from .index import FileUpdate, Index
 from .query import analyze
 from .retrieve import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
@@ -115,6 +117,7 @@ class Engine:
         walk_policy: WalkPolicy = DEFAULT_WALK_POLICY,
         chunk_policy: ChunkPolicy = DEFAULT_CHUNK_POLICY,
         retrieval_policy: RetrievalPolicy = DEFAULT_RETRIEVAL_POLICY,
+        embeddings: EmbeddingProvider | None = None,
     ) -> None:
         self.repo_root = repo_root
         self.index = index
@@ -125,6 +128,7 @@ class Engine:
         self._cache = _GenerationCache(-1)
         self._cache_lock = threading.Lock()
         self._parser: JsParser | None = None
+        self.vectors: VectorStream | None = VectorStream(index, embeddings) if embeddings is not None else None
 
     @classmethod
     def open(cls, repo: Path | str | None = None, *, index_path: Path | str | None = None, **policies) -> Engine:
@@ -133,7 +137,8 @@ class Engine:
         Args:
             repo: repository root; default ``$REPO_PATH`` then the current directory.
             index_path: index file; default ``$RAG_INDEX_PATH`` then ``<repo>/.rag/index.sqlite``.
-            **policies: ``walk_policy``, ``chunk_policy``, ``retrieval_policy`` overrides.
+            **policies: ``walk_policy``, ``chunk_policy``, ``retrieval_policy`` overrides, and
+                ``embeddings`` (an :class:`~rag.embeddings.EmbeddingProvider`) for the vector stream.
 
         Raises:
             RepoNotFoundError: ``repo`` is missing or not a directory.
@@ -234,6 +239,15 @@ class Engine:
             log.info("index update", extra={"stats": stats.to_json()})
             return stats
 
+    def embed_pending(self, *, batch_size: int = 32, should_stop=None):
+        """Embed chunks that have no vector yet (see :meth:`rag.hybrid.VectorStream.embed_pending`).
+
+        Returns the :class:`~rag.vectors.EmbedReport`, or ``None`` without an embeddings provider.
+        """
+        if self.vectors is None:
+            return None
+        return self.vectors.embed_pending(batch_size=batch_size, should_stop=should_stop)
+
     def _structure(self, path: str, file_type: str, text: str, chunks) -> tuple[dict | None, list[str] | None]:
         """Parse a JavaScript-family file: ``(structure JSON, per-chunk symbol text)``.
 
@@ -324,7 +338,9 @@ class Engine:
         if not question.strip() or limit < 1:
             return []
         query = analyze(question)
+        policy = self.retrieval_policy
         with self.index.read() as conn:
+            hits = safe_search(self.vectors, conn, question, k=policy.stream_pool)
             cache = self._cache_for(conn)
             if cache.paths is None:
                 cache.paths = [r[0] for r in conn.execute("SELECT path FROM files ORDER BY path")]
@@ -333,10 +349,13 @@ class Engine:
                 conn, query, policy=self.retrieval_policy, kind=kind, idf_cache=cache.idf,
                 total_chunks=cache.total_chunks, known_paths=cache.paths,
                 symbol_files=self._symbol_files(conn, cache, query),
+                extra_ids=[h.chunk_id for h in hits] or None,
             )
-        policy = self.retrieval_policy
-        if not cands or evidence.abstain(policy):
+        best_similarity = max((h.similarity for h in hits), default=-1.0)
+        if not cands or (evidence.abstain(policy) and best_similarity < policy.min_vector_similarity):
             return []
+        if hits:
+            cands = _retrieve.fuse_streams(cands, [h.chunk_id for h in hits], policy=policy)
         sources = _retrieve.diversify(cands, limit=limit, per_file=policy.per_file,
                                       relative_threshold=policy.relative_threshold)
         for source in sources:

@@ -85,10 +85,16 @@ def run_eval(
     limit: int = 10,
     index_dir: Path | None = None,
     results_out: Path | None = None,
+    embeddings=None,
+    progress=None,
 ) -> dict:
-    """Index each corpus named in the set (fresh, in ``index_dir`` or a temp dir) and score retrieval.
+    """Index each corpus named in the set (in ``index_dir``, reused across runs, or a temp dir) and score retrieval.
 
-    Returns the :func:`score_results` dict plus ``"questions"`` and ``"seconds"``.
+    With ``embeddings`` (an :class:`~rag.embeddings.EmbeddingProvider`) the
+    chunks are embedded first and retrieval is hybrid; vectors stored in a
+    reused ``index_dir`` are not recomputed. ``progress(message)`` is told
+    each stage. Returns the :func:`score_results` dict plus ``"questions"``,
+    ``"seconds"`` and ``"hybrid"``.
     Raises ``FileNotFoundError`` naming a missing corpus directory.
     """
     questions = load_jsonl(set_path)
@@ -109,9 +115,15 @@ def run_eval(
             root = corpora_dir / corpus
             if not root.is_dir():
                 raise FileNotFoundError(f"corpus directory not found: {root} (fetch it with shared/eval/fetch_corpora.sh)")
-            engine = Engine.open(root, index_path=base / f"{corpus}.sqlite")
+            engine = Engine.open(root, index_path=base / f"{corpus}.sqlite", embeddings=embeddings)
             try:
                 engine.update(full=True)
+                if embeddings is not None:
+                    if progress:
+                        progress(f"{corpus}: embedding {engine.vectors.pending()} chunks")
+                    report = engine.embed_pending()
+                    if report is not None and report.error:
+                        raise RuntimeError(f"embedding {corpus} failed: {report.error}")
                 for q in qs:
                     answers[q["id"]] = distinct_paths(engine.retrieve(q["question"], limit=limit))
             finally:
@@ -123,6 +135,7 @@ def run_eval(
     result = score_results(questions, answers)
     result["questions"] = len(questions)
     result["seconds"] = round(time.perf_counter() - started, 2)
+    result["hybrid"] = embeddings.name if embeddings is not None else None
     return result
 
 

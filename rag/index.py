@@ -258,19 +258,25 @@ class Index:
                 conn.execute("COMMIT")
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction that bumps the generation on commit; rolls back on any exception."""
+    def write(self, *, bump: str = "generation") -> Iterator[sqlite3.Connection]:
+        """A write transaction that bumps a counter on commit; rolls back on any exception.
+
+        Args:
+            bump: the ``meta`` counter to increment: ``generation`` for index
+                content (also stamps ``updated_at``), ``vectors_version`` for
+                embeddings added in the background (content unchanged).
+        """
         conn = self.conn
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
-                conn.execute(
-                    "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
-                )
-                conn.execute(
-                    "INSERT OR REPLACE INTO meta VALUES ('updated_at', ?)", (repr(time.time()),)
-                )
+                conn.execute("INSERT OR IGNORE INTO meta VALUES (?, '0')", (bump,))
+                conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = ?", (bump,))
+                if bump == "generation":
+                    conn.execute(
+                        "INSERT OR REPLACE INTO meta VALUES ('updated_at', ?)", (repr(time.time()),)
+                    )
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:

@@ -125,6 +125,8 @@ class RunRecord:
         ok: ``None`` while running, then ``True``/``False``; error: one redacted line.
         git: the :class:`GitPullResult` JSON when a pull was asked for.
         commit: the checked-out commit after the run (``None`` outside git).
+        embeddings: ``{"model", "planned", "embedded", "seconds", "error"}`` when the engine
+            has an embeddings provider (vectors are added after the lexical commit).
     """
 
     id: str
@@ -145,6 +147,7 @@ class RunRecord:
     error: str | None = None
     git: dict | None = None
     commit: str | None = None
+    embeddings: dict | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -243,8 +246,10 @@ class Reindexer:
     """
 
     def __init__(self, engine: Engine, *, history: int = DEFAULT_HISTORY,
-                 git_timeout_s: float = DEFAULT_GIT_TIMEOUT_S, clock: Callable[[], float] = time.time) -> None:
+                 git_timeout_s: float = DEFAULT_GIT_TIMEOUT_S, clock: Callable[[], float] = time.time,
+                 embed: bool = True) -> None:
         self.engine = engine
+        self.embed = embed
         self.git_timeout_s = git_timeout_s
         self.clock = clock
         index_path = Path(engine.index.path)
@@ -447,6 +452,12 @@ class Reindexer:
             record.skipped, record.files, record.chunks = dict(stats.skipped), stats.files, stats.chunks
             record.generation, record.redactions = stats.generation, stats.redactions
             record.ok = True
+            # The lexical index is committed and serving; vectors follow (a failure leaves BM25 working).
+            report = self.engine.embed_pending() if self.embed else None
+            if report is not None:
+                record.embeddings = {"model": report.model, "planned": report.planned,
+                                     "embedded": report.embedded, "seconds": round(report.seconds, 2),
+                                     "error": report.error}
         except Exception as exc:  # noqa: BLE001 - recorded; the previous generation stays in place
             record.ok = False
             record.error = error_line(exc)

@@ -55,6 +55,12 @@ class RetrievalPolicy:
         min_coverage: abstain when the best chunk covers less topical IDF mass than this.
         weak_coverage, max_absent_share: also abstain below ``weak_coverage`` when at
             least ``max_absent_share`` of the topical terms occur nowhere in the index.
+        rrf_k, rrf_weights: Reciprocal Rank Fusion of the lexical and vector streams,
+            ``Σ w_s / (k + rank_s + 1)`` with k = 60 (Cormack, Clarke & Büttcher 2009)
+            and weights (lexical 0.6, vectors 0.4).
+        stream_pool: candidates taken from each stream before fusion (≥ 20).
+        min_vector_similarity: with vectors, a question the lexical evidence would
+            abstain on is still answered when its best cosine reaches this.
     """
 
     candidate_chunks: int = 300
@@ -64,6 +70,10 @@ class RetrievalPolicy:
     min_coverage: float = 0.25
     weak_coverage: float = 0.42
     max_absent_share: float = 0.25
+    rrf_k: int = 60
+    rrf_weights: tuple[float, float] = (0.6, 0.4)
+    stream_pool: int = 50
+    min_vector_similarity: float = 0.5
 
 
 DEFAULT_RETRIEVAL_POLICY = RetrievalPolicy()
@@ -144,6 +154,7 @@ def rank_chunks(
     total_chunks: int | None = None,
     symbol_files: dict[str, float] | None = None,
     known_paths: list[str] | None = None,
+    extra_ids: list[int] | None = None,
 ) -> tuple[list[Candidate], Evidence]:
     """Score candidate chunks for ``query``.
 
@@ -158,6 +169,7 @@ def rank_chunks(
             symbol the question names, dependants of a named file, ...); such files
             are pulled into the candidates even when BM25 missed them.
         known_paths: every indexed path (for explicit path mentions).
+        extra_ids: chunk ids found by another stream (vectors), scored here too.
 
     Returns:
         ``(candidates sorted by score desc, Evidence)``; empty when nothing matches.
@@ -182,6 +194,15 @@ def rank_chunks(
         params.append(kind)
     rows = conn.execute(sql, params).fetchall()
     explicit = _explicit_paths(query, known_paths or [])
+    if extra_ids:
+        have_ids = {r[0] for r in rows}
+        missing = [i for i in extra_ids if i not in have_ids]
+        for i in range(0, len(missing), 500):
+            part = missing[i : i + 500]
+            rows += conn.execute(
+                "SELECT id, path, start, end, file_type, kind, heading, text, 0.0, stems FROM chunks "
+                f"WHERE id IN ({','.join('?' * len(part))}) AND (? IS NULL OR kind=?)", (*part, kind, kind),
+            ).fetchall()
     if not rows and not explicit:
         return [], NO_EVIDENCE
     dfs = _document_frequencies(conn, query.terms, idf_cache if idf_cache is not None else {})
@@ -330,6 +351,31 @@ def focus_line(text: str, start: int, query: Query) -> int | None:
         if hits > best_hits:
             best, best_hits = start + offset, hits
     return best
+
+
+HARD_BOOST = 10.0
+"""Lexical scores at or above this come from explicit structure (a named file, its dependants)."""
+
+
+def fuse_streams(cands: list[Candidate], vector_ids: list[int], *, policy: RetrievalPolicy) -> list[Candidate]:
+    """Re-score ``cands`` by RRF of the lexical ranking (their current order) and the vector ranking.
+
+    Candidates with a hard structural boost (≥ :data:`HARD_BOOST`) stay above
+    every fused score. Returns the candidates sorted by the new score.
+    """
+    from .fusion import reciprocal_rank_fusion
+
+    lexical = [c.id for c in cands[: policy.stream_pool]]
+    vectors = list(dict.fromkeys(vector_ids))[: policy.stream_pool]
+    w_lex, w_vec = policy.rrf_weights
+    fused = dict(reciprocal_rank_fusion({"bm25": lexical, "vectors": vectors},
+                                        weights={"bm25": w_lex, "vectors": w_vec}, k=policy.rrf_k))
+    for c in cands:
+        hard = 1.0 + c.score / 100.0 if c.score >= HARD_BOOST else 0.0
+        c.score = fused.get(c.id, 0.0) + hard
+    kept = [c for c in cands if c.score > 0.0]
+    kept.sort(key=lambda c: c.score, reverse=True)
+    return kept
 
 
 def diversify(cands: list[Candidate], *, limit: int, per_file: int, relative_threshold: float) -> list[Source]:

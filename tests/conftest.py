@@ -31,6 +31,8 @@ def isolated_environment(monkeypatch, tmp_path_factory) -> Path:
     for name in list(os.environ):
         if name.startswith(CLEARED_PREFIXES) or name in CLEARED_NAMES:
             monkeypatch.delenv(name, raising=False)
+    # An installed local-embeddings extra would otherwise switch tests to hybrid retrieval.
+    monkeypatch.setenv("EMBEDDINGS", "off")
     data_dir = tmp_path_factory.mktemp("sz-data")
     monkeypatch.setenv("SLACKZILLA_DATA_DIR", str(data_dir))
     return data_dir

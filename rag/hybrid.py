@@ -1,0 +1,158 @@
+"""The embeddings stream: vectors for chunks, kept in the index, searched by cosine.
+
+Each chunk is embedded as ``"<path>\\n<first EMBED_TEXT_CHARS chars>"`` (the
+path helps: measured on the dev set, MRR@10 0.68 → 0.73 for vectors alone;
+MiniLM reads 256 word pieces, about 1,000 characters, so longer text would be
+cut by the model anyway). Vectors are keyed by a hash of exactly that text and
+by the model name (``chunk_vectors``): unchanged chunks are never re-embedded,
+identical chunks share a vector, and a model change finds nothing under the
+new name, so everything is re-embedded.
+
+Embedding runs after the lexical index is committed, in batches that each
+commit (bumping ``meta.vectors_version``, not the generation), so the bot
+answers with BM25 meanwhile and a provider failure leaves what was stored.
+Search is numpy brute force over the current model's vectors (see
+:mod:`rag.vectors` for its cost), cached per (generation, vectors_version).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .embeddings import EmbeddingProvider
+from .errors import ProviderError
+from .index import Index
+from .vectors import EmbedReport, VectorMatrix, embed_missing, load_vectors, prune_vectors, store_vectors, vector_hashes
+
+__all__ = ["EMBED_TEXT_CHARS", "VectorStream", "VectorHit", "embed_key", "embed_text"]
+
+log = logging.getLogger(__name__)
+
+EMBED_TEXT_CHARS = 1200
+
+
+def embed_text(path: str, text: str) -> str:
+    """The text sent to the model for one chunk: its path, a newline, then its start."""
+    return f"{path}\n{text[:EMBED_TEXT_CHARS]}"
+
+
+def embed_key(path: str, text: str) -> str:
+    """Content key of a chunk's vector: BLAKE2b-128 of :func:`embed_text`."""
+    return hashlib.blake2b(embed_text(path, text).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    """A chunk found by the vector stream: its row id and cosine similarity (-1..1)."""
+
+    chunk_id: int
+    similarity: float
+
+
+class VectorStream:
+    """Vectors of one index for one provider; thread-safe.
+
+    Args:
+        index: the index whose ``chunk_vectors`` table holds the vectors.
+        provider: the embeddings provider (its ``name`` keys the vectors).
+    """
+
+    def __init__(self, index: Index, provider: EmbeddingProvider) -> None:
+        self.index = index
+        self.provider = provider
+        self._lock = threading.Lock()
+        self._cache_key: tuple | None = None
+        self._matrix: VectorMatrix = VectorMatrix.empty()
+        self._ids_by_key: dict[str, list[int]] = {}
+
+    @property
+    def model(self) -> str:
+        """The provider's model name (the vectors' key)."""
+        return self.provider.name
+
+    def _chunk_keys(self, conn: sqlite3.Connection) -> dict[str, list[int]]:
+        keys: dict[str, list[int]] = {}
+        for chunk_id, path, text in conn.execute("SELECT id, path, text FROM chunks"):
+            keys.setdefault(embed_key(path, text), []).append(chunk_id)
+        return keys
+
+    def pending(self) -> int:
+        """Number of distinct chunk texts that still need a vector for this model."""
+        with self.index.read() as conn:
+            keys = self._chunk_keys(conn)
+            have = vector_hashes(conn, model=self.model)
+        return len(set(keys) - have)
+
+    def embed_pending(self, *, batch_size: int = 32, should_stop: Callable[[], bool] | None = None) -> EmbedReport:
+        """Embed every chunk that has no vector yet; each batch commits on its own.
+
+        Vectors of other models and of chunks no longer indexed are pruned first.
+        A provider failure is recorded in the returned report (``error``), never raised.
+        """
+        keys: set[str] = set()
+        texts: dict[str, str] = {}
+        with self.index.read() as conn:
+            for path, text in conn.execute("SELECT path, text FROM chunks"):
+                key = embed_key(path, text)
+                if key not in texts:
+                    keys.add(key)
+                    texts[key] = embed_text(path, text)
+        with self.index.write(bump="vectors_version") as conn:
+            pruned = prune_vectors(conn, keep_model=self.model, live_hashes=keys)
+            have = vector_hashes(conn, model=self.model)
+        if pruned:
+            log.info("pruned %d stale vectors", pruned)
+
+        def store(pairs: list[tuple[str, np.ndarray]]) -> None:
+            with self.index.write(bump="vectors_version") as wconn:
+                store_vectors(wconn, model=self.model, pairs=pairs)
+
+        report = embed_missing(provider=self.provider, chunk_hashes=sorted(keys), have=have,
+                               fetch_texts=lambda hs: [texts[h] for h in hs], store=store,
+                               batch_size=batch_size, should_stop=should_stop)
+        log.info("embedding: planned=%d embedded=%d seconds=%.1f error=%s",
+                 report.planned, report.embedded, report.seconds, report.error)
+        return report
+
+    def _load(self, conn: sqlite3.Connection) -> tuple[VectorMatrix, dict[str, list[int]]]:
+        row = conn.execute("SELECT (SELECT value FROM meta WHERE key='generation'), "
+                           "(SELECT value FROM meta WHERE key='vectors_version')").fetchone()
+        key = (row[0], row[1], self.model)
+        with self._lock:
+            if key != self._cache_key:
+                self._matrix = load_vectors(conn, model=self.model)
+                self._ids_by_key = self._chunk_keys(conn)
+                self._cache_key = key
+            return self._matrix, self._ids_by_key
+
+    def search(self, conn: sqlite3.Connection, question: str, *, k: int) -> list[VectorHit]:
+        """The ``k`` chunks most similar to ``question`` (inside the caller's read transaction).
+
+        Returns ``[]`` when no vector is stored yet. Raises :class:`ProviderError`
+        when the question cannot be embedded (the caller falls back to BM25).
+        """
+        matrix, ids_by_key = self._load(conn)
+        if len(matrix) == 0:
+            return []
+        query = self.provider.embed([question])[0]
+        hits: list[VectorHit] = []
+        for key, similarity in matrix.top_k(query, k=k):
+            hits.extend(VectorHit(chunk_id, similarity) for chunk_id in ids_by_key.get(key, ()))
+        return hits[: k * 2]
+
+
+def safe_search(stream: VectorStream | None, conn: sqlite3.Connection, question: str, *, k: int) -> list[VectorHit]:
+    """:meth:`VectorStream.search`, or ``[]`` (logged) when there is no stream or the provider fails."""
+    if stream is None:
+        return []
+    try:
+        return stream.search(conn, question, k=k)
+    except ProviderError as exc:
+        log.warning("vector search unavailable, BM25 only: %s", exc)
+        return []

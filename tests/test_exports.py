@@ -1,0 +1,35 @@
+"""Each package's public surface is pinned (as httpx does in tests/test_exported_members.py)."""
+from __future__ import annotations
+
+import bot
+import commands
+import rag
+
+
+def test_rag_exports() -> None:
+    assert sorted(rag.__all__) == sorted([
+        "AnswerResult", "Chunk", "CodeGraph", "EmptyQuestionError", "Engine", "ImageHit", "IndexStats",
+        "IndexUnavailableError", "ModelConfig", "PackedContext", "ProviderError", "RagError", "ReindexBusyError",
+        "Reindexer", "RepoNotFoundError", "RunRecord", "Source", "ToolAdapter", "ToolHandlers", "ToolResult",
+        "UserError", "answer_question", "code_context", "estimate_tokens", "pack_context",
+    ])
+    assert all(hasattr(rag, name) for name in rag.__all__)
+
+
+def test_bot_exports() -> None:
+    assert sorted(bot.__all__) == ["BotContext", "Runtime", "Settings", "SettingsError", "create_app", "serve", "start"]
+    assert all(hasattr(bot, name) for name in bot.__all__)
+
+
+def test_layering_rag_never_imports_bot_or_commands() -> None:
+    import pathlib
+    import re
+
+    root = pathlib.Path(rag.__file__).parent
+    pattern = re.compile(r"^\s*(from|import)\s+(bot|commands|slack_bolt|slack_sdk)\b", re.M)
+    offenders = [p.name for p in root.glob("*.py") if pattern.search(p.read_text(encoding="utf-8"))]
+    assert offenders == []
+    croot = pathlib.Path(commands.__file__).parent
+    offenders = [p.name for p in croot.glob("*.py")
+                 if re.search(r"^\s*(from|import)\s+bot\b", p.read_text(encoding="utf-8"), re.M)]
+    assert offenders == []
