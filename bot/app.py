@@ -179,11 +179,11 @@ def _mention_listener(ctx: BotContext, flow: AskFlow):
         thread_ts = event.get("thread_ts") or event.get("ts")
         if not channel:
             return
-        if not question:
-            await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts,
-                                            text=messages.mention_usage())
-            return
         try:
+            if not question:
+                await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts,
+                                                text=messages.mention_usage())
+                return
             await flow.run(client, AskRequest(question=question, channel_id=channel, user_id=user,
                                               team_id=body.get("team_id") or event.get("team"), thread_ts=thread_ts))
         except Exception as err:  # noqa: BLE001 - the flow reports its own failures; this is a last resort

@@ -43,7 +43,13 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 
 from bot import messages
-from bot.render import AnswerMessage, render_answer_message, render_failure, render_progress
+from bot.render import (
+    DEFAULT_MAX_PROGRESS_LINES,
+    AnswerMessage,
+    ProgressView,
+    render_answer_message,
+    render_failure,
+)
 from bot.services import Identity
 from bot.slack_text import escape
 from bot.stream import Coalescer, ThreadStream
@@ -54,7 +60,6 @@ __all__ = [
     "AskOptions",
     "AskOutcome",
     "AskRequest",
-    "ProgressView",
     "ThreadMemory",
     "DEFAULT_UPDATE_INTERVAL_S",
     "DEFAULT_STREAM_INTERVAL_S",
@@ -70,8 +75,8 @@ DEFAULT_STREAM_INTERVAL_S = 1.0
 DEFAULT_MAX_THREADS = 500
 #: Earlier question/answer pairs passed to a follow-up (rag keeps at most 6 turns).
 DEFAULT_HISTORY_PAIRS = 3
-#: Progress lines shown (the newest; tool-heavy answers can have many).
-DEFAULT_MAX_PROGRESS_LINES = 12
+#: Outcomes kept in ``AskFlow.completed``.
+DEFAULT_OUTCOMES_KEPT = 100
 
 
 @dataclass(frozen=True)
@@ -123,15 +128,6 @@ class AskOutcome:
 
 
 @dataclass(frozen=True)
-class SourceRef:
-    """A source as the retrieval activity reports it (enough for a link)."""
-
-    path: str
-    start: int
-    end: int
-
-
-@dataclass(frozen=True)
 class AnswerRecord:
     """An answer the bot posted: the feedback buttons carry ``answer_id``."""
 
@@ -178,60 +174,6 @@ class ThreadMemory:
         return self._answers.get(answer_id)
 
 
-class ProgressView:
-    """The state of the progress message, built from the orchestrator's activities."""
-
-    def __init__(self, *, repo: str, question: str, user_id: str | None, follow_up: bool = False,
-                 max_lines: int = DEFAULT_MAX_PROGRESS_LINES) -> None:
-        self.header = messages.searching(escape(repo), follow_up=follow_up)
-        self.question = question
-        self.user_id = user_id
-        self.sources: list[SourceRef] = []
-        self.answer_text = ""
-        self.show_partial = False
-        self.writing: str | None = None  # "thread" or "in_place" once text arrives
-        self._steps: dict[str, str] = {}
-        self._max_lines = max_lines
-
-    def apply(self, activity) -> None:
-        """Turn one :class:`rag.activities.Activity` into (or update) a progress line."""
-        meta = activity.metadata or {}
-        key, text = activity.stage, escape(activity.message, keep_user_mentions=False)
-        if activity.stage == "retrieval" and activity.status == "completed":
-            self.sources = [SourceRef(str(s["path"]), int(s["start"]), int(s["end"]))
-                            for s in meta.get("sources") or [] if {"path", "start", "end"} <= set(s)]
-            top = ", ".join(f"`{escape(s.path)}:L{s.start}-L{s.end}`" for s in self.sources[:3])
-            text += f": {top}" if top else ""
-        elif activity.stage == "tool":
-            key = f"tool:{activity.id}"
-            code = meta.get("error_code")
-            text = f"`{escape(str(meta.get('tool', 'tool')))}` {float(meta.get('duration_ms') or 0):.0f} ms" + (
-                f" ({escape(str(code))})" if code else "")
-        elif activity.stage in ("ai", "reasoning"):
-            key = f"{activity.stage}:{meta.get('round', '')}"
-        self._steps[key] = messages.progress_line(activity.stage, text, status=activity.status)
-
-    def lines(self, *, include_writing: bool = True) -> list[str]:
-        """The progress lines (the newest ``max_lines`` steps), then what is being written."""
-        steps = list(self._steps.values())
-        if len(steps) > self._max_lines:
-            steps = ["…"] + steps[-self._max_lines:]
-        if self.writing and include_writing:
-            steps.append(messages.writing_answer(in_thread=self.writing == "thread"))
-        return steps
-
-    def payload(self) -> dict:
-        return render_progress(header=self.header, lines=self.lines(), question=self.question, user_id=self.user_id,
-                               partial=self.answer_text if self.show_partial else None)
-
-    def done_payload(self, *, ok: bool, reason: str | None, footer: str) -> dict:
-        """The progress message once the answer is in the thread (or failed there)."""
-        steps = list(self._steps.values())[-self._max_lines:]
-        steps.append(messages.answered_in_thread() if ok else messages.failure(reason or "the answer failed"))
-        return render_progress(header=self.header, lines=steps, question=self.question, user_id=self.user_id,
-                               footer=footer)
-
-
 def _error_code(err: BaseException) -> str:
     return str(err.response.get("error", "error")) if isinstance(err, SlackApiError) else type(err).__name__
 
@@ -248,6 +190,8 @@ class AskFlow:
         self.ctx = ctx
         self.options = options or AskOptions()
         self.memory = ThreadMemory(max_threads=self.options.max_threads, max_pairs=self.options.history_pairs)
+        #: The latest outcomes, newest last (for status checks and tests).
+        self.completed: collections.deque[AskOutcome] = collections.deque(maxlen=DEFAULT_OUTCOMES_KEPT)
 
     async def run(self, client, request: AskRequest) -> AskOutcome:
         """Answer ``request`` in Slack (see the module docstring). Never raises except on cancellation."""
@@ -260,14 +204,14 @@ class AskFlow:
         outcome = AskOutcome(anchor_ts=anchor, thread_ts=request.thread_ts or anchor)
         updates = None
         if anchor:
-            async def send_update(payload: dict) -> None:
-                await client.chat_update(channel=request.channel_id, ts=anchor, **payload)
+            async def send_update(render) -> None:  # rendered when sent: coalesced states cost nothing
+                await client.chat_update(channel=request.channel_id, ts=anchor, **render())
 
             updates = Coalescer(send_update, interval_s=opts.update_interval_s, name="progress")
 
         def refresh() -> None:
             if updates is not None:
-                updates.submit(view.payload())
+                updates.submit(view.payload)
 
         def stream_refused(code: str) -> None:
             view.writing, view.show_partial = "in_place", True
@@ -284,7 +228,7 @@ class AskFlow:
             refresh()
 
         async def on_token(text: str) -> None:
-            view.answer_text += text
+            view.add_text(text)
             if stream is not None and stream.active:
                 if view.writing is None:
                     view.writing = "thread"
@@ -315,6 +259,7 @@ class AskFlow:
         outcome.streamed = streamed_ts is not None
         seconds = time.perf_counter() - started
         message: AnswerMessage | None = None
+        reason: str | None = None
         if result is not None and result.ok and answers:
             answer = answers[0]
             outcome.answer_id = uuid.uuid4().hex[:16]
@@ -333,11 +278,12 @@ class AskFlow:
         else:
             reason = escape(result.text) if result is not None and result.text else messages.ask_crashed()
             outcome.error = "refused" if result is not None else "crashed"
+            reason = reason.removeprefix(messages.failure(""))  # render_failure adds the warning sign
             payload = render_failure(reason, question=request.question, user_id=request.user_id,
                                      sources=view.sources, web_url=ctx.settings.repo_web_url, commit=ctx.commit,
                                      lines=view.lines(include_writing=False))
             footer = messages.answer_footer(model=None, tokens=None, seconds=seconds)
-        done = view.done_payload(ok=outcome.ok or message is not None, reason=outcome.error, footer=footer)
+        done = view.done_payload(ok=message is not None, reason=reason, footer=footer)
         await self._deliver(client, request, payload, outcome=outcome, streamed_ts=streamed_ts, updates=updates,
                             done=done, failed=message is None)
         if updates is not None:
@@ -353,6 +299,7 @@ class AskFlow:
         log.info("ask delivered: mode=%s streamed=%s appends=%d progress_updates=%d ok=%s seconds=%.2f",
                  outcome.mode, outcome.streamed, stream.appends if stream else 0, outcome.progress_updates,
                  outcome.ok, seconds)
+        self.completed.append(outcome)
         return outcome
 
     async def _post_progress(self, client, request: AskRequest, payload: dict) -> str | None:
@@ -376,11 +323,11 @@ class AskFlow:
             except Exception as err:  # noqa: BLE001
                 error = _error_code(err)
             if updates is not None:
-                await updates.aclose(done)
+                await updates.aclose(lambda: done)
             if error is None:
                 return
         elif updates is not None:
-            if await updates.aclose(payload):
+            if await updates.aclose(lambda: payload):
                 outcome.mode, outcome.final_ts = "in_place", outcome.anchor_ts
                 return
             error = _error_code(updates.last_error) if updates.last_error else "error"

@@ -19,6 +19,15 @@ def code_group() -> None:
     """Inspect the code structure: symbols, routes, environment variables, dependencies."""
 
 
+def _from_graph(repo, index_path, as_json: bool, read):
+    """Open the engine (index updated), apply ``read(graph)``, close; returns its result."""
+    engine = open_engine(repo, index_path, quiet=as_json)
+    try:
+        return read(engine.code_graph())
+    finally:
+        engine.close()
+
+
 @code_group.command("symbols")
 @repo_option
 @index_option
@@ -26,11 +35,7 @@ def code_group() -> None:
 @friendly_errors
 def symbols_cmd(repo, index_path, as_json) -> None:
     """Every function, class, method and field definition with its line range."""
-    engine = open_engine(repo, index_path, quiet=as_json)
-    try:
-        records = [s.to_json() for s in engine.code_graph().symbols()]
-    finally:
-        engine.close()
+    records = _from_graph(repo, index_path, as_json, lambda g: [s.to_json() for s in g.symbols()])
     if as_json:
         _emit(records)
         return
@@ -46,11 +51,7 @@ def symbols_cmd(repo, index_path, as_json) -> None:
 @friendly_errors
 def routes_cmd(repo, index_path, as_json) -> None:
     """HTTP routes (method and full path, mount prefixes applied)."""
-    engine = open_engine(repo, index_path, quiet=as_json)
-    try:
-        records = [r.to_json() for r in engine.code_graph().routes()]
-    finally:
-        engine.close()
+    records = _from_graph(repo, index_path, as_json, lambda g: [r.to_json() for r in g.routes()])
     if as_json:
         _emit(records)
         return
@@ -65,11 +66,7 @@ def routes_cmd(repo, index_path, as_json) -> None:
 @friendly_errors
 def env_cmd(repo, index_path, as_json) -> None:
     """Environment variables read through ``process.env``, with where they are read."""
-    engine = open_engine(repo, index_path, quiet=as_json)
-    try:
-        table = engine.code_graph().environment_variables()
-    finally:
-        engine.close()
+    table = _from_graph(repo, index_path, as_json, lambda g: g.environment_variables())
     records = [{"name": name, "path": path, "line": line}
                for name, uses in sorted(table.items()) for path, line in uses]
     if as_json:

@@ -9,7 +9,8 @@ Limits respected (Slack Block Kit reference): a section's text ≤ 3,000
 characters, ≤ 10 fields per section and ≤ 2,000 characters per field, ≤ 10
 elements per context block, ≤ 50 blocks per message. An answer that does not
 fit in 50 blocks keeps its first pieces in the message; :class:`AnswerMessage`
-carries the rest (Markdown) for a snippet upload.
+carries the rest (Markdown) for a snippet upload. :class:`ProgressView` turns
+the orchestrator's activities (rag.activities) into the progress message.
 
 The final answer message, top to bottom::
 
@@ -37,6 +38,8 @@ __all__ = [
     "MAX_BLOCKS",
     "MAX_SECTION_CHARS",
     "AnswerMessage",
+    "ProgressView",
+    "SourceRef",
     "escape",
     "render_answer",
     "render_answer_message",
@@ -52,6 +55,10 @@ MAX_FIELDS_PER_SECTION = 10
 MAX_BLOCKS = 50
 MAX_FALLBACK_CHARS = 3000
 MAX_QUESTION_SHOWN = 300
+#: Sections of a partial answer shown in an in-place progress update.
+MAX_PARTIAL_SECTIONS = 10
+#: Progress lines shown (the newest; tool-heavy answers can have many).
+DEFAULT_MAX_PROGRESS_LINES = 12
 #: Feedback buttons: action id → vote recorded.
 FEEDBACK_ACTIONS = {"sz_feedback_up": "up", "sz_feedback_down": "down"}
 FEEDBACK_BLOCK_ID = "sz_feedback"
@@ -259,9 +266,6 @@ def render_progress(*, header: str, lines: Sequence[str], question: str, user_id
             "unfurl_links": False, "unfurl_media": False}
 
 
-#: Sections of a partial answer shown in an in-place progress update.
-MAX_PARTIAL_SECTIONS = 10
-
 
 def render_failure(reason: str, *, question: str, user_id: str | None, sources: Sequence = (),
                    web_url: str | None = None, commit: str | None = None,
@@ -290,3 +294,76 @@ def _cap_blocks(blocks: list[dict], *, keep_tail: int = 0) -> list[dict]:
     tail = blocks[-keep_tail:] if keep_tail else []
     head = blocks[: MAX_BLOCKS - 1 - len(tail)]
     return head + [_context(["_…answer shortened to fit one Slack message._"])] + tail
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """A source as the retrieval activity reports it (enough for a link)."""
+
+    path: str
+    start: int
+    end: int
+
+
+class ProgressView:
+    """The state of the progress message, built from the orchestrator's activities."""
+
+    def __init__(self, *, repo: str, question: str, user_id: str | None, follow_up: bool = False,
+                 max_lines: int = DEFAULT_MAX_PROGRESS_LINES) -> None:
+        self.header = messages.searching(escape(repo), follow_up=follow_up)
+        self.question = question
+        self.user_id = user_id
+        self.sources: list[SourceRef] = []
+        self._answer_parts: list[str] = []
+        self.show_partial = False
+        self.writing: str | None = None  # "thread" or "in_place" once text arrives
+        self._steps: dict[str, str] = {}
+        self._max_lines = max_lines
+
+    @property
+    def answer_text(self) -> str:
+        """The answer text received so far (joined lazily, once per render)."""
+        if len(self._answer_parts) > 1:
+            self._answer_parts = ["".join(self._answer_parts)]
+        return self._answer_parts[0] if self._answer_parts else ""
+
+    def add_text(self, text: str) -> None:
+        self._answer_parts.append(text)
+
+    def apply(self, activity) -> None:
+        """Turn one :class:`rag.activities.Activity` into (or update) a progress line."""
+        meta = activity.metadata or {}
+        key, text = activity.stage, escape(activity.message, keep_user_mentions=False)
+        if activity.stage == "retrieval" and activity.status == "completed":
+            self.sources = [SourceRef(str(s["path"]), int(s["start"]), int(s["end"]))
+                            for s in meta.get("sources") or [] if {"path", "start", "end"} <= set(s)]
+            top = ", ".join(f"`{escape(s.path)}:L{s.start}-L{s.end}`" for s in self.sources[:3])
+            text += f": {top}" if top else ""
+        elif activity.stage == "tool":
+            key = f"tool:{activity.id}"
+            code = meta.get("error_code")
+            text = f"`{escape(str(meta.get('tool', 'tool')))}` {float(meta.get('duration_ms') or 0):.0f} ms" + (
+                f" ({escape(str(code))})" if code else "")
+        elif activity.stage in ("ai", "reasoning"):
+            key = f"{activity.stage}:{meta.get('round', '')}"
+        self._steps[key] = messages.progress_line(activity.stage, text, status=activity.status)
+
+    def lines(self, *, include_writing: bool = True) -> list[str]:
+        """The progress lines (the newest ``max_lines`` steps), then what is being written."""
+        steps = list(self._steps.values())
+        if len(steps) > self._max_lines:
+            steps = ["…"] + steps[-self._max_lines:]
+        if self.writing and include_writing:
+            steps.append(messages.writing_answer(in_thread=self.writing == "thread"))
+        return steps
+
+    def payload(self) -> dict:
+        return render_progress(header=self.header, lines=self.lines(), question=self.question, user_id=self.user_id,
+                               partial=self.answer_text if self.show_partial else None)
+
+    def done_payload(self, *, ok: bool, reason: str | None, footer: str) -> dict:
+        """The progress message once the answer is in the thread (or failed there)."""
+        steps = list(self._steps.values())[-self._max_lines:]
+        steps.append(messages.answered_in_thread() if ok else messages.failure(reason or "the answer failed"))
+        return render_progress(header=self.header, lines=steps, question=self.question, user_id=self.user_id,
+                               footer=footer)

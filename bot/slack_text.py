@@ -61,9 +61,10 @@ _ANY_SAFE_LINK = re.compile(
     r"<(?:@[UW][A-Z0-9]+(?:\|[^<>\n]*)?|#C[A-Z0-9]+(?:\|[^<>\n]*)?|(?:https?://|mailto:)[^<>|\s]+(?:\|[^<>\n]*)?)>")
 _FENCE_LINE = re.compile(r"^\s{0,3}(```|~~~)")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
-_BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 _ITALIC = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])")
 _STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
+_BULLET = re.compile(r"^(\s*)[-*+]\s+(?=\S)")
 _MD_LINK = re.compile(r"\[([^\]\n]+)\]\(((?:https?://|mailto:)[^)\s|<>]+)\)")
 _INLINE_CODE = re.compile(r"(`[^`\n]+`)")
 
@@ -144,7 +145,7 @@ def _inline_to_mrkdwn(text: str) -> str:
         bolds: list[str] = []
 
         def hold(match: re.Match) -> str:
-            bolds.append(match.group(2))
+            bolds.append(match.group(1))
             return f"\x00{len(bolds) - 1}\x00"
 
         part = _BOLD.sub(hold, part)
@@ -162,6 +163,9 @@ def _render_line(line: str, *, in_code: bool) -> str:
     if heading:
         title = _inline_to_mrkdwn(heading.group(1)).strip("*")
         return f"*{title}*"
+    bullet = _BULLET.match(line)
+    if bullet:
+        return f"{bullet.group(1)}• {_inline_to_mrkdwn(line[bullet.end():])}"
     return _inline_to_mrkdwn(line)
 
 
@@ -208,8 +212,9 @@ def markdown_to_mrkdwn_pieces(markdown: str, *, limit: int = MAX_SECTION_CHARS) 
     """Render Markdown (model output) as mrkdwn pieces of at most ``limit`` characters.
 
     Outside code: escaped, mentions neutralised (user mentions too), ``**bold**``,
-    ``*italic*``, ``~~strike~~``, ``# headings`` and ``[label](https://…)``
-    converted. Inside fences and inline code: escaped literally. Pieces break at
+    ``*italic*``, ``~~strike~~``, ``# headings``, ``- bullets`` and
+    ``[label](https://…)`` converted (``__x__`` is left alone: it is usually a
+    Python name). Inside fences and inline code: escaped literally. Pieces break at
     line ends (preferring a blank line once a piece is two-thirds full) and never
     leave a fence open.
 

@@ -156,13 +156,20 @@ class ThreadStream:
         self._stream = None
         self._released = 0
         self._final = False
-        self.text = ""
+        self._parts: list[str] = []  # joined lazily: appending to one long str per token is quadratic
         #: ``idle`` (nothing sent), ``streaming``, ``stopped``, ``refused`` or ``broken``.
         self.state = "idle"
         self.error: str | None = None
         self.ts: str | None = None
         self.appends = 0
         self._updates: Coalescer[int] = Coalescer(self._push, interval_s=interval_s, name="thread-stream")
+
+    @property
+    def text(self) -> str:
+        """Everything fed so far."""
+        if len(self._parts) > 1:
+            self._parts = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
 
     @property
     def active(self) -> bool:
@@ -173,12 +180,13 @@ class ThreadStream:
         """Queue answer text (Markdown) for the stream; ignored once the stream is refused or broken."""
         if not self.active or not text:
             return
-        self.text += text
-        self._updates.submit(len(self.text))
+        self._parts.append(text)
+        self._updates.submit(0)
 
-    async def _push(self, _length: int) -> None:
-        cut = len(self.text) if self._final else max(stream_safe_length(self.text), self._released)
-        delta = self.text[self._released:cut]
+    async def _push(self, _state: int) -> None:
+        text = self.text
+        cut = len(text) if self._final else max(stream_safe_length(text), self._released)
+        delta = text[self._released:cut]
         if not delta or not self.active:
             return
         self._released = cut
@@ -215,8 +223,8 @@ class ThreadStream:
         (then the caller shows the answer elsewhere).
         """
         self._final = True
-        if self.text[self._released:] and self.active:
-            self._updates.submit(len(self.text))
+        if len(self.text) > self._released and self.active:
+            self._updates.submit(0)
         await self._updates.aclose()
         if self.state != "streaming" or self._stream is None:
             return None

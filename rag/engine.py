@@ -26,7 +26,7 @@ from . import retrieve as _retrieve
 from .chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy, chunk_text, split_lines
 from .embeddings import EmbeddingProvider
 from .errors import RepoNotFoundError
-from .hybrid import VectorStream, safe_search
+from .hybrid import VectorStream, safe_search, top_margin
 from .index import FileUpdate, Index
 from .query import analyze
 from .retrieve import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
@@ -345,17 +345,17 @@ class Engine:
             if cache.paths is None:
                 cache.paths = [r[0] for r in conn.execute("SELECT path FROM files ORDER BY path")]
                 cache.total_chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+            structure = self._symbol_files(conn, cache, query)
             cands, evidence = _retrieve.rank_chunks(
-                conn, query, policy=self.retrieval_policy, kind=kind, idf_cache=cache.idf,
+                conn, query, policy=policy, kind=kind, idf_cache=cache.idf,
                 total_chunks=cache.total_chunks, known_paths=cache.paths,
-                symbol_files=self._symbol_files(conn, cache, query),
+                symbol_files=structure,
                 extra_ids=[h.chunk_id for h in hits] or None,
             )
-        best_similarity = max((h.similarity for h in hits), default=-1.0)
-        if not cands or (evidence.abstain(policy) and best_similarity < policy.min_vector_similarity):
+        if not cands or (evidence.abstain(policy) and top_margin(hits) < policy.min_vector_margin):
             return []
         if hits:
-            cands = _retrieve.fuse_streams(cands, [h.chunk_id for h in hits], policy=policy)
+            cands = _retrieve.fuse_streams(cands, [h.chunk_id for h in hits], policy=policy, structure=structure)
         sources = _retrieve.diversify(cands, limit=limit, per_file=policy.per_file,
                                       relative_threshold=policy.relative_threshold)
         for source in sources:

@@ -30,7 +30,7 @@ from .errors import ProviderError
 from .index import Index
 from .vectors import EmbedReport, VectorMatrix, embed_missing, load_vectors, prune_vectors, store_vectors, vector_hashes
 
-__all__ = ["EMBED_TEXT_CHARS", "VectorStream", "VectorHit", "embed_key", "embed_text"]
+__all__ = ["EMBED_TEXT_CHARS", "VectorStream", "VectorHit", "embed_key", "embed_text", "safe_search", "top_margin"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,16 @@ def embed_text(path: str, text: str) -> str:
 def embed_key(path: str, text: str) -> str:
     """Content key of a chunk's vector: BLAKE2b-128 of :func:`embed_text`."""
     return hashlib.blake2b(embed_text(path, text).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def top_margin(hits: list["VectorHit"], *, depth: int = 10) -> float:
+    """Cosine of the best hit minus that of the ``depth``-th next distinct one (0.0 with too few hits).
+
+    A query-performance signal: a question the repository really answers has a
+    best chunk that stands out from the rest.
+    """
+    sims = sorted({h.similarity for h in hits}, reverse=True)
+    return sims[0] - sims[depth] if len(sims) > depth else 0.0
 
 
 @dataclass(frozen=True, slots=True)

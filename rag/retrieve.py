@@ -59,8 +59,13 @@ class RetrievalPolicy:
             ``Σ w_s / (k + rank_s + 1)`` with k = 60 (Cormack, Clarke & Büttcher 2009)
             and weights (lexical 0.6, vectors 0.4).
         stream_pool: candidates taken from each stream before fusion (≥ 20).
-        min_vector_similarity: with vectors, a question the lexical evidence would
-            abstain on is still answered when its best cosine reaches this.
+        structure_weight: RRF weight of the structure stream (files defining a symbol
+            the question names).
+        min_vector_margin: with vectors, a question the lexical evidence would abstain
+            on is still answered when its best chunk's cosine exceeds the 11th best by
+            this much (the best match stands out; absolute cosines of answerable and
+            unanswerable questions overlap). Calibrated once on the dev set for
+            all-MiniLM-L6-v2; another model may want another value.
     """
 
     candidate_chunks: int = 300
@@ -73,7 +78,8 @@ class RetrievalPolicy:
     rrf_k: int = 60
     rrf_weights: tuple[float, float] = (0.6, 0.4)
     stream_pool: int = 50
-    min_vector_similarity: float = 0.5
+    structure_weight: float = 0.5
+    min_vector_margin: float = 0.08
 
 
 DEFAULT_RETRIEVAL_POLICY = RetrievalPolicy()
@@ -357,22 +363,43 @@ HARD_BOOST = 10.0
 """Lexical scores at or above this come from explicit structure (a named file, its dependants)."""
 
 
-def fuse_streams(cands: list[Candidate], vector_ids: list[int], *, policy: RetrievalPolicy) -> list[Candidate]:
-    """Re-score ``cands`` by RRF of the lexical ranking (their current order) and the vector ranking.
+def fuse_streams(cands: list[Candidate], vector_ids: list[int], *, policy: RetrievalPolicy,
+                 structure: dict[str, float] | None = None) -> list[Candidate]:
+    """Re-score ``cands`` by Reciprocal Rank Fusion of the lexical, vector and structure streams, per file.
 
-    Candidates with a hard structural boost (≥ :data:`HARD_BOOST`) stay above
-    every fused score. Returns the candidates sorted by the new score.
+    Each stream is first reduced to a ranking of files (a file ranks where its
+    best chunk does), so one long file cannot take several places of a stream;
+    RRF then fuses the two file rankings, and a chunk's score is its file's
+    fused score plus a small chunk-level RRF term that orders chunks inside a
+    file. The structure stream ranks the files that define a symbol the question
+    names (``structure``: path → bonus, highest first; weight
+    ``policy.structure_weight``). Candidates with a hard structural boost
+    (≥ :data:`HARD_BOOST`) stay above every fused score. Returns the candidates
+    sorted by the new score.
     """
     from .fusion import reciprocal_rank_fusion
 
+    by_id = {c.id: c for c in cands}
     lexical = [c.id for c in cands[: policy.stream_pool]]
-    vectors = list(dict.fromkeys(vector_ids))[: policy.stream_pool]
+    vectors = [i for i in dict.fromkeys(vector_ids) if i in by_id][: policy.stream_pool]
     w_lex, w_vec = policy.rrf_weights
-    fused = dict(reciprocal_rank_fusion({"bm25": lexical, "vectors": vectors},
-                                        weights={"bm25": w_lex, "vectors": w_vec}, k=policy.rrf_k))
+    weights = {"bm25": w_lex, "vectors": w_vec}
+
+    def files(ids: list[int]) -> list[str]:
+        return list(dict.fromkeys(by_id[i].path for i in ids))
+
+    file_rankings = {"bm25": files(lexical), "vectors": files(vectors)}
+    soft = {p: b for p, b in (structure or {}).items() if b < HARD_BOOST}
+    if soft:
+        file_rankings["structure"] = sorted(soft, key=lambda p: (-soft[p], p))
+        weights = {**weights, "structure": policy.structure_weight}
+    file_scores = dict(reciprocal_rank_fusion(file_rankings, weights=weights, k=policy.rrf_k))
+    chunk_scores = dict(reciprocal_rank_fusion({"bm25": lexical, "vectors": vectors},
+                                               weights={"bm25": w_lex, "vectors": w_vec}, k=policy.rrf_k))
     for c in cands:
         hard = 1.0 + c.score / 100.0 if c.score >= HARD_BOOST else 0.0
-        c.score = fused.get(c.id, 0.0) + hard
+        c.score = (file_scores.get(c.path, 0.0) + 0.01 * chunk_scores.get(c.id, 0.0) + hard
+                   if c.id in chunk_scores or hard or c.path in soft else 0.0)
     kept = [c for c in cands if c.score > 0.0]
     kept.sort(key=lambda c: c.score, reverse=True)
     return kept

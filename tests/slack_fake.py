@@ -12,7 +12,10 @@ answered the way Slack would for the methods the bot uses:
 Unknown methods answer ``{"ok": false, "error": "unknown_method"}`` like Slack.
 
 ``fake.fail["chat.postMessage"] = "not_in_channel"`` makes a method fail with that
-error; ``fake.delay["chat.update"] = 1.5`` slows it down (seconds).
+error; ``fake.delay["chat.update"] = 1.5`` slows it down (seconds);
+``fake.refuse_streaming()`` makes the three ``chat.*Stream`` methods fail the way
+Slack refuses streaming (``not_allowed`` by default).
+``fake.answers()`` lists the messages that carry an answer's 👍/👎 buttons.
 
 Modelled on slack_bolt's tests/mock_web_api_server (which uses a fixed port; this one doesn't).
 
@@ -35,13 +38,15 @@ from urllib.parse import parse_qsl, urlencode
 from slack_sdk.signature import SignatureVerifier
 
 __all__ = ["SlackFake", "Call", "BotHarness", "SlashResponse", "ADMIN", "USER", "BOT_TOKEN", "SIGNING_SECRET",
-           "ADMIN_TOKEN"]
+           "ADMIN_TOKEN", "STREAM_METHODS"]
 
 SIGNING_SECRET = "test-signing-secret-0123456789abcdef"
 BOT_TOKEN = "xoxb-test-bot-token"
 ADMIN = "U0ADMIN"
 USER = "U0USER"
 ADMIN_TOKEN = "admin-token-0123456789abcdef"
+
+STREAM_METHODS = ("chat.startStream", "chat.appendStream", "chat.stopStream")
 
 _BOT = {"team_id": "T0TEAM", "user_id": "U0BOT", "bot_id": "B0BOT", "team": "Test Team", "user": "slackzilla"}
 
@@ -131,6 +136,19 @@ class SlackFake:
         with self._lock:
             self.calls.clear()
 
+    def refuse_streaming(self, error: str = "not_allowed") -> None:
+        """Make ``chat.startStream``/``appendStream``/``stopStream`` answer ``{"ok": false, "error": error}``."""
+        for method in STREAM_METHODS:
+            self.fail[method] = error
+
+    def answers(self) -> list[Call]:
+        """Calls (post, update, response_url) whose blocks hold the answer feedback buttons."""
+        with self._lock:
+            snapshot = list(self.calls)
+        return [c for c in snapshot if any(
+            isinstance(b, dict) and b.get("type") == "actions" and b.get("block_id") == "sz_feedback"
+            for b in (c.body.get("blocks") or []) if isinstance(c.body.get("blocks"), list))]
+
     async def wait_for(self, condition: str | Callable[[list[Call]], bool], *, timeout: float = 10.0) -> list[Call]:
         """Wait until a call to ``condition`` (a method name) arrived, or the predicate holds.
 
@@ -175,6 +193,8 @@ class SlackFake:
             return {"ok": True, "upload_url": f"{self.base}/upload/{file_id}", "file_id": file_id}
         if method == "files.completeUploadExternal":
             files = body.get("files") or []
+            if isinstance(files, str):  # JSON text inside a JSON body
+                files = json.loads(files)
             return {"ok": True, "files": [{"id": f.get("id"), "title": f.get("title")} for f in files]}
         if method == "conversations.replies":
             return {"ok": True, "messages": [], "has_more": False}
@@ -228,7 +248,8 @@ def _make_handler(fake: SlackFake) -> type[BaseHTTPRequestHandler]:
                 self._send(200, b"ok", "text/plain")
                 return
             if path.startswith("/upload/"):
-                fake._record(Call("upload", {"file_id": path.rsplit("/", 1)[1], "bytes": len(raw)}, headers))
+                fake._record(Call("upload", {"file_id": path.rsplit("/", 1)[1], "bytes": len(raw),
+                                             "content": raw.decode("utf-8", "replace")}, headers))
                 self._send(200, b"OK - uploaded", "text/plain")
                 return
             if not path.startswith("/api/"):
@@ -301,3 +322,37 @@ class BotHarness:
 
     async def slash(self, command: str, text: str = "", *, user_id: str = USER, **kwargs) -> SlashResponse:
         return await self.post_signed(urlencode(self.form(command, text, user_id=user_id)), **kwargs)
+
+    async def post_event(self, event: dict, *, event_id: str | None = None, headers: dict | None = None) -> SlashResponse:
+        """Deliver an Events API ``event_callback`` (JSON, signed) wrapping ``event``."""
+        self.counter[0] += 1
+        body = {"token": "legacy-verification-token", "team_id": "T0TEAM", "api_app_id": "A0APP",
+                "type": "event_callback", "event_id": event_id or f"Ev{self.counter[0]:08d}",
+                "event_time": int(time.time()), "event": event,
+                "authorizations": [{"team_id": "T0TEAM", "user_id": "U0BOT", "is_bot": True}]}
+        return await self.post_signed(json.dumps(body), headers={"Content-Type": "application/json", **(headers or {})})
+
+    async def mention(self, text: str, *, user_id: str = USER, channel_id: str = "C0CHANNEL",
+                      thread_ts: str | None = None, **kwargs) -> SlashResponse:
+        """An ``app_mention`` event: ``<@U0BOT> text`` by ``user_id``, in ``thread_ts`` when given."""
+        ts = f"1700000500.{self.counter[0] + 1:06d}"
+        event = {"type": "app_mention", "user": user_id, "text": f"<@{_BOT['user_id']}> {text}", "ts": ts,
+                 "channel": channel_id, "event_ts": ts, "team": "T0TEAM"}
+        if thread_ts:
+            event["thread_ts"] = thread_ts
+        return await self.post_event(event, **kwargs)
+
+    async def click(self, action_id: str, value: str, *, user_id: str = USER, message_ts: str = "1700000000.000001",
+                    channel_id: str = "C0CHANNEL") -> SlashResponse:
+        """A ``block_actions`` payload for a button click (form field ``payload``, signed)."""
+        self.counter[0] += 1
+        payload = {
+            "type": "block_actions", "user": {"id": user_id, "team_id": "T0TEAM"}, "team": {"id": "T0TEAM"},
+            "api_app_id": "A0APP", "token": "legacy-verification-token", "trigger_id": f"trigger-{self.counter[0]}",
+            "container": {"type": "message", "message_ts": message_ts, "channel_id": channel_id},
+            "channel": {"id": channel_id}, "message": {"ts": message_ts, "type": "message"},
+            "response_url": self.fake.response_url(f"a{self.counter[0]}"),
+            "actions": [{"type": "button", "action_id": action_id, "block_id": "sz_feedback", "value": value,
+                         "action_ts": str(time.time())}],
+        }
+        return await self.post_signed(urlencode({"payload": json.dumps(payload)}))
