@@ -207,7 +207,7 @@ class AskFlow:
             async def send_update(render) -> None:  # rendered when sent: coalesced states cost nothing
                 await client.chat_update(channel=request.channel_id, ts=anchor, **render())
 
-            updates = Coalescer(send_update, interval_s=opts.update_interval_s, name="progress")
+            updates = Coalescer(send_update, interval_s=opts.update_interval_s, name="progress", just_sent=True)
 
         def refresh() -> None:
             if updates is not None:
@@ -258,31 +258,7 @@ class AskFlow:
         streamed_ts = await stream.finish() if stream is not None else None
         outcome.streamed = streamed_ts is not None
         seconds = time.perf_counter() - started
-        message: AnswerMessage | None = None
-        reason: str | None = None
-        if result is not None and result.ok and answers:
-            answer = answers[0]
-            outcome.answer_id = uuid.uuid4().hex[:16]
-            outcome.ok, outcome.error = answer.error is None, answer.error
-            notice = None
-            if answer.error:
-                notice = messages.failure(escape(answer.error, keep_user_mentions=False))
-            message = render_answer_message(
-                answer.answer, sources=answer.sources, question=request.question, user_id=request.user_id,
-                web_url=ctx.settings.repo_web_url, commit=ctx.commit, model=answer.model,
-                tokens=answer.usage.total_tokens or None, seconds=seconds, notice=notice, notes=answer.notes,
-                answer_id=outcome.answer_id)
-            payload = message.payload
-            footer = messages.answer_footer(model=answer.model, tokens=answer.usage.total_tokens or None,
-                                            seconds=seconds)
-        else:
-            reason = escape(result.text) if result is not None and result.text else messages.ask_crashed()
-            outcome.error = "refused" if result is not None else "crashed"
-            reason = reason.removeprefix(messages.failure(""))  # render_failure adds the warning sign
-            payload = render_failure(reason, question=request.question, user_id=request.user_id,
-                                     sources=view.sources, web_url=ctx.settings.repo_web_url, commit=ctx.commit,
-                                     lines=view.lines(include_writing=False))
-            footer = messages.answer_footer(model=None, tokens=None, seconds=seconds)
+        message, payload, reason, footer = self._final(request, result, answers, view, outcome, seconds)
         done = view.done_payload(ok=message is not None, reason=reason, footer=footer)
         await self._deliver(client, request, payload, outcome=outcome, streamed_ts=streamed_ts, updates=updates,
                             done=done, failed=message is None)
@@ -301,6 +277,31 @@ class AskFlow:
                  outcome.ok, seconds)
         self.completed.append(outcome)
         return outcome
+
+    def _final(self, request: AskRequest, result, answers: list, view: ProgressView, outcome: AskOutcome,
+               seconds: float) -> tuple[AnswerMessage | None, dict, str | None, str]:
+        """``(answer message or None, final payload, failure reason or None, footer)``."""
+        ctx = self.ctx
+        if result is not None and result.ok and answers:
+            answer = answers[0]
+            outcome.answer_id = uuid.uuid4().hex[:16]
+            outcome.ok, outcome.error = answer.error is None, answer.error
+            notice = messages.failure(escape(answer.error, keep_user_mentions=False)) if answer.error else None
+            tokens = answer.usage.total_tokens or None
+            message = render_answer_message(
+                answer.answer, sources=answer.sources, question=request.question, user_id=request.user_id,
+                web_url=ctx.settings.repo_web_url, commit=ctx.commit, model=answer.model, tokens=tokens,
+                seconds=seconds, notice=notice, notes=answer.notes, answer_id=outcome.answer_id)
+            footer = messages.answer_footer(model=answer.model, tokens=tokens, seconds=seconds)
+            return message, message.payload, None, footer
+        # refused by the engine or the registry (no index yet, too long …), or crashed
+        reason = escape(result.text) if result is not None and result.text else messages.ask_crashed()
+        reason = reason.removeprefix(messages.failure(""))  # render_failure adds the warning sign
+        outcome.error = "refused" if result is not None else "crashed"
+        payload = render_failure(reason, question=request.question, user_id=request.user_id, sources=view.sources,
+                                 web_url=ctx.settings.repo_web_url, commit=ctx.commit,
+                                 lines=view.lines(include_writing=False))
+        return None, payload, reason, messages.answer_footer(model=None, tokens=None, seconds=seconds)
 
     async def _post_progress(self, client, request: AskRequest, payload: dict) -> str | None:
         """Post the progress message; ``None`` when the bot may not post there."""

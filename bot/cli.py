@@ -331,9 +331,11 @@ def eval_cmd(set_path, corpora, limit, results, index_dir, use_embeddings, as_js
 @cli.command("bench")
 @repo_option
 @click.option("--queries", default=200, show_default=True, type=click.IntRange(1, 10000))
+@click.option("--embeddings", "use_embeddings", type=click.Choice(["auto", "off"]), default="off", show_default=True,
+              help="auto: also time embedding and hybrid queries with the configured provider.")
 @json_option
 @friendly_errors
-def bench_cmd(repo, queries, as_json) -> None:
+def bench_cmd(repo, queries, use_embeddings, as_json) -> None:
     """Benchmark indexing and query latency on a scratch copy of the repository."""
     from rag.evaluation import run_bench
     from rag.errors import RepoNotFoundError
@@ -341,7 +343,11 @@ def bench_cmd(repo, queries, as_json) -> None:
     root = Path(repo or ".")
     if not root.is_dir():
         raise RepoNotFoundError(f"Repository not found: {root} is not a directory.")
-    result = run_bench(root, queries=queries, progress=None if as_json else (lambda m: click.echo(m, err=True)))
+    provider = embeddings_provider() if use_embeddings == "auto" else None
+    if use_embeddings == "auto" and provider is None:
+        raise click.UsageError("--embeddings auto: no embeddings provider is configured or installed")
+    result = run_bench(root, queries=queries, progress=None if as_json else (lambda m: click.echo(m, err=True)),
+                       embeddings=provider)
     if as_json:
         _emit(result.to_json())
         return

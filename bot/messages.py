@@ -112,10 +112,10 @@ def reindex_failed(reason: str) -> str:
 
 # -- /sz-ask progress, answers and failures (issue 8) ---------------------------------------------
 
-def searching(repo: str, *, follow_up: bool = False) -> str:
-    """First line of the progress message (``repo`` already escaped)."""
+def searching(repo: str, *, follow_up: bool = False, done: bool = False) -> str:
+    """First line of the progress message (``repo`` already escaped); ``done`` once answered."""
     what = "your follow-up" if follow_up else "your question"
-    return f":mag: Searching *{repo}* for {what}…"
+    return f":mag: Searched *{repo}* for {what}." if done else f":mag: Searching *{repo}* for {what}…"
 
 
 #: Emoji per progress step; the wording of each step comes from the orchestrator's activity.

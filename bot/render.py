@@ -311,6 +311,7 @@ class ProgressView:
     def __init__(self, *, repo: str, question: str, user_id: str | None, follow_up: bool = False,
                  max_lines: int = DEFAULT_MAX_PROGRESS_LINES) -> None:
         self.header = messages.searching(escape(repo), follow_up=follow_up)
+        self._done_header = messages.searching(escape(repo), follow_up=follow_up, done=True)
         self.question = question
         self.user_id = user_id
         self.sources: list[SourceRef] = []
@@ -365,5 +366,5 @@ class ProgressView:
         """The progress message once the answer is in the thread (or failed there)."""
         steps = list(self._steps.values())[-self._max_lines:]
         steps.append(messages.answered_in_thread() if ok else messages.failure(reason or "the answer failed"))
-        return render_progress(header=self.header, lines=steps, question=self.question, user_id=self.user_id,
-                               footer=footer)
+        return render_progress(header=self._done_header, lines=steps, question=self.question,
+                               user_id=self.user_id, footer=footer)

@@ -56,13 +56,15 @@ class Coalescer(Generic[T]):
             :attr:`failures` and kept in :attr:`last_error`; later states are still sent.
         interval_s: minimum seconds between the end of one send and the start of the next.
         clock: monotonic seconds (injectable for tests).
+        just_sent: count construction time as a send (the message was just posted), so
+            the first state also waits ``interval_s``.
 
     Attributes:
         sent: sends attempted.
     """
 
     def __init__(self, send: Callable[[T], Awaitable[Any]], *, interval_s: float,
-                 clock: Callable[[], float] = time.monotonic, name: str = "updates") -> None:
+                 clock: Callable[[], float] = time.monotonic, name: str = "updates", just_sent: bool = False) -> None:
         if interval_s < 0:
             raise ValueError(f"interval_s must be >= 0, got {interval_s}")
         self._send = send
@@ -70,7 +72,7 @@ class Coalescer(Generic[T]):
         self._clock = clock
         self._name = name
         self._latest: Any = _NOTHING
-        self._last_end = float("-inf")
+        self._last_end = clock() if just_sent else float("-inf")
         self._task: asyncio.Task | None = None
         self._closed = False
         self.sent = 0

@@ -153,10 +153,14 @@ class BenchResult:
     query_p95_ms: float
     peak_rss_mb: float
     parse_s: float = 0.0
+    embed_full_s: float | None = None
+    embed_one_file_s: float | None = None
+    hybrid_query_p50_ms: float | None = None
+    hybrid_query_p95_ms: float | None = None
 
     def to_json(self) -> dict:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in
-                ((f, getattr(self, f)) for f in self.__slots__)}
+                ((f, getattr(self, f)) for f in self.__slots__) if v is not None}
 
 
 BENCH_QUESTIONS = (
@@ -167,12 +171,33 @@ BENCH_QUESTIONS = (
 )
 
 
-def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None] | None = None) -> BenchResult:
+def _percentiles(times: list[float]) -> tuple[float, float]:
+    """``(p50, p95)`` of ``times`` (nearest rank)."""
+    times = sorted(times)
+    if not times:
+        return 0.0, 0.0
+    return statistics.median(times), times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
+
+
+def _timed_queries(engine: Engine, qs: list[str]) -> list[float]:
+    out = []
+    for q in qs:
+        t0 = time.perf_counter()
+        engine.retrieve(q)
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None] | None = None,
+              embeddings=None) -> BenchResult:
     """Benchmark indexing and querying on a scratch copy of ``repo`` (the original is never touched).
 
     Measures: full index, no-op update, one-file update (one source file edited
     in the copy), and ``queries`` retrievals mixing generic questions with
     identifiers and file names sampled from the index (seeded, repeatable).
+    With ``embeddings`` (a provider) it also times embedding every chunk, the
+    re-embedding after the one-file edit, and hybrid query latency.
+    Peak RSS is the process's high-water mark (``getrusage``), model included.
     """
     say = progress or (lambda _msg: None)
     with tempfile.TemporaryDirectory(prefix="sz-bench-") as tmp:
@@ -210,15 +235,32 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
                                       f"How does {Path(p).stem.replace('-', ' ')} work?"] +
                                      ([f"Where is {rng.choice(words)} defined?"] if words else [])))
             say(f"{len(qs[:queries])} queries")
-            times = []
-            for q in qs[:queries]:
-                t0 = time.perf_counter()
-                engine.retrieve(q)
-                times.append((time.perf_counter() - t0) * 1000)
-            times.sort()
-            p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))] if times else 0.0
-            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-            return BenchResult(stats.files, stats.chunks, total_bytes, full_s, noop_s, one_s,
-                               statistics.median(times) if times else 0.0, p95, rss, stats.parse_seconds)
+            p50, p95 = _percentiles(_timed_queries(engine, qs[:queries]))
+            result = BenchResult(stats.files, stats.chunks, total_bytes, full_s, noop_s, one_s, p50, p95, 0.0,
+                                 stats.parse_seconds)
+            if embeddings is not None:
+                hybrid = Engine.open(copy, index_path=Path(tmp) / "index.sqlite", embeddings=embeddings)
+                try:
+                    say(f"embedding {hybrid.vectors.pending()} chunks with {embeddings.name}")
+                    t0 = time.perf_counter()
+                    report = hybrid.embed_pending()
+                    result.embed_full_s = time.perf_counter() - t0
+                    if report.error:
+                        raise RuntimeError(f"embedding failed: {report.error}")
+                    if target:
+                        with open(copy / target, "a", encoding="utf-8") as fh:
+                            fh.write("\n// second bench edit\n")
+                        hybrid.update()
+                        t0 = time.perf_counter()
+                        hybrid.embed_pending()
+                        result.embed_one_file_s = time.perf_counter() - t0
+                    hybrid.retrieve("warm up the model")
+                    say(f"{len(qs[:queries])} hybrid queries")
+                    result.hybrid_query_p50_ms, result.hybrid_query_p95_ms = _percentiles(
+                        _timed_queries(hybrid, qs[:queries]))
+                finally:
+                    hybrid.close()
+            result.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+            return result
         finally:
             engine.close()

@@ -20,6 +20,7 @@ import hashlib
 import logging
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -35,6 +36,7 @@ __all__ = ["EMBED_TEXT_CHARS", "VectorStream", "VectorHit", "embed_key", "embed_
 log = logging.getLogger(__name__)
 
 EMBED_TEXT_CHARS = 1200
+QUERY_CACHE_SIZE = 256
 
 
 def embed_text(path: str, text: str) -> str:
@@ -80,6 +82,25 @@ class VectorStream:
         self._cache_key: tuple | None = None
         self._matrix: VectorMatrix = VectorMatrix.empty()
         self._ids_by_key: dict[str, list[int]] = {}
+        self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def embed_query(self, question: str) -> np.ndarray:
+        """The question's vector; the last :data:`QUERY_CACHE_SIZE` questions are remembered.
+
+        Raises:
+            ProviderError: the provider failed.
+        """
+        with self._lock:
+            cached = self._query_vectors.get(question)
+            if cached is not None:
+                self._query_vectors.move_to_end(question)
+                return cached
+        vector = self.provider.embed([question])[0]
+        with self._lock:
+            self._query_vectors[question] = vector
+            while len(self._query_vectors) > QUERY_CACHE_SIZE:
+                self._query_vectors.popitem(last=False)
+        return vector
 
     @property
     def model(self) -> str:
@@ -150,7 +171,7 @@ class VectorStream:
         matrix, ids_by_key = self._load(conn)
         if len(matrix) == 0:
             return []
-        query = self.provider.embed([question])[0]
+        query = self.embed_query(question)
         hits: list[VectorHit] = []
         for key, similarity in matrix.top_k(query, k=k):
             hits.extend(VectorHit(chunk_id, similarity) for chunk_id in ids_by_key.get(key, ()))

@@ -105,12 +105,14 @@ def identifier_parts(token: str) -> list[str]:
     return parts
 
 
-def _expand(token: str) -> list[str]:
+@functools.lru_cache(maxsize=262_144)
+def _expand(token: str) -> tuple[str, ...]:
+    """Index terms of one word: its parts, plus the joined lower-case form for compounds (memoised)."""
     parts = identifier_parts(token)
     joined = re.sub(r"[_$]+", "", token.lower())
     if len(parts) > 1 and joined:
-        return [joined, *parts]
-    return parts or ([joined] if joined else [])
+        return (joined, *parts)
+    return tuple(parts) or ((joined,) if joined else ())
 
 
 def index_text(text: str) -> str:

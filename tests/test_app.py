@@ -45,6 +45,13 @@ def texts(call) -> str:
     return call.body.get("text", "") + "\n" + json.dumps(call.body.get("blocks", []), ensure_ascii=False)
 
 
+async def answered(bot, *, timeout: float = 10.0):
+    """The final answer message of the only /sz-ask (the one carrying the feedback buttons)."""
+    await bot.fake.wait_for(lambda calls: bot.fake.answers(), timeout=timeout)
+    [post] = bot.fake.answers()
+    return post
+
+
 def model_env(server: FakeOpenAIServer, **extra: str) -> dict:
     return {"AI_URL": server.base_url, "AI_API_KEY": "sk-test-key", "AI_MODEL": "fake-model", **extra}
 
@@ -135,9 +142,8 @@ async def test_ack_is_fast_while_the_model_is_slow(make_bot):
         ping = await bot.slash("/sz-ping")
         assert ping.status == 200 and ping.seconds < 1.0
         await bot.fake.wait_for(lambda calls: any("Pong!" in texts(c) for c in calls), timeout=5)
-        assert not bot.fake.of("chat.postMessage")  # the answer is not there yet
-        [post] = [c for c in await bot.fake.wait_for("chat.postMessage", timeout=15)
-                  if c.method == "chat.postMessage"]
+        assert not bot.fake.answers()  # the answer is not there yet (only the progress message)
+        post = await answered(bot, timeout=15)
     shown = texts(post)
     assert ":warning:" in shown and "did not finish within 2 s" in shown  # the reason is visible
     assert "src/webhook.js:L" in shown  # and what still worked: the sources
@@ -151,7 +157,7 @@ async def test_ask_end_to_end_with_sources(make_bot):
         question = "how does the deploy webhook verify signatures?"
         response = await bot.slash("/sz-ask", question, user_id=USER)
         assert response.status == 200
-        [post] = [c for c in await bot.fake.wait_for("chat.postMessage") if c.method == "chat.postMessage"]
+        post = await answered(bot)
         sent = model.requests[0]
     assert post.body["channel"] == "C0CHANNEL"
     assert post.body["unfurl_links"] is False
@@ -163,7 +169,7 @@ async def test_ask_end_to_end_with_sources(make_bot):
     link = sources["elements"][0]["text"]
     assert "<https://github.com/acme/shop/blob/HEAD/src/webhook.js#L1-L" in link
     assert "|src/webhook.js:L1-L" in link
-    footer = blocks[-1]["elements"][0]["text"]
+    footer = blocks[-2]["elements"][0]["text"]  # the feedback buttons come last
     assert "`fake-model`" in footer and "150 tokens" in footer
     # the model saw the repository excerpt, not just the question
     assert "verifySignature" in json.dumps(sent["messages"])
@@ -174,7 +180,7 @@ async def test_ask_end_to_end_with_sources(make_bot):
 async def test_ask_without_a_model_lists_sources_and_empty_question_gets_usage(make_bot):
     bot = await make_bot()
     await bot.slash("/sz-ask", "where is the deploy webhook signature verified?")
-    [post] = [c for c in await bot.fake.wait_for("chat.postMessage") if c.method == "chat.postMessage"]
+    post = await answered(bot)
     shown = texts(post)
     assert "`src/webhook.js:L1-L" in shown and "AI_API_KEY" in shown
     bot.fake.clear()
@@ -194,8 +200,10 @@ async def test_ask_falls_back_to_response_url_when_the_bot_may_not_post(make_bot
 async def test_ask_before_the_index_exists_says_so(make_bot):
     bot = await make_bot(index=False)
     await bot.slash("/sz-ask", "deploy webhook")
-    [reply] = [c for c in await bot.fake.wait_for("response_url") if c.method == "response_url"]
-    assert "index" in reply.body["text"].lower() and reply.body["text"].startswith(":warning:")
+    calls = await bot.fake.wait_for(lambda cs: any(c.body.get("text", "").startswith(":warning:") for c in cs))
+    [reply] = [c for c in calls if c.body.get("text", "").startswith(":warning:")]
+    assert reply.method == "chat.update"  # the visible progress message now says why
+    assert "index" in reply.body["text"].lower()
 
 
 # -- the model's runCommand goes through the same registry and checks ----------------------------
@@ -210,7 +218,7 @@ async def test_model_run_command_is_refused_for_admin_only_commands(make_bot):
         bot = await make_bot(**model_env(model))
         runs_before = bot.context.reindexer.state.runs
         await bot.slash("/sz-ask", "please reindex and hash abc", user_id=USER)
-        await bot.fake.wait_for("chat.postMessage")
+        await answered(bot)
         tool_messages = [m for m in model.requests[1]["messages"] if m["role"] == "tool"]
     # each tool message is a label line ("Live runtime evidence ...") and the tool's JSON
     refused, hashed = (json.loads(m["content"].split("\n", 1)[1]) for m in tool_messages)
@@ -230,7 +238,7 @@ async def test_model_reads_live_state_through_the_same_handlers(make_bot):
         await bot.slash("/sz-ping")  # something to find in the logs
         await bot.fake.wait_for("response_url")
         await bot.slash("/sz-ask", "what is the bot status and which routes exist?")
-        await bot.fake.wait_for("chat.postMessage")
+        await answered(bot)
         status, logs, routes, commands = (json.loads(m["content"].split("\n", 1)[1])
                                           for m in model.requests[1]["messages"] if m["role"] == "tool")
     assert status["ok"] and status["result"]["index"]["files"] == 3 and status["result"]["repo"] == "repo"
@@ -244,7 +252,7 @@ async def test_model_reads_live_state_through_the_same_handlers(make_bot):
 async def test_a_named_admin_command_in_a_question_keeps_the_admin_check(make_bot):
     bot = await make_bot()
     await bot.slash("/sz-ask", "run /sz-reindex full", user_id=USER)
-    [post] = [c for c in await bot.fake.wait_for("chat.postMessage") if c.method == "chat.postMessage"]
+    post = await answered(bot)
     assert "restricted to admins" in texts(post)
     assert bot.context.reindexer.state.runs == 0
 

@@ -8,20 +8,16 @@ checkable. The local sentence-transformers test runs only when the optional
 """
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
-from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
 
+from embeddings_server import DIM, EmbeddingsServer, hash_vector
 from rag.embeddings import (
     LOCAL_EXTRA_HINT,
     EmbeddingProvider,
@@ -33,82 +29,8 @@ from rag.embeddings import (
 from rag.errors import ProviderError
 from rag.vectors import CHUNK_VECTORS_DDL, embed_missing, load_vectors, store_vectors, vector_hashes
 
-DIM = 8
-
-
-def hash_vector(text: str, dim: int = DIM) -> np.ndarray:
-    """The server's deterministic, deliberately un-normalised vector for ``text``."""
-    raw = np.frombuffer(hashlib.sha256(text.encode()).digest()[:dim], dtype=np.uint8)
-    return (raw.astype(np.float32) - 127.5) / 10.0
-
-
 def unit(vec: np.ndarray) -> np.ndarray:
     return vec / np.linalg.norm(vec)
-
-
-class EmbeddingsServer:
-    """A tiny OpenAI-shaped /embeddings server. ``script`` holds one action per coming request."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict] = []
-        self.script: deque[str] = deque()
-        self.dim = DIM
-        self.release = threading.Event()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:  # keep pytest output clean
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 (http.server API)
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
-                action = outer.script.popleft() if outer.script else "ok"
-                if action == "hang":
-                    outer.release.wait(10)
-                    return
-                if action.startswith("status:"):
-                    code = int(action.split(":")[1])
-                    return self.reply(code, {"error": {"message": f"synthetic failure {code}", "type": "test"}},
-                                      headers={"Retry-After": "0"})
-                if action == "garbage":
-                    return self.reply(200, raw=b"<html>not json</html>")
-                inputs = body["input"]
-                vectors = [hash_vector(text, outer.dim) for text in inputs]
-                if action == "short":
-                    vectors = vectors[:-1]
-                if action == "ragged":
-                    vectors[0] = vectors[0][:-1]
-                data = [{"object": "embedding", "index": i,
-                         "embedding": base64.b64encode(v.astype("<f4").tobytes()).decode()
-                         if body.get("encoding_format") == "base64" else [float(x) for x in v]}
-                        for i, v in enumerate(vectors)]
-                data.reverse()  # providers may answer out of order; "index" is what counts
-                self.reply(200, {"object": "list", "data": data, "model": body["model"],
-                                 "usage": {"prompt_tokens": 1, "total_tokens": 1}})
-
-            def reply(self, code: int, payload: dict | None = None, *, raw: bytes | None = None,
-                      headers: dict | None = None) -> None:
-                data = raw if raw is not None else json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                       daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture()
