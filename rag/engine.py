@@ -26,7 +26,7 @@ from . import retrieve as _retrieve
 from .chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy, chunk_text, split_lines
 from .embeddings import EmbeddingProvider
 from .errors import RepoNotFoundError
-from .hybrid import VectorStream, safe_search, top_margin
+from .hybrid import VectorStream, above_floor, safe_query_vector, safe_search, top_margin
 from .index import FileUpdate, Index
 from .query import analyze
 from .retrieve import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
@@ -339,8 +339,10 @@ class Engine:
             return []
         query = analyze(question)
         policy = self.retrieval_policy
+        query_vector = safe_query_vector(self.vectors, question)
         with self.index.read() as conn:
-            hits = safe_search(self.vectors, conn, question, k=policy.stream_pool)
+            all_hits = safe_search(self.vectors, conn, query_vector, k=policy.stream_pool)
+            hits = above_floor(all_hits, policy.vector_floor_ratio)
             cache = self._cache_for(conn)
             if cache.paths is None:
                 cache.paths = [r[0] for r in conn.execute("SELECT path FROM files ORDER BY path")]
@@ -352,7 +354,7 @@ class Engine:
                 symbol_files=structure,
                 extra_ids=[h.chunk_id for h in hits] or None,
             )
-        if not cands or (evidence.abstain(policy) and top_margin(hits) < policy.min_vector_margin):
+        if not cands or (evidence.abstain(policy) and top_margin(all_hits) < policy.min_vector_margin):
             return []
         if hits:
             cands = _retrieve.fuse_streams(cands, [h.chunk_id for h in hits], policy=policy, structure=structure)

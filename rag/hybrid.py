@@ -31,12 +31,15 @@ from .errors import ProviderError
 from .index import Index
 from .vectors import EmbedReport, VectorMatrix, embed_missing, load_vectors, prune_vectors, store_vectors, vector_hashes
 
-__all__ = ["EMBED_TEXT_CHARS", "VectorStream", "VectorHit", "embed_key", "embed_text", "safe_search", "top_margin"]
+__all__ = ["EMBED_TEXT_CHARS", "VectorStream", "VectorHit", "embed_key", "embed_text", "safe_query_vector",
+           "safe_search", "above_floor", "top_margin"]
 
 log = logging.getLogger(__name__)
 
 EMBED_TEXT_CHARS = 1200
 QUERY_CACHE_SIZE = 256
+QUERY_EMBED_DEADLINE_S = 2.0
+"""A question's embedding must not hold up an answer longer than this (then: BM25 only)."""
 
 
 def embed_text(path: str, text: str) -> str:
@@ -84,6 +87,11 @@ class VectorStream:
         self._ids_by_key: dict[str, list[int]] = {}
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
 
+    def has_vectors(self) -> bool:
+        """Whether any vector of this model is stored (no vectors: no need to embed questions)."""
+        with self.index.read() as conn:
+            return conn.execute("SELECT 1 FROM chunk_vectors WHERE model=? LIMIT 1", (self.model,)).fetchone() is not None
+
     def embed_query(self, question: str) -> np.ndarray:
         """The question's vector; the last :data:`QUERY_CACHE_SIZE` questions are remembered.
 
@@ -95,7 +103,7 @@ class VectorStream:
             if cached is not None:
                 self._query_vectors.move_to_end(question)
                 return cached
-        vector = self.provider.embed([question])[0]
+        vector = self.provider.embed([question], deadline_s=QUERY_EMBED_DEADLINE_S)[0]
         with self._lock:
             self._query_vectors[question] = vector
             while len(self._query_vectors) > QUERY_CACHE_SIZE:
@@ -162,28 +170,44 @@ class VectorStream:
                 self._cache_key = key
             return self._matrix, self._ids_by_key
 
-    def search(self, conn: sqlite3.Connection, question: str, *, k: int) -> list[VectorHit]:
-        """The ``k`` chunks most similar to ``question`` (inside the caller's read transaction).
-
-        Returns ``[]`` when no vector is stored yet. Raises :class:`ProviderError`
-        when the question cannot be embedded (the caller falls back to BM25).
-        """
+    def search(self, conn: sqlite3.Connection, query: np.ndarray, *, k: int) -> list[VectorHit]:
+        """The ``k`` chunks most similar to the question vector ``query`` (from :meth:`embed_query`),
+        inside the caller's read transaction. Returns ``[]`` when no vector is stored yet."""
         matrix, ids_by_key = self._load(conn)
         if len(matrix) == 0:
             return []
-        query = self.embed_query(question)
         hits: list[VectorHit] = []
         for key, similarity in matrix.top_k(query, k=k):
             hits.extend(VectorHit(chunk_id, similarity) for chunk_id in ids_by_key.get(key, ()))
         return hits[: k * 2]
 
 
-def safe_search(stream: VectorStream | None, conn: sqlite3.Connection, question: str, *, k: int) -> list[VectorHit]:
-    """:meth:`VectorStream.search`, or ``[]`` (logged) when there is no stream or the provider fails."""
-    if stream is None:
-        return []
+def safe_query_vector(stream: VectorStream | None, question: str) -> np.ndarray | None:
+    """The question's vector, or ``None`` (logged) without a stream or when the provider fails.
+
+    Call it before opening the read transaction: embedding may take up to
+    :data:`QUERY_EMBED_DEADLINE_S`.
+    """
+    if stream is None or not stream.has_vectors():
+        return None
     try:
-        return stream.search(conn, question, k=k)
+        return stream.embed_query(question)
     except ProviderError as exc:
         log.warning("vector search unavailable, BM25 only: %s", exc)
+        return None
+
+
+def safe_search(stream: VectorStream | None, conn: sqlite3.Connection, query: np.ndarray | None, *,
+                k: int) -> list[VectorHit]:
+    """:meth:`VectorStream.search` for a vector from :func:`safe_query_vector`; ``[]`` without one."""
+    if stream is None or query is None:
         return []
+    return stream.search(conn, query, k=k)
+
+
+def above_floor(hits: list[VectorHit], ratio: float) -> list[VectorHit]:
+    """Hits whose cosine is at least ``ratio`` × the best one's (all of them for ``ratio`` ≤ 0)."""
+    if not hits or ratio <= 0:
+        return hits
+    floor = max(h.similarity for h in hits) * ratio
+    return [h for h in hits if h.similarity >= floor]

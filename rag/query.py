@@ -85,7 +85,11 @@ def analyze(question: str) -> Query:
             if not re.fullmatch(r"(?:[a-z]\.){1,3}[a-z]?|v?\d+(?:\.\d+)+", mention, re.I):
                 paths.append(mention)
     identifiers = [m for m in _IDENTIFIER.findall(question) if len(m) >= 3 and m.lower() not in STOPWORDS]
-    terms = query_terms(question)[:MAX_QUERY_TERMS]
+    terms = query_terms(question)
+    # A mentioned file's extension ("js" of lib/view.js) is not a topic word.
+    extensions = {m.rsplit(".", 1)[1].lower() for m in paths if "." in m.rsplit("/", 1)[-1]}
+    written = {w.lower() for w in re.findall(r"[A-Za-z0-9_$]+", _PATH_MENTION.sub(" ", question))}
+    terms = [t for t in terms if t not in extensions or t in written][:MAX_QUERY_TERMS]
     intents = {name for name, pattern in _INTENTS.items() if pattern.search(question)}
     return Query(
         text=question,

@@ -52,9 +52,13 @@ class RetrievalPolicy:
         fts_weights: BM25 column weights (body, path, heading, symbols).
         per_file: at most this many chunks of one file in a result list.
         relative_threshold: drop files scoring below this share of the best file.
-        min_coverage: abstain when the best chunk covers less topical IDF mass than this.
-        weak_coverage, max_absent_share: also abstain below ``weak_coverage`` when at
-            least ``max_absent_share`` of the topical terms occur nowhere in the index.
+        abstain_max_matched, abstain_min_terms, abstain_below_coverage: abstain when the
+            best-covering chunk shares at most ``abstain_max_matched`` topical words with a
+            question of at least ``abstain_min_terms`` of them and covers less than
+            ``abstain_below_coverage`` of their IDF mass: a repository that answers a
+            question shares three or more of its content words somewhere, one that does
+            not usually hits one or two generic words ("requests", "server"). Also when
+            nothing matches at all. Calibrated on the dev set (6 + 5 ``none`` questions).
         rrf_k, rrf_weights: Reciprocal Rank Fusion of the lexical and vector streams,
             ``Σ w_s / (k + rank_s + 1)`` with k = 60 (Cormack, Clarke & Büttcher 2009)
             and weights (lexical 0.6, vectors 0.4).
@@ -66,20 +70,23 @@ class RetrievalPolicy:
             this much (the best match stands out; absolute cosines of answerable and
             unanswerable questions overlap). Calibrated once on the dev set for
             all-MiniLM-L6-v2; another model may want another value.
+        vector_floor_ratio: vector hits below this share of the best hit's cosine are
+            not fused (they would only add unrelated files).
     """
 
     candidate_chunks: int = 300
     fts_weights: tuple[float, float, float, float] = (1.0, 3.0, 2.0, 6.0)
     per_file: int = 2
     relative_threshold: float = 0.3
-    min_coverage: float = 0.25
-    weak_coverage: float = 0.42
-    max_absent_share: float = 0.25
+    abstain_max_matched: int = 2
+    abstain_min_terms: int = 4
+    abstain_below_coverage: float = 0.45
     rrf_k: int = 60
     rrf_weights: tuple[float, float] = (0.6, 0.4)
     stream_pool: int = 50
     structure_weight: float = 0.5
     min_vector_margin: float = 0.08
+    vector_floor_ratio: float = 0.6
 
 
 DEFAULT_RETRIEVAL_POLICY = RetrievalPolicy()
@@ -93,22 +100,29 @@ class Evidence:
         coverage: best chunk's share of topical IDF mass matched (0..1).
         absent_share: share of topical terms found nowhere in the index (0..1).
         explicit_path: the question names an indexed file.
+        matched_terms: distinct topical terms the best-covering chunk matches.
+        topical_terms: topical terms in the question (meta words excluded).
     """
 
     coverage: float
     absent_share: float
     explicit_path: bool = False
+    matched_terms: int = 0
+    topical_terms: int = 0
 
     def abstain(self, policy: "RetrievalPolicy") -> bool:
-        """No real match: very low coverage, or low coverage with topic words the repo never uses."""
+        """No real match (see :class:`RetrievalPolicy`): nothing matched at all, or a question of
+        several topical words of which the best chunk shares only one or two, with low coverage."""
         if self.explicit_path:
             return False
-        if self.coverage < policy.min_coverage:
+        if self.matched_terms == 0:
             return True
-        return self.coverage < policy.weak_coverage and self.absent_share >= policy.max_absent_share
+        return (self.matched_terms <= policy.abstain_max_matched
+                and self.topical_terms >= policy.abstain_min_terms
+                and self.coverage < policy.abstain_below_coverage)
 
 
-NO_EVIDENCE = Evidence(0.0, 1.0, False)
+NO_EVIDENCE = Evidence(0.0, 1.0, False, 0, 0)
 
 
 @dataclass(slots=True)
@@ -125,6 +139,7 @@ class Candidate:
     text: str
     bm25: float
     stems: str = ""
+    lexical: bool = True
     coverage: float = 0.0
     score: float = 0.0
     matched: set[str] = field(default_factory=set)
@@ -200,16 +215,17 @@ def rank_chunks(
         params.append(kind)
     rows = conn.execute(sql, params).fetchall()
     explicit = _explicit_paths(query, known_paths or [])
+    vector_rows: list = []
     if extra_ids:
         have_ids = {r[0] for r in rows}
         missing = [i for i in extra_ids if i not in have_ids]
         for i in range(0, len(missing), 500):
             part = missing[i : i + 500]
-            rows += conn.execute(
+            vector_rows += conn.execute(
                 "SELECT id, path, start, end, file_type, kind, heading, text, 0.0, stems FROM chunks "
                 f"WHERE id IN ({','.join('?' * len(part))}) AND (? IS NULL OR kind=?)", (*part, kind, kind),
             ).fetchall()
-    if not rows and not explicit:
+    if not rows and not vector_rows and not explicit:
         return [], NO_EVIDENCE
     dfs = _document_frequencies(conn, query.terms, idf_cache if idf_cache is not None else {})
     idf = {t: _bm25_idf(df, max(total_chunks, 1)) for t, df in dfs.items()}
@@ -218,7 +234,9 @@ def rank_chunks(
     path_idf = _path_idf(query.terms, known_paths or [], idf_cache if idf_cache is not None else {})
     path_total = sum(path_idf[t] for t in topical) or 1.0
     stems = {t: _term_stems(t) for t in query.terms}
+    structural = set(explicit) | set(symbol_files or ())
     cands = [Candidate(*row) for row in rows]
+    cands += [Candidate(*row, lexical=row[1] in structural) for row in vector_rows]
     pull_in = list(explicit) + [p for p in (symbol_files or {}) if p not in explicit]
     if pull_in:
         have = {c.path for c in cands}
@@ -233,6 +251,7 @@ def rank_chunks(
     best_bm25 = max((c.bm25 for c in cands), default=0.0) or 1.0
     path_cache: dict[str, tuple[float, set[str]]] = {}
     best_cov = 0.0
+    best_matched = 0
     cache = idf_cache if idf_cache is not None else {}
     for c in cands:
         chunk_stems = set(c.stems.split())
@@ -243,7 +262,8 @@ def rank_chunks(
         matched = {t for t in topical if stems[t] & chunk_stems}
         c.matched = matched | matched_path
         c.coverage = sum(idf[t] for t in c.matched) / idf_total
-        best_cov = max(best_cov, c.coverage)
+        if c.coverage > best_cov or (c.coverage == best_cov and len(c.matched) > best_matched):
+            best_cov, best_matched = c.coverage, len(c.matched & set(topical))
         c.score = 0.45 * (c.bm25 / best_bm25) + 0.55 * c.coverage + 0.35 * path_cov
         c.score *= _prior(c, query)
         if symbol_files and c.path in symbol_files:
@@ -253,7 +273,7 @@ def rank_chunks(
             best_cov = max(best_cov, 1.0)
     cands.sort(key=lambda c: c.score, reverse=True)
     absent = sum(1 for t in topical if dfs[t] == 0) / len(topical)
-    return cands, Evidence(best_cov, absent, bool(explicit))
+    return cands, Evidence(best_cov, absent, bool(explicit), best_matched, len(topical))
 
 
 def _path_idf(terms: list[str], paths: list[str], cache: dict) -> dict[str, float]:
@@ -367,7 +387,8 @@ def fuse_streams(cands: list[Candidate], vector_ids: list[int], *, policy: Retri
                  structure: dict[str, float] | None = None) -> list[Candidate]:
     """Re-score ``cands`` by Reciprocal Rank Fusion of the lexical, vector and structure streams, per file.
 
-    Each stream is first reduced to a ranking of files (a file ranks where its
+    The lexical stream holds the candidates BM25 or the structure found (not
+    those only the vectors brought in). Each stream is first reduced to a ranking of files (a file ranks where its
     best chunk does), so one long file cannot take several places of a stream;
     RRF then fuses the two file rankings, and a chunk's score is its file's
     fused score plus a small chunk-level RRF term that orders chunks inside a
@@ -380,7 +401,7 @@ def fuse_streams(cands: list[Candidate], vector_ids: list[int], *, policy: Retri
     from .fusion import reciprocal_rank_fusion
 
     by_id = {c.id: c for c in cands}
-    lexical = [c.id for c in cands[: policy.stream_pool]]
+    lexical = [c.id for c in cands if c.lexical][: policy.stream_pool]
     vectors = [i for i in dict.fromkeys(vector_ids) if i in by_id][: policy.stream_pool]
     w_lex, w_vec = policy.rrf_weights
     weights = {"bm25": w_lex, "vectors": w_vec}

@@ -28,7 +28,7 @@ from embeddings_server import BagOfWords, EmbeddingsServer
 from rag.embeddings import OpenAIEmbeddings
 from rag.engine import Engine
 from rag.errors import ProviderError
-from rag.hybrid import VectorHit, embed_key, embed_text, safe_search, top_margin
+from rag.hybrid import safe_query_vector, VectorHit, embed_key, embed_text, safe_search, top_margin
 from rag.maintenance import Reindexer
 from rag.query import analyze
 from rag.retrieve import DEFAULT_RETRIEVAL_POLICY, Candidate, fuse_streams
@@ -194,7 +194,7 @@ def test_hybrid_finds_the_file_bm25_misses(repo, open_engine, server):
     assert report.complete and report.planned == report.embedded == len(REPO_FILES)
 
     with hybrid.index.read() as conn:
-        hits = hybrid.vectors.search(conn, PARAPHRASE, k=5)
+        hits = hybrid.vectors.search(conn, hybrid.vectors.embed_query(PARAPHRASE), k=5)
     by_id = {row[0]: row[1] for row in chunk_rows(hybrid)}
     assert by_id[hits[0].chunk_id] == ANSWER                      # the vector stream alone ranks it first
 
@@ -372,11 +372,12 @@ def test_a_query_while_the_provider_is_down_falls_back_to_bm25(repo, open_engine
     else:
         server.default_action = outage
 
+    with pytest.raises(ProviderError):
+        engine.vectors.embed_query(LEXICAL)
+    assert safe_query_vector(engine.vectors, LEXICAL) is None
+    assert safe_query_vector(None, LEXICAL) is None
     with engine.index.read() as conn:
-        with pytest.raises(ProviderError):
-            engine.vectors.search(conn, LEXICAL, k=5)
-        assert safe_search(engine.vectors, conn, LEXICAL, k=5) == []
-        assert safe_search(None, conn, LEXICAL, k=5) == []
+        assert safe_search(engine.vectors, conn, None, k=5) == []
     started = time.monotonic()
     found = engine.retrieve(LEXICAL)
     assert time.monotonic() - started < 2.0
@@ -384,11 +385,25 @@ def test_a_query_while_the_provider_is_down_falls_back_to_bm25(repo, open_engine
     assert ANSWER not in paths(engine.retrieve(PARAPHRASE))   # no vectors at query time: BM25's answer
 
 
+def test_a_repeated_question_is_embedded_once_and_survives_an_outage(repo, open_engine, server):
+    engine = open_engine(repo, embeddings=provider(server))
+    engine.update()
+    engine.embed_pending()
+    sent = len(server.texts())
+    first = engine.retrieve(PARAPHRASE)
+    assert server.texts()[sent:] == [PARAPHRASE]
+    server.close()                                            # provider gone: the cached vector still serves
+    again = engine.retrieve(PARAPHRASE)
+    assert ANSWER in paths(again)[:3]
+    assert [(s.path, s.start, s.score) for s in again] == [(s.path, s.start, s.score) for s in first]
+
+
 # --------------------------------------------------------------------------- 5. fusion math
 
 
-def cand(ident: int, path: str, score: float) -> Candidate:
-    return Candidate(ident, path, 1, 10, "js", "source", None, f"chunk {ident}", bm25=score, score=score)
+def cand(ident: int, path: str, score: float, *, lexical: bool = True) -> Candidate:
+    return Candidate(ident, path, 1, 10, "js", "source", None, f"chunk {ident}", bm25=score, score=score,
+                     lexical=lexical)
 
 
 def test_policy_defaults_are_the_issue_values():
@@ -446,17 +461,13 @@ def test_the_stream_pool_bounds_each_stream_and_unranked_candidates_drop_out():
         assert c.score == pytest.approx(single * 1.01, rel=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="defect D1: vector-only candidates (lexical score 0) get a BM25 RRF "
-                                       "term from their row order")
 def test_a_vector_only_candidate_gets_no_lexical_credit():
-    cands = [cand(1, "a.js", 0.9), cand(2, "b.js", 0.0)]   # 2 joined the candidates only through vectors
+    cands = [cand(1, "a.js", 0.9), cand(2, "b.js", 0.0, lexical=False)]   # 2 joined only through vectors
     fused = {c.id: c.score for c in fuse_streams(cands, [2], policy=DEFAULT_RETRIEVAL_POLICY)}
     assert fused[2] == pytest.approx(0.4 / 61 * 1.01, rel=1e-12)
     assert fused[1] == pytest.approx(0.6 / 61 * 1.01, rel=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="defect D1: after fusion every vector hit passes the relative "
-                                       "threshold, so a clean BM25 answer is padded with unrelated files")
 def test_hybrid_does_not_pad_a_clean_answer_with_unrelated_files(repo, open_engine, server):
     engine = open_engine(repo, embeddings=provider(server))
     engine.update()
@@ -478,6 +489,7 @@ def test_top_margin_on_hand_made_hits():
     assert top_margin([]) == 0.0
     assert top_margin(hits(*eleven[:10])) == 0.0                       # ≤ depth distinct values: no signal
     assert top_margin(hits(*eleven)) == pytest.approx(0.9 - 0.2)
+    assert top_margin(hits(*eleven, 0.1, 0.05)) == pytest.approx(0.9 - 0.2)   # the 11th best, not the worst
     assert top_margin(hits(*reversed(eleven))) == pytest.approx(0.9 - 0.2)   # order does not matter
     # Equal similarities (identical chunks share a vector) count once: 12 hits, 10 distinct → no signal;
     # one more distinct value and the 11th distinct one is the reference.
