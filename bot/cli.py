@@ -74,7 +74,7 @@ def open_engine(repo: Path | None, index_path: Path | None, *, update: bool = Tr
     With an embeddings provider configured, retrieval also uses the vectors already
     stored (``slackzilla index`` computes missing ones; questions do not wait for that).
     """
-    engine = Engine.open(repo, index_path=index_path, embeddings=embeddings_provider())
+    engine = Engine.open(repo, index_path=index_path, embeddings=embeddings_provider(), reranker=reranker())
     if update:
         run_update(engine, full=False, quiet=quiet)
     return engine
@@ -254,6 +254,21 @@ def embeddings_provider():
         return provider_from_env(os.environ)
     except ProviderError as exc:
         click.echo(f"warning: embeddings disabled: {exc}", err=True)
+        return None
+
+
+def reranker():
+    """The reranker configured by ``RERANK_URL`` (+ ``RERANK_API_KEY``, ``RERANK_MODEL``), or ``None``
+    (off by default); a bad URL is reported on stderr and retrieval keeps the fused order."""
+    import os
+
+    from rag.errors import ProviderError
+    from rag.rerank import reranker_from_env
+
+    try:
+        return reranker_from_env(os.environ)
+    except ProviderError as exc:
+        click.echo(f"warning: reranking disabled: {exc}", err=True)
         return None
 
 

@@ -33,6 +33,7 @@ from commands.registry import build_registry
 from rag.embeddings import provider_from_env
 from rag.engine import Engine
 from rag.errors import ProviderError
+from rag.rerank import reranker_from_env
 
 __all__ = ["RunningServer", "serve", "start"]
 
@@ -81,7 +82,7 @@ async def start(settings: Settings, *, engine: Engine | None = None, runtime: Ru
     runtime.install_log_handler()
     if engine is None:
         engine = await asyncio.to_thread(Engine.open, settings.repo_path, index_path=settings.rag_index_path,
-                                         embeddings=embeddings_provider(settings))
+                                         embeddings=embeddings_provider(settings), reranker=reranker(settings))
     registry = build_registry(on_error=runtime.capture_command_error)
     app = create_app(settings, engine=engine, registry=registry, runtime=runtime)
     web_app = app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)
@@ -119,6 +120,15 @@ def embeddings_provider(settings: Settings):
         return provider_from_env(settings.embeddings_env())
     except ProviderError as exc:
         log.warning("embeddings disabled: %s", exc)
+        return None
+
+
+def reranker(settings: Settings):
+    """The configured reranker (``RERANK_*``), or ``None`` (off by default; a bad URL is logged, not fatal)."""
+    try:
+        return reranker_from_env(settings.rerank_env())
+    except ProviderError as exc:
+        log.warning("reranking disabled: %s", exc)
         return None
 
 

@@ -5,7 +5,7 @@ or malformed value becomes one line of a single :class:`SettingsError`, so an
 operator fixes all of them in one go instead of one restart per mistake.
 
 Secrets (``SLACK_BOT_TOKEN``, ``SLACK_SIGNING_SECRET``, ``SLACK_APP_TOKEN``,
-``AI_API_KEY``, ``ADMIN_API_TOKEN``, ``EMBEDDINGS_API_KEY``) never appear in
+``AI_API_KEY``, ``ADMIN_API_TOKEN``, ``EMBEDDINGS_API_KEY``, ``RERANK_API_KEY``) never appear in
 ``repr()``, in logs or in error messages: only whether they are set.
 
 ``.env`` values are read with ``dotenv_values`` and merged under the real
@@ -51,6 +51,7 @@ _SECRET_FIELDS = frozenset(
         "ai_api_key",
         "admin_api_token",
         "embeddings_api_key",
+        "rerank_api_key",
     }
 )
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
@@ -101,6 +102,9 @@ class Settings:
     embeddings_model: str | None = None
     embeddings_local_path: Path | None = None
     embeddings: str = "auto"
+    rerank_url: str | None = None
+    rerank_api_key: str | None = None
+    rerank_model: str | None = None
 
     def __repr__(self) -> str:
         parts = []
@@ -133,6 +137,13 @@ class Settings:
             "EMBEDDINGS_MODEL": self.embeddings_model,
             "EMBEDDINGS_LOCAL_PATH": str(self.embeddings_local_path) if self.embeddings_local_path else None,
         }
+        return {k: v for k, v in env.items() if v}
+
+    def rerank_env(self) -> dict[str, str]:
+        """The ``RERANK_*`` variables that are set, as a mapping for ``rag.rerank.reranker_from_env``
+        (empty → no reranker: reranking is off by default)."""
+        env = {"RERANK_URL": self.rerank_url, "RERANK_API_KEY": self.rerank_api_key,
+               "RERANK_MODEL": self.rerank_model}
         return {k: v for k, v in env.items() if v}
 
     def ai_env(self) -> dict[str, str]:
@@ -237,6 +248,9 @@ def _parse(env: Mapping[str, str], *, require_slack: bool) -> Settings:
         embeddings_model=get("EMBEDDINGS_MODEL"),
         embeddings_local_path=local_path,
         embeddings=convert("EMBEDDINGS", "auto", _embeddings_mode),
+        rerank_url=convert("RERANK_URL", None, _http_url),
+        rerank_api_key=get("RERANK_API_KEY"),
+        rerank_model=get("RERANK_MODEL"),
     )
     if problems:
         raise SettingsError(problems)

@@ -29,6 +29,7 @@ from .errors import RepoNotFoundError
 from .hybrid import VectorStream, above_floor, safe_query_vector, safe_search, top_margin
 from .index import FileUpdate, Index
 from .query import analyze
+from .rerank import Reranker, rerank_candidates
 from .retrieve import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
 from . import context as _context
 from .codegraph import CodeGraph
@@ -118,6 +119,7 @@ class Engine:
         chunk_policy: ChunkPolicy = DEFAULT_CHUNK_POLICY,
         retrieval_policy: RetrievalPolicy = DEFAULT_RETRIEVAL_POLICY,
         embeddings: EmbeddingProvider | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self.repo_root = repo_root
         self.index = index
@@ -129,6 +131,7 @@ class Engine:
         self._cache_lock = threading.Lock()
         self._parser: JsParser | None = None
         self.vectors: VectorStream | None = VectorStream(index, embeddings) if embeddings is not None else None
+        self.reranker = reranker
 
     @classmethod
     def open(cls, repo: Path | str | None = None, *, index_path: Path | str | None = None, **policies) -> Engine:
@@ -138,7 +141,8 @@ class Engine:
             repo: repository root; default ``$REPO_PATH`` then the current directory.
             index_path: index file; default ``$RAG_INDEX_PATH`` then ``<repo>/.rag/index.sqlite``.
             **policies: ``walk_policy``, ``chunk_policy``, ``retrieval_policy`` overrides, and
-                ``embeddings`` (an :class:`~rag.embeddings.EmbeddingProvider`) for the vector stream.
+                ``embeddings`` (an :class:`~rag.embeddings.EmbeddingProvider`) for the vector stream,
+                ``reranker`` (a :class:`~rag.rerank.Reranker`) to reorder the fused top candidates.
 
         Raises:
             RepoNotFoundError: ``repo`` is missing or not a directory.
@@ -356,8 +360,12 @@ class Engine:
             )
         if not cands or (evidence.abstain(policy) and top_margin(all_hits) < policy.min_vector_margin):
             return []
+        pinned = {c.id for c in cands if c.score >= _retrieve.HARD_BOOST}  # before fusion rescales scores
         if hits:
             cands = _retrieve.fuse_streams(cands, [h.chunk_id for h in hits], policy=policy, structure=structure)
+        if self.reranker is not None:  # optional; outside the read transaction (a network call)
+            cands = rerank_candidates(cands, question=question, reranker=self.reranker,
+                                      top=policy.rerank_top, pinned=pinned)
         sources = _retrieve.diversify(cands, limit=limit, per_file=policy.per_file,
                                       relative_threshold=policy.relative_threshold)
         for source in sources:

@@ -72,6 +72,8 @@ class RetrievalPolicy:
             all-MiniLM-L6-v2; another model may want another value.
         vector_floor_ratio: vector hits below this share of the best hit's cosine are
             not fused (they would only add unrelated files).
+        rerank_top: with a reranker configured (:mod:`rag.rerank`), the fused top this
+            many distinct chunks are reordered by its scores (hard structural boosts stay first).
     """
 
     candidate_chunks: int = 300
@@ -87,6 +89,7 @@ class RetrievalPolicy:
     structure_weight: float = 0.5
     min_vector_margin: float = 0.08
     vector_floor_ratio: float = 0.6
+    rerank_top: int = 20
 
 
 DEFAULT_RETRIEVAL_POLICY = RetrievalPolicy()
