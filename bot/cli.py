@@ -13,6 +13,7 @@ import contextlib
 import functools
 import json
 import logging
+import re
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -62,6 +63,18 @@ index_option = click.option(
     help="Index file (default: $RAG_INDEX_PATH, then <repo>/.rag/index.sqlite).",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe for a terminal: control characters other than newline and tab shown as ``\\xNN``.
+
+    Repository text could otherwise carry escape sequences (OSC 52 clipboard
+    writes, cursor moves) into the user's terminal.
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 
 def _emit(data) -> None:
@@ -178,9 +191,11 @@ def retrieve_cmd(question, repo, index_path, limit, kind, batch, as_json) -> Non
         if batch is not None:
             from rag.evaluation import load_jsonl
 
-            for number, item in enumerate(load_jsonl(batch), 1):
-                if not isinstance(item, dict):
-                    raise ValueError(f"{batch}:{number}: expected a JSON object with \"id\" and \"question\"")
+            items = load_jsonl(batch)
+            for number, item in enumerate(items, 1):  # check every line before printing anything
+                if not isinstance(item, dict) or not isinstance(item.get("question"), str):
+                    raise ValueError(f"{batch}:{number}: expected a JSON object with \"id\" and a \"question\" string")
+            for item in items:
                 sources = engine.retrieve(str(item.get("question", "")), limit=limit, kind=kind)
                 _emit({"id": item.get("id"), "sources": [s.to_json() for s in sources]})
             return
@@ -194,7 +209,7 @@ def retrieve_cmd(question, repo, index_path, limit, kind, batch, as_json) -> Non
     if not sources:
         click.echo("No matching sources.")
     for s in sources:
-        click.echo(f"{s.score:7.3f}  {s.path}:{s.start}-{s.end}" + (f"  # {s.heading}" if s.heading else ""))
+        click.echo(printable(f"{s.score:7.3f}  {s.path}:{s.start}-{s.end}" + (f"  # {s.heading}" if s.heading else "")))
 
 
 @cli.command("ask")
@@ -223,7 +238,7 @@ def ask_cmd(question, repo, index_path, no_ai, limit, kind, as_json) -> None:
     def on_token(text: str) -> None:
         nonlocal streamed
         streamed = True
-        sys.stdout.write(text)
+        sys.stdout.write(printable(text))
         sys.stdout.flush()
 
     try:
@@ -239,7 +254,7 @@ def ask_cmd(question, repo, index_path, no_ai, limit, kind, as_json) -> None:
         return
     if streamed:
         click.echo()
-    click.echo(format_answer_for_terminal(result, streamed=streamed))
+    click.echo(printable(format_answer_for_terminal(result, streamed=streamed)))
 
 
 def embeddings_provider():
@@ -372,7 +387,6 @@ def bench_cmd(repo, queries, use_embeddings, as_json) -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    _load_subcommands()
     cli(prog_name="slackzilla")
 
 
@@ -385,6 +399,7 @@ def _load_subcommands() -> None:
 
 
 SUBCOMMAND_MODULES = ("bot.cli_code", "bot.cli_bot")
+_load_subcommands()  # at the end: those modules import names defined above
 
 
 if __name__ == "__main__":  # pragma: no cover

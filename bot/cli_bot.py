@@ -34,10 +34,17 @@ def manifest_cmd(url: str | None, out: Path) -> None:
     from bot.settings import Settings
     from commands.registry import build_registry
 
-    text = manifest_json(build_manifest(build_registry(), Settings.from_env(require_slack=False), request_url=url))
+    if url is not None and not url.startswith(("https://", "http://")):
+        raise click.BadParameter("must be an http(s) URL such as https://bot.example.com/slack/events",
+                                 param_hint="--url")
+    settings = Settings.from_env(require_slack=False)
+    text = manifest_json(build_manifest(build_registry(), settings, request_url=url))
     if str(out) == "-":
         click.echo(text, nl=False)
         return
-    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.parent.is_dir():
+        raise click.BadParameter(f"the folder {out.parent} does not exist", param_hint="--out")
     out.write_text(text, encoding="utf-8")
     click.echo(f"wrote {out}", err=True)
+    if url is None and not settings.socket_mode:
+        click.echo("note: the request URL is a placeholder; pass --url https://YOUR-HOST/slack/events", err=True)

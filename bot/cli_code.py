@@ -9,14 +9,24 @@ from __future__ import annotations
 
 import click
 
-from bot.cli import _check_question, _emit, cli, friendly_errors, index_option, json_option, open_engine, repo_option
+from bot.cli import (
+    _check_question,
+    _emit,
+    cli,
+    friendly_errors,
+    index_option,
+    json_option,
+    open_engine,
+    printable,
+    repo_option,
+)
 
 __all__ = ["code_group", "context_cmd"]
 
 
 @cli.group("code")
 def code_group() -> None:
-    """Inspect the code structure: symbols, routes, environment variables, dependencies."""
+    """Inspect the code structure of JavaScript/TypeScript files: symbols, routes, env vars, dependencies."""
 
 
 def _from_graph(repo, index_path, as_json: bool, read):
@@ -123,6 +133,6 @@ def context_cmd(question, repo, index_path, budget, limit, as_json) -> None:
     if as_json:
         _emit(packed.to_json())
         return
-    click.echo(packed.text)
+    click.echo(printable(packed.text))
     click.echo(f"\n-- {packed.tokens_used}/{packed.budget} tokens, {len(packed.files)} files, "
                f"{packed.code_contexts} code contexts", err=True)

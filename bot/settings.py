@@ -207,7 +207,7 @@ def _parse(env: Mapping[str, str], *, require_slack: bool) -> Settings:
     bot_token = convert("SLACK_BOT_TOKEN", None, _prefixed("xoxb-", "a bot token"))
     signing_secret = get("SLACK_SIGNING_SECRET")
     if require_slack and bot_token is None and get("SLACK_BOT_TOKEN") is None:
-        problems.append("SLACK_BOT_TOKEN: missing (Basic Information > Install App > Bot User OAuth Token, xoxb-…)")
+        problems.append("SLACK_BOT_TOKEN: missing (OAuth & Permissions > Bot User OAuth Token, xoxb-…)")
     if require_slack and app_token is None and signing_secret is None:
         problems.append("SLACK_SIGNING_SECRET: missing (Basic Information > App Credentials > Signing Secret)")
     if get("SLACK_CLIENT_ID") and get("SLACK_CLIENT_SECRET"):

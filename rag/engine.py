@@ -35,7 +35,7 @@ from . import context as _context
 from .codegraph import CodeGraph
 from .context import CodeEntry, PackedContext
 from .parse import PARSE_VERSION, PARSEABLE_EXTENSIONS, FileStructure, JsParser, resolve_imports
-from .secrets import redact_secrets
+from .secrets import LiteralRedactor, redact_secrets, secret_file_values
 from .text import index_text, light_stem
 from .types import ImageHit, Source
 from .walk import DEFAULT_WALK_POLICY, WalkPolicy, classify_kind, decode_text, walk
@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 
 MAX_QUESTION_CHARS = 4000
 DEFAULT_BUDGET_TOKENS = 4000
+MAX_SECRET_FILE_BYTES = 256 * 1024
 ProgressFn = Callable[[int, int], None]
 
 
@@ -188,6 +189,9 @@ class Engine:
             report = walk(self.repo_root, self.walk_policy)
             if self.index.meta("parse_version") not in (None, str(PARSE_VERSION)):
                 full = True  # stored structures come from another parser version
+            literals = self._secret_literals(report.secret_files)
+            if self.index.meta("secret_values") not in (None, literals.digest):
+                full = True  # a secret file changed: re-redact every file
             known = {} if full else self.index.file_rows()
             stats = IndexStats(skipped=dict(report.skipped))
             updates: list[FileUpdate] = []
@@ -213,6 +217,8 @@ class Engine:
                     continue
                 seen.add(wf.path)
                 text, redactions = redact_secrets(text, file_type=wf.file_type)
+                text, literal_hits = literals.redact(text)
+                redactions += literal_hits
                 stats.redactions += redactions
                 kind = classify_kind(wf.path)
                 chunks = chunk_text(wf.path, text, file_type=wf.file_type, kind=kind, policy=self.chunk_policy)
@@ -233,7 +239,8 @@ class Engine:
             if updates or removed or full or images_changed or self.index.generation() == 0:
                 stats.generation = self.index.apply(
                     updates=updates, removed=removed, images=report.images, full=full,
-                    meta={"repo_root": str(self.repo_root), "parse_version": str(PARSE_VERSION)},
+                    meta={"repo_root": str(self.repo_root), "parse_version": str(PARSE_VERSION),
+                          "secret_values": literals.digest},
                 )
             else:
                 stats.generation = self.index.generation()
@@ -242,6 +249,18 @@ class Engine:
             stats.seconds = time.perf_counter() - started
             log.info("index update", extra={"stats": stats.to_json()})
             return stats
+
+    def _secret_literals(self, secret_files: list[str]) -> LiteralRedactor:
+        """A redactor for the values found in the repository's secret files (never indexed themselves)."""
+        values: set[str] = set()
+        for rel in secret_files:
+            try:
+                text = decode_text((self.repo_root / rel).read_bytes()[:MAX_SECRET_FILE_BYTES])
+            except OSError:
+                continue
+            if text:
+                values |= secret_file_values(text)
+        return LiteralRedactor(values)
 
     def embed_pending(self, *, batch_size: int = 32, should_stop=None):
         """Embed chunks that have no vector yet (see :meth:`rag.hybrid.VectorStream.embed_pending`).

@@ -29,8 +29,12 @@ __all__ = ["load_jsonl", "rank_of", "score_results", "run_eval", "run_bench", "B
 def load_jsonl(path: Path) -> list[dict]:
     """Parse a JSON-lines file (blank lines skipped). Raises ``ValueError`` with the line number."""
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
+    with open(path, encoding="utf-8", errors="strict") as fh:
+        try:
+            lines = fh.readlines()
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        for number, line in enumerate(lines, 1):
             if line.strip():
                 try:
                     out.append(json.loads(line))

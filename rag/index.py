@@ -201,26 +201,40 @@ class Index:
         self._local = threading.local()
 
     def _open_or_rebuild(self) -> None:
+        if self.path.exists() and not self.path.is_file():
+            raise IndexUnavailableError(
+                f"the index path {self.path} exists and is not a regular file; choose another --index path")
+        if self.path.exists() and not os.access(self.path, os.W_OK):
+            raise IndexUnavailableError(f"the index at {self.path} is read-only; it cannot be updated")
         try:
             self._migrate(self.conn)
             check = self.conn.execute("PRAGMA quick_check").fetchall()
             if check != [("ok",)]:
                 raise _ForeignSchema(f"integrity check failed: {check[0][0] if check else 'no answer'}")
+        except sqlite3.OperationalError as exc:
+            if not _is_corruption(exc):  # locked, read-only, disk full, I/O: never throw the index away
+                self.close()
+                raise IndexUnavailableError(f"cannot open the index at {self.path}: {exc}") from exc
+            self._rebuild(exc)
         except (sqlite3.DatabaseError, _ForeignSchema) as exc:
-            log.warning("index at %s is unusable (%s); rebuilding it", self.path, exc)
-            self.close()
-            aside = self.path.with_name(f"{self.path.name}.broken-{int(time.time())}")
-            for suffix in ("", "-wal", "-shm"):
-                src = Path(str(self.path) + suffix)
-                if src.exists():
-                    try:
-                        os.replace(src, Path(str(aside) + suffix))
-                    except OSError as move_exc:
-                        raise IndexUnavailableError(f"cannot replace the broken index at {self.path}: {move_exc}") from move_exc
-            try:
-                self._migrate(self.conn)
-            except sqlite3.Error as exc2:
-                raise IndexUnavailableError(f"cannot create the index at {self.path}: {exc2}") from exc2
+            self._rebuild(exc)
+
+    def _rebuild(self, exc: Exception) -> None:
+        """Move the unusable file aside (``<name>.broken-<time>``, nothing deleted) and start afresh."""
+        log.warning("index at %s is unusable (%s); rebuilding it", self.path, exc)
+        self.close()
+        aside = self.path.with_name(f"{self.path.name}.broken-{int(time.time())}")
+        for suffix in ("", "-wal", "-shm"):
+            src = Path(str(self.path) + suffix)
+            if src.exists():
+                try:
+                    os.replace(src, Path(str(aside) + suffix))
+                except OSError as move_exc:
+                    raise IndexUnavailableError(f"cannot replace the broken index at {self.path}: {move_exc}") from move_exc
+        try:
+            self._migrate(self.conn)
+        except sqlite3.Error as exc2:
+            raise IndexUnavailableError(f"cannot create the index at {self.path}: {exc2}") from exc2
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
@@ -378,6 +392,13 @@ def _chunk_hash(text: str) -> str:
     import hashlib
 
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _is_corruption(exc: sqlite3.OperationalError) -> bool:
+    """Whether an OperationalError means the file's content is bad (rather than access or locking)."""
+    message = str(exc).lower()
+    return any(word in message for word in ("malformed", "not a database", "no such table", "no such column",
+                                             "duplicate column", "corrupt"))
 
 
 class _ForeignSchema(Exception):

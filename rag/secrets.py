@@ -58,7 +58,7 @@ from detect_secrets.plugins.openai import OpenAIDetector
 from detect_secrets.plugins.slack import SlackDetector
 from detect_secrets.plugins.stripe import StripeDetector
 
-__all__ = ["REDACTED", "CODE_FILE_TYPES", "redact_secrets"]
+__all__ = ["CODE_FILE_TYPES", "LiteralRedactor", "REDACTED", "redact_secrets", "secret_file_values"]
 
 logger = logging.getLogger(__name__)
 
@@ -304,7 +304,8 @@ def _name_kind(name: str) -> str | None:
     if last.endswith(("token", "apikey", "privatekey", "secretkey", "accesskey", "credential", "credentials")):
         return "token"
     if last == "key":
-        return "token" if prev in _KEY_PREFIXES else None
+        # API_KEY, SIGNING_KEY …; in SCREAMING_SNAKE env style (OPENAI_KEY) any *_KEY is a credential.
+        return "token" if prev in _KEY_PREFIXES or (prev and name.isupper()) else None
     if last.endswith(_SECRET_LAST_WORDS) or last == "pwd" or (last == "pass" and prev in _PASS_PREFIXES):
         return "secret"
     return None
@@ -419,3 +420,48 @@ def redact_secrets(text: str, *, file_type: str | None = None) -> tuple[str, int
     if count:
         logger.debug("redacted %d secret value(s)", count)
     return text, count
+
+
+# --------------------------------------------------------------------------- values of secret files
+
+_ENV_LINE_RE = re.compile(r"^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_.-]*[ \t]*[=:][ \t]*(?P<value>.+?)[ \t]*$", re.M)
+MIN_SECRET_VALUE_CHARS = 8   # shorter values ("true", "3000") would redact ordinary words
+
+
+def secret_file_values(text: str) -> set[str]:
+    """Values assigned in a secret file (``.env`` style ``KEY=value``, ``.npmrc`` ``key=value``).
+
+    Quotes are stripped; values shorter than :data:`MIN_SECRET_VALUE_CHARS`,
+    or without a letter or digit, are ignored.
+    """
+    values: set[str] = set()
+    for m in _ENV_LINE_RE.finditer(text):
+        value = m.group("value").strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'`":
+            value = value[1:-1]
+        if len(value) >= MIN_SECRET_VALUE_CHARS and any(ch.isalnum() for ch in value):
+            values.add(value)
+    return values
+
+
+class LiteralRedactor:
+    """Redacts known secret strings (e.g. values from ``.env``) wherever they appear.
+
+    One compiled alternation of the escaped values, longest first; ``redact(text)``
+    returns ``(text, count)`` like :func:`redact_secrets`. ``digest`` identifies
+    the value set (to notice when it changes) without revealing it.
+    """
+
+    def __init__(self, values: set[str]) -> None:
+        ordered = sorted(values, key=lambda v: (-len(v), v))
+        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        import hashlib
+
+        self.digest = hashlib.blake2b("\0".join(sorted(values)).encode("utf-8", "surrogatepass"),
+                                      digest_size=8).hexdigest()
+
+    def redact(self, text: str) -> tuple[str, int]:
+        """``(text with every known value replaced by [REDACTED], number of replacements)``."""
+        if self._pattern is None:
+            return text, 0
+        return self._pattern.subn(REDACTED, text)

@@ -42,11 +42,14 @@ class WalkReport:
             (``ignored``, ``secret``, ``lockfile``, ``skipped_dir``, ``too_large``,
             ``symlink``, ``unsupported_type``, ``max_files``, ``max_total_bytes``,
             ``max_depth``, ``unreadable``).
+        secret_files: repository-relative paths of the secret files skipped (``.env`` …);
+            never indexed, but their values are redacted wherever else they appear.
     """
 
     files: list[WalkedFile] = field(default_factory=list)
     images: list[str] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
+    secret_files: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

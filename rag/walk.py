@@ -219,6 +219,7 @@ class _Walker:
         self.files: list[WalkedFile] = []
         self.images: list[str] = []
         self.skipped: dict[str, int] = {}
+        self.secret_files: list[str] = []
         self.total_bytes = 0
 
     def skip(self, reason: str) -> None:
@@ -271,6 +272,8 @@ class _Walker:
         lower = name.lower()
         if is_secret_file(name):
             self.skip("secret")
+            if entry.is_file(follow_symlinks=False):
+                self.secret_files.append(rel)
             return
         if lower in LOCK_FILES:
             self.skip("lockfile")
@@ -332,7 +335,8 @@ def walk(root: Path, policy: WalkPolicy = DEFAULT_WALK_POLICY) -> WalkReport:
     walker.images.sort()
     logger.debug("walked %s: %d files, %d images, skipped %s",
                  root_str, len(walker.files), len(walker.images), walker.skipped)
-    return WalkReport(files=walker.files, images=walker.images, skipped=dict(sorted(walker.skipped.items())))
+    return WalkReport(files=walker.files, images=walker.images, skipped=dict(sorted(walker.skipped.items())),
+                      secret_files=sorted(walker.secret_files))
 
 
 def read_text(path: Path) -> str | None:
