@@ -9,7 +9,6 @@ toward the abstain rate (share of them with no paths returned).
 from __future__ import annotations
 
 import json
-import os
 import random
 import resource
 import shutil

@@ -4,6 +4,8 @@ from __future__ import annotations
 import pytest
 
 from rag.fusion import DEFAULT_CANDIDATE_POOL, DEFAULT_RRF_K, DEFAULT_WEIGHTS, reciprocal_rank_fusion
+from rag.hybrid import VectorHit, top_margin
+from rag.retrieve import DEFAULT_RETRIEVAL_POLICY
 
 
 def test_defaults_are_the_issue_values():
@@ -91,3 +93,29 @@ def test_tuples_as_items():
 def test_bad_arguments_are_rejected(weights, k, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         reciprocal_rank_fusion({"bm25": ["a"], "vectors": ["b"]}, weights=weights, k=k)
+
+
+# --------------------------------------------------------------------------- 6. top_margin
+
+
+def hits(*similarities: float) -> list[VectorHit]:
+    return [VectorHit(i, s) for i, s in enumerate(similarities)]
+
+
+def test_top_margin_on_hand_made_hits():
+    eleven = [0.9, 0.8, 0.7, 0.6, 0.5, 0.45, 0.4, 0.35, 0.3, 0.25, 0.2]
+    assert top_margin([]) == 0.0
+    assert top_margin(hits(*eleven[:10])) == 0.0                       # ≤ depth distinct values: no signal
+    assert top_margin(hits(*eleven)) == pytest.approx(0.9 - 0.2)
+    assert top_margin(hits(*eleven, 0.1, 0.05)) == pytest.approx(0.9 - 0.2)   # the 11th best, not the worst
+    assert top_margin(hits(*reversed(eleven))) == pytest.approx(0.9 - 0.2)   # order does not matter
+    # Equal similarities (identical chunks share a vector) count once: 12 hits, 10 distinct → no signal;
+    # one more distinct value and the 11th distinct one is the reference.
+    assert top_margin(hits(0.9, 0.9, 0.9, *eleven[1:10])) == 0.0
+    assert top_margin(hits(0.9, 0.9, 0.9, *eleven[1:10], 0.1)) == pytest.approx(0.9 - 0.1)
+    assert top_margin(hits(0.5, 0.3, 0.2), depth=2) == pytest.approx(0.5 - 0.2)
+    assert top_margin(hits(0.5, 0.3), depth=2) == 0.0
+    # A flat list (nothing stands out) is below the engine's default margin; a clear winner is above it.
+    flat = [0.50 - 0.005 * i for i in range(12)]
+    assert top_margin(hits(*flat)) < DEFAULT_RETRIEVAL_POLICY.min_vector_margin
+    assert top_margin(hits(0.8, *flat[1:])) > DEFAULT_RETRIEVAL_POLICY.min_vector_margin

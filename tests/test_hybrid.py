@@ -28,7 +28,7 @@ from embeddings_server import BagOfWords, EmbeddingsServer
 from rag.embeddings import OpenAIEmbeddings
 from rag.engine import Engine
 from rag.errors import ProviderError
-from rag.hybrid import safe_query_vector, VectorHit, embed_key, embed_text, safe_search, top_margin
+from rag.hybrid import embed_key, embed_text, safe_query_vector, safe_search
 from rag.maintenance import Reindexer
 from rag.query import analyze
 from rag.retrieve import DEFAULT_RETRIEVAL_POLICY, Candidate, fuse_streams
@@ -475,29 +475,3 @@ def test_hybrid_does_not_pad_a_clean_answer_with_unrelated_files(repo, open_engi
     assert paths(open_engine(repo).retrieve(LEXICAL)) == ["src/cache.js"]
     # Every other file has cosine < 0.1 to the question (checked in the premise test) and no BM25 match.
     assert paths(engine.retrieve(LEXICAL)) == ["src/cache.js"]
-
-
-# --------------------------------------------------------------------------- 6. top_margin
-
-
-def hits(*similarities: float) -> list[VectorHit]:
-    return [VectorHit(i, s) for i, s in enumerate(similarities)]
-
-
-def test_top_margin_on_hand_made_hits():
-    eleven = [0.9, 0.8, 0.7, 0.6, 0.5, 0.45, 0.4, 0.35, 0.3, 0.25, 0.2]
-    assert top_margin([]) == 0.0
-    assert top_margin(hits(*eleven[:10])) == 0.0                       # ≤ depth distinct values: no signal
-    assert top_margin(hits(*eleven)) == pytest.approx(0.9 - 0.2)
-    assert top_margin(hits(*eleven, 0.1, 0.05)) == pytest.approx(0.9 - 0.2)   # the 11th best, not the worst
-    assert top_margin(hits(*reversed(eleven))) == pytest.approx(0.9 - 0.2)   # order does not matter
-    # Equal similarities (identical chunks share a vector) count once: 12 hits, 10 distinct → no signal;
-    # one more distinct value and the 11th distinct one is the reference.
-    assert top_margin(hits(0.9, 0.9, 0.9, *eleven[1:10])) == 0.0
-    assert top_margin(hits(0.9, 0.9, 0.9, *eleven[1:10], 0.1)) == pytest.approx(0.9 - 0.1)
-    assert top_margin(hits(0.5, 0.3, 0.2), depth=2) == pytest.approx(0.5 - 0.2)
-    assert top_margin(hits(0.5, 0.3), depth=2) == 0.0
-    # A flat list (nothing stands out) is below the engine's default margin; a clear winner is above it.
-    flat = [0.50 - 0.005 * i for i in range(12)]
-    assert top_margin(hits(*flat)) < DEFAULT_RETRIEVAL_POLICY.min_vector_margin
-    assert top_margin(hits(0.8, *flat[1:])) > DEFAULT_RETRIEVAL_POLICY.min_vector_margin
