@@ -377,7 +377,11 @@ class Engine:
                 symbol_files=structure,
                 extra_ids=[h.chunk_id for h in hits] or None,
             )
-        if not cands or (evidence.abstain(policy) and top_margin(all_hits) < policy.min_vector_margin):
+        # Lexical evidence decides abstention (cosines of answerable and unanswerable questions
+        # overlap), but a question worded unlike the code ("refuse a body that is too large" for
+        # bodyLimit) is answered when the vectors' best chunk clearly stands out.
+        vectors_decide = top_margin(all_hits) >= policy.min_vector_margin
+        if not cands or (evidence.abstain(policy) and not vectors_decide):
             return []
         pinned = {c.id for c in cands if c.score >= _retrieve.HARD_BOOST}  # before fusion rescales scores
         if hits:

@@ -53,13 +53,17 @@ def embed_key(path: str, text: str) -> str:
 
 
 def top_margin(hits: list["VectorHit"], *, depth: int = 10) -> float:
-    """Cosine of the best hit minus that of the ``depth``-th next distinct one (0.0 with too few hits).
+    """Cosine of the best hit minus that of the ``depth``-th next distinct one.
 
     A query-performance signal: a question the repository really answers has a
-    best chunk that stands out from the rest.
+    best chunk that stands out from the rest. With fewer than ``depth + 1``
+    distinct values (a tiny repository) the last one is the reference; with
+    fewer than 3 there is no signal (0.0).
     """
     sims = sorted({h.similarity for h in hits}, reverse=True)
-    return sims[0] - sims[depth] if len(sims) > depth else 0.0
+    if len(sims) < 3:
+        return 0.0
+    return sims[0] - sims[min(depth, len(sims) - 1)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,16 +105,17 @@ def hits(*similarities: float) -> list[VectorHit]:
 def test_top_margin_on_hand_made_hits():
     eleven = [0.9, 0.8, 0.7, 0.6, 0.5, 0.45, 0.4, 0.35, 0.3, 0.25, 0.2]
     assert top_margin([]) == 0.0
-    assert top_margin(hits(*eleven[:10])) == 0.0                       # ≤ depth distinct values: no signal
+    assert top_margin(hits(*eleven[:10])) == pytest.approx(0.9 - 0.25)  # few values: the last is the reference
+    assert top_margin(hits(0.9, 0.1)) == 0.0                            # fewer than 3: no signal
     assert top_margin(hits(*eleven)) == pytest.approx(0.9 - 0.2)
     assert top_margin(hits(*eleven, 0.1, 0.05)) == pytest.approx(0.9 - 0.2)   # the 11th best, not the worst
     assert top_margin(hits(*reversed(eleven))) == pytest.approx(0.9 - 0.2)   # order does not matter
     # Equal similarities (identical chunks share a vector) count once: 12 hits, 10 distinct → no signal;
     # one more distinct value and the 11th distinct one is the reference.
-    assert top_margin(hits(0.9, 0.9, 0.9, *eleven[1:10])) == 0.0
+    assert top_margin(hits(0.9, 0.9, 0.9, *eleven[1:10])) == pytest.approx(0.9 - 0.25)
     assert top_margin(hits(0.9, 0.9, 0.9, *eleven[1:10], 0.1)) == pytest.approx(0.9 - 0.1)
     assert top_margin(hits(0.5, 0.3, 0.2), depth=2) == pytest.approx(0.5 - 0.2)
-    assert top_margin(hits(0.5, 0.3), depth=2) == 0.0
+    assert top_margin(hits(0.5, 0.3), depth=2) == 0.0  # fewer than 3 values
     # A flat list (nothing stands out) is below the engine's default margin; a clear winner is above it.
     flat = [0.50 - 0.005 * i for i in range(12)]
     assert top_margin(hits(*flat)) < DEFAULT_RETRIEVAL_POLICY.min_vector_margin
