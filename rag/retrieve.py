@@ -187,7 +187,7 @@ def rank_chunks(
         query: the analysed question.
         policy: knobs.
         kind: keep only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``).
-        idf_cache: per-generation cache of term → IDF (mutated).
+        idf_cache: per-generation cache (mutated): term → chunk document frequency, path → stems.
         total_chunks: number of chunks in the index (for IDF).
         symbol_files: path → score bonus from the code structure (files defining a
             symbol the question names, dependants of a named file, ...); such files
