@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .text import STOPWORDS, identifier_parts, light_stem, query_terms, synonyms_of
+from .text import STOPWORDS, light_stem, query_terms, synonyms_of
 
 __all__ = ["Query", "analyze", "fts_expression", "MAX_QUERY_TERMS"]
 
@@ -117,8 +117,3 @@ def fts_expression(terms: list[str]) -> str:
         for t in sorted(synonyms_of(term)):
             seen.setdefault(t, None)
     return " OR ".join(_quote(t) for t in seen)
-
-
-def split_identifier_terms(identifier: str) -> list[str]:
-    """Lower-case parts of one identifier (re-exported for the retriever)."""
-    return identifier_parts(identifier)

@@ -26,11 +26,12 @@ import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .query import Query, analyze, fts_expression
+from .query import Query, fts_expression
 from .text import index_text, light_stem, synonyms_of
 from .types import Source
 
-__all__ = ["RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "rank_chunks", "diversify"]
+__all__ = ["RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "rank_chunks",
+           "fuse_streams", "diversify", "focus_line"]
 
 _DOC_TYPES = frozenset({"md", "markdown", "mdx", "rst", "txt"})
 # Words that name the repository's own parts rather than a topic ("which module
@@ -456,16 +457,3 @@ def diversify(cands: list[Candidate], *, limit: int, per_file: int, relative_thr
     position = {p: i for i, p in enumerate(order)}
     picked.sort(key=lambda c: (position[c.path], -c.score))
     return [Source(c.path, c.start, c.end, c.score, c.file_type, c.kind, c.text, c.heading) for c in picked]
-
-
-def retrieve_from(conn: sqlite3.Connection, question: str, *, limit: int = 8, kind: str | None = None,
-                  policy: RetrievalPolicy = DEFAULT_RETRIEVAL_POLICY, **kwargs) -> list[Source]:
-    """Convenience: analyse, rank, abstain or diversify (see module docstring)."""
-    query = analyze(question)
-    cands, evidence = rank_chunks(conn, query, policy=policy, kind=kind, **kwargs)
-    if not cands or evidence.abstain(policy):
-        return []
-    sources = diversify(cands, limit=limit, per_file=policy.per_file, relative_threshold=policy.relative_threshold)
-    for source in sources:
-        source.focus = focus_line(source.text, source.start, query)
-    return sources

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
 
 __all__ = [
     "STOPWORDS",
@@ -166,8 +165,3 @@ def light_stem(word: str) -> str:
                 stem += "y"
             return stem.rstrip("e") if len(stem) > 3 else stem
     return word.rstrip("e") if len(word) > 4 else word
-
-
-def stems(tokens: Iterable[str]) -> set[str]:
-    """The set of :func:`light_stem` of ``tokens``."""
-    return {light_stem(t) for t in tokens}
