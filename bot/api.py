@@ -13,7 +13,8 @@ and converts the answer back):
     GET  /metrics             Prometheus text exposition
     GET  /api/routes          {"routes": [...]}   ?path= (substring of the route) &method=
     GET  /api/admin/errors    {"errors": [...]}   bearer ADMIN_API_TOKEN; 404 when the token is unset
-    POST /api/ask             {"question", "with_ai"?} → text/event-stream of
+    POST /api/ask             (bearer when ADMIN_API_TOKEN is set, else loopback clients only)
+                              {"question", "with_ai"?} → text/event-stream of
                               ``activity``, ``token`` and ``done`` events (``error`` on failure);
                               bearer ADMIN_API_TOKEN required when it is set
 
@@ -67,6 +68,16 @@ def _ctx(request: web.Request):
 
 def _error(status: int, code: str, message: str, *, headers: dict | None = None) -> web.Response:
     return web.json_response({"error": code, "message": message}, status=status, headers=headers)
+
+
+def _from_loopback(request: web.Request) -> bool:
+    """Whether the client connected from this machine (127.0.0.0/8 or ::1)."""
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address((request.remote or "").split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
 
 
 def _bearer_ok(request: web.Request, token: str) -> bool:
@@ -163,6 +174,10 @@ async def ask(request: web.Request) -> web.StreamResponse:
     token = ctx.settings.admin_api_token
     if token and not _bearer_ok(request, token):
         return _unauthorized()
+    if not token and not _from_loopback(request):
+        # Without ADMIN_API_TOKEN the endpoint would hand repository code to anyone who can
+        # reach the port (which is public in HTTP mode): only local clients may use it then.
+        return _error(403, "forbidden", "POST /api/ask needs ADMIN_API_TOKEN when called from another host.")
     if request.content_length is not None and request.content_length > MAX_QUESTION_BODY_BYTES:
         return _error(413, "too_large", f"The body is larger than {MAX_QUESTION_BODY_BYTES} bytes.")
     try:

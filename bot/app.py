@@ -119,6 +119,16 @@ def _acknowledge(spec: CommandSpec):
     return ack_command
 
 
+def slack_unescape(text: str) -> str:
+    """Undo Slack's encoding of ``&``, ``<`` and ``>`` in message and command text.
+
+    Slack sends user-typed ``&``, ``<``, ``>`` as ``&amp;``, ``&lt;``, ``&gt;``
+    (api.slack.com, "Formatting text for app surfaces"); commands must see what
+    the user typed. ``&amp;`` is decoded last so ``&amp;lt;`` stays ``&lt;``.
+    """
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
 def _identity(ctx: BotContext, command: dict) -> Identity:
     user_id = command.get("user_id")
     return Identity(
@@ -137,7 +147,8 @@ def _command_listener(ctx: BotContext, spec: CommandSpec):
             await respond(text=text, response_type="in_channel")
 
         try:
-            result = await ctx.run_command(spec.id, command.get("text") or "", identity=identity, notify=notify)
+            result = await ctx.run_command(spec.id, slack_unescape(command.get("text") or ""), identity=identity,
+                                           notify=notify)
             await respond(**render_result(result, slash=spec.slash))
         except Exception as err:  # noqa: BLE001 - the user must hear about it
             await _report_crash(ctx, spec, err, respond)
@@ -147,7 +158,7 @@ def _command_listener(ctx: BotContext, spec: CommandSpec):
 
 def _ask_listener(ctx: BotContext, spec: CommandSpec, flow: AskFlow):
     async def run_ask(command: dict, respond, client: AsyncWebClient) -> None:
-        question = command.get("text") or ""
+        question = slack_unescape(command.get("text") or "")
         try:
             if not question.strip():  # the registry answers with the usage, only to the asker
                 result = await ctx.run_command(spec.id, question, identity=_identity(ctx, command))
@@ -171,7 +182,7 @@ def _mention_listener(ctx: BotContext, flow: AskFlow):
 
     async def answer_mention(event: dict, body: dict, client: AsyncWebClient, context) -> None:
         bot_user = context.get("bot_user_id")
-        text = event.get("text") or ""
+        text = slack_unescape(event.get("text") or "")
         if bot_user:
             text = text.replace(f"<@{bot_user}>", " ")
         question = " ".join(text.split())

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import time
 import uuid
@@ -77,6 +78,8 @@ DEFAULT_MAX_THREADS = 500
 DEFAULT_HISTORY_PAIRS = 3
 #: Outcomes kept in ``AskFlow.completed``.
 DEFAULT_OUTCOMES_KEPT = 100
+RESTART_NOTICE_TIMEOUT_S = 2.0
+"""How long a cancelled answer may take to tell its asker that the bot is restarting."""
 
 
 @dataclass(frozen=True)
@@ -192,9 +195,33 @@ class AskFlow:
         self.memory = ThreadMemory(max_threads=self.options.max_threads, max_pairs=self.options.history_pairs)
         #: The latest outcomes, newest last (for status checks and tests).
         self.completed: collections.deque[AskOutcome] = collections.deque(maxlen=DEFAULT_OUTCOMES_KEPT)
+        self._running: set[asyncio.Task] = set()
+
+    async def drain(self, *, timeout_s: float) -> int:
+        """Let running answers finish for up to ``timeout_s``, then cancel the rest.
+
+        A cancelled answer tells its asker that the bot is restarting (see :meth:`run`).
+        Returns the number of answers that had to be cancelled.
+        """
+        running = {t for t in self._running if not t.done()}
+        if not running:
+            return 0
+        _done, pending = await asyncio.wait(running, timeout=timeout_s)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=RESTART_NOTICE_TIMEOUT_S + 1)
+        return len(pending)
 
     async def run(self, client, request: AskRequest) -> AskOutcome:
         """Answer ``request`` in Slack (see the module docstring). Never raises except on cancellation."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+        return await self._run(client, request)
+
+    async def _run(self, client, request: AskRequest) -> AskOutcome:
         opts, ctx = self.options, self.ctx
         started = time.perf_counter()
         history = self.memory.history(request.thread_ts) if request.thread_ts else []
@@ -250,6 +277,12 @@ class AskFlow:
                 updates.cancel()
             if stream is not None:
                 stream.cancel()
+            if anchor:  # shutting down: never leave "Searching…" behind
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.shield(client.chat_update(
+                        channel=request.channel_id, ts=anchor, text=messages.ask_interrupted(),
+                        blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": messages.ask_interrupted()}}],
+                    )), RESTART_NOTICE_TIMEOUT_S)
             raise
         except Exception as err:  # noqa: BLE001 - the asker must hear about it
             ctx.runtime.errors.capture(err, command="ask", keep_message=False)

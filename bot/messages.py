@@ -187,3 +187,8 @@ def feedback_thanks(vote: str) -> str:
     if vote == "up":
         return "Thanks for the :+1: feedback, it has been recorded."
     return "Thanks for the :-1: feedback, it has been recorded; it helps us improve the answers."
+
+
+def ask_interrupted() -> str:
+    """Shown in place of the progress message when the bot stops mid-answer."""
+    return ":warning: Slackzilla restarted before it could finish this answer. Please ask again in a moment."

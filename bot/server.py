@@ -40,6 +40,8 @@ __all__ = ["RunningServer", "serve", "start"]
 log = logging.getLogger(__name__)
 
 SHUTDOWN_TIMEOUT_S = 5.0
+ASK_DRAIN_S = 8.0
+"""How long running answers may take to finish at shutdown (systemd allows 20 s, Docker 10 s)."""
 
 
 @dataclass
@@ -54,9 +56,15 @@ class RunningServer:
     startup_task: asyncio.Task | None = None
 
     async def stop(self) -> None:
-        """Stop the schedule, disconnect Socket Mode, stop the HTTP server and close the index."""
+        """Stop the schedule and any embedding run, let running answers finish (briefly), disconnect
+        Socket Mode, stop the HTTP server and close the index."""
         stop_scheduler(self.context.scheduler)
         self.context.scheduler = None
+        self.context.reindexer.request_stop()
+        if self.context.ask_flow is not None:
+            cancelled = await self.context.ask_flow.drain(timeout_s=ASK_DRAIN_S)
+            if cancelled:
+                log.warning("shutdown: %d answer(s) interrupted; their askers were told", cancelled)
         if self.startup_task is not None and not self.startup_task.done():
             self.startup_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

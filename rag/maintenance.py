@@ -250,6 +250,7 @@ class Reindexer:
                  embed: bool = True) -> None:
         self.engine = engine
         self.embed = embed
+        self._stop = threading.Event()
         self.git_timeout_s = git_timeout_s
         self.clock = clock
         index_path = Path(engine.index.path)
@@ -309,6 +310,10 @@ class Reindexer:
                 last_success_at=self._last_success_at, last_error=last_error,
                 runs=self._runs, busy_refusals=self._busy_refusals,
             )
+
+    def request_stop(self) -> None:
+        """Ask a running embedding pass to stop after its current batch (shutdown); stored vectors stay."""
+        self._stop.set()
 
     def require_ready(self) -> None:
         """Raise :class:`IndexBuildingError` (a ``UserError``) unless the index has a generation.
@@ -453,7 +458,7 @@ class Reindexer:
             record.generation, record.redactions = stats.generation, stats.redactions
             record.ok = True
             # The lexical index is committed and serving; vectors follow (a failure leaves BM25 working).
-            report = self.engine.embed_pending() if self.embed else None
+            report = self.engine.embed_pending(should_stop=self._stop.is_set) if self.embed else None
             if report is not None:
                 record.embeddings = {"model": report.model, "planned": report.planned,
                                      "embedded": report.embedded, "seconds": round(report.seconds, 2),

@@ -362,3 +362,35 @@ async def test_start_serves_http_on_host_and_port_then_stops(slack_fake, bot_rep
     async with aiohttp.ClientSession() as session:
         with pytest.raises(aiohttp.ClientConnectionError):
             await session.get(f"http://127.0.0.1:{server.port}/healthz")
+
+
+async def test_slack_encoded_characters_reach_commands_decoded(make_bot):
+    # Slack sends a typed "a & b <c>" as "a &amp; b &lt;c&gt;" (its text encoding).
+    bot = await make_bot()
+    response = await bot.slash("/sz-count", "a &amp; b &lt;c&gt;")
+    assert response.status == 200
+    [reply] = [c for c in await bot.fake.wait_for("response_url") if c.method == "response_url"]
+    assert "9" in texts(reply) and "19" not in texts(reply)  # 9 characters typed, 19 as encoded
+
+
+def test_slack_unescape_decodes_once():
+    from bot.app import slack_unescape
+
+    assert slack_unescape("a &amp; b &lt;c&gt;") == "a & b <c>"
+    assert slack_unescape("&amp;lt;") == "&lt;"  # a typed "&lt;" stays literal
+
+
+def test_api_ask_without_a_token_is_for_local_clients_only():
+    from unittest.mock import Mock
+
+    from aiohttp.test_utils import make_mocked_request
+
+    from bot.api import _from_loopback
+
+    def request_from(host: str):
+        transport = Mock()
+        transport.get_extra_info.side_effect = lambda name, default=None: (host, 5555) if name == "peername" else default
+        return make_mocked_request("POST", "/api/ask", transport=transport)
+
+    assert _from_loopback(request_from("127.0.0.1")) and _from_loopback(request_from("::1"))
+    assert not _from_loopback(request_from("10.1.2.3")) and not _from_loopback(request_from("203.0.113.9"))

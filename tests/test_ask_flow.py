@@ -458,3 +458,16 @@ def test_duplicate_filter_forgets_after_its_window():
     assert duplicates.check(("q", "U1", "hello")) == 4
     now[0] = 11
     assert duplicates.check(("q", "U1", "hello")) is None
+
+
+async def test_shutdown_tells_the_asker_instead_of_leaving_searching_behind(ask_bot):
+    async with FakeOpenAIServer() as model:
+        model.script(hang_reply(30))
+        bot = await ask_bot(**model_env(model, AI_TIMEOUT_S="20"))
+        await bot.slash("/sz-ask", QUESTION)
+        await bot.fake.wait_for("chat.postMessage")
+        await asyncio.sleep(0.3)  # the answer is now waiting on the model
+        cancelled = await bot.context.ask_flow.drain(timeout_s=0.2)
+    assert cancelled == 1
+    last = bot.fake.of("chat.update")[-1]
+    assert "restarted before it could finish" in last.body["text"]

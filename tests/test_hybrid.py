@@ -475,3 +475,13 @@ def test_hybrid_does_not_pad_a_clean_answer_with_unrelated_files(repo, open_engi
     assert paths(open_engine(repo).retrieve(LEXICAL)) == ["src/cache.js"]
     # Every other file has cosine < 0.1 to the question (checked in the premise test) and no BM25 match.
     assert paths(engine.retrieve(LEXICAL)) == ["src/cache.js"]
+
+
+def test_a_stop_request_ends_the_embedding_pass_and_keeps_the_lexical_update(repo, open_engine, server):
+    engine = open_engine(repo, embeddings=provider(server))
+    reindexer = Reindexer(engine)
+    reindexer.request_stop()  # as the bot does at shutdown
+    record = reindexer.run(trigger="cli")
+    assert record.ok and record.files == len(REPO_FILES)
+    assert record.embeddings["planned"] == len(REPO_FILES) and record.embeddings["embedded"] == 0
+    assert server.texts() == []
