@@ -124,11 +124,14 @@ def limit_prompt_message() -> dict:
 
 
 def _source_lines(sources: Sequence[Source], shown: int) -> list[str]:
+    """Numbered citations, each followed by its snippet as a fenced code block (Markdown, so
+    Slack and terminals show code as code; backticks inside a snippet cannot close the fence)."""
     lines: list[str] = []
     for number, source in enumerate(sources[:shown], 1):
         heading = f" — {source.heading}" if source.heading else ""
         lines.append(f"{number}. {source_label(source)}{heading}")
-        lines += [f"    {line}" for line in snippet(source).splitlines()]
+        body = snippet(source).replace("```", "`\u200b``")
+        lines += ["```", *body.splitlines(), "```"]
     return lines
 
 
