@@ -6,6 +6,7 @@ this module only formats it. Nested dicts are flattened one level into
 """
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 from commands.registry import CommandError, CommandRequest, CommandResult, CommandSpec
@@ -26,14 +27,42 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+def _duration(seconds: float) -> str:
+    """``3725`` → ``1h 2m``; ``42.5`` → ``42s``."""
+    seconds = int(round(seconds))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{days}d"] * bool(days) + [f"{hours}h"] * bool(hours) + [f"{minutes}m"] * bool(minutes)
+    return " ".join(parts[:2]) if parts else f"{secs}s"
+
+
+def format_field(key: str, value: Any) -> str:
+    """Like :func:`format_value`, reading the key's unit: ``*_at`` epoch seconds → ISO 8601 UTC,
+    ``*_s`` seconds → ``1h 2m``; lists of records → their count."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if key.endswith("_at"):
+            return datetime.fromtimestamp(value, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        if key.endswith("_s"):
+            return _duration(value)
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], dict):
+        return f"{len(value)} record{'s' if len(value) != 1 else ''}"
+    return format_value(value)
+
+
+def _label(key: str) -> str:
+    return key.removesuffix("_s").removesuffix("_at").replace("_", " ") or key
+
+
 def status_fields(status: dict) -> list[tuple[str, str]]:
-    """Flatten ``status`` into ``(label, value)`` pairs, keeping key order."""
+    """Flatten ``status`` into human-readable ``(label, value)`` pairs, keeping key order."""
     fields: list[tuple[str, str]] = []
     for key, value in status.items():
         if isinstance(value, dict):
-            fields.extend((f"{key}.{sub}", format_value(item)) for sub, item in value.items())
+            fields.extend((f"{_label(str(key))}: {_label(str(sub))}", format_field(str(sub), item))
+                          for sub, item in value.items())
         else:
-            fields.append((str(key), format_value(value)))
+            fields.append((_label(str(key)), format_field(str(key), value)))
     return fields
 
 

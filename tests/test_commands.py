@@ -136,12 +136,21 @@ async def test_status_fields(registry):
     result = await run(registry, "status", services=SERVICES)
     assert result.fields == [
         ("version", "0.1.0"),
-        ("uptime_s", "12.5"),
-        ("index.generation", "3"),
-        ("index.age_s", "n/a"),
+        ("uptime", "12s"),
+        ("index: generation", "3"),
+        ("index: age", "n/a"),
         ("scheduler", "yes"),
     ]
     assert result.data["index"]["generation"] == 3
+
+
+def test_status_values_read_their_units():
+    from commands.status import format_field
+
+    assert format_field("uptime_s", 3725.2) == "1h 2m"
+    assert format_field("started_at", 0) == "1970-01-01 00:00:00 UTC"
+    assert format_field("history", [{"id": 1}, {"id": 2}]) == "2 records"
+    assert format_field("generation", 3) == "3"
 
 
 async def test_status_without_a_source(registry):
