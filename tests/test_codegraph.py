@@ -4,24 +4,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from repo_helpers import code_repo_graph
 
 from rag.codegraph import CodeGraph, RouteHit, question_tokens
-from rag.parse import PARSEABLE_EXTENSIONS, JsParser, parse_source, resolve_imports
+from rag.parse import JsParser, parse_source, resolve_imports
 
 REPO = Path(__file__).parent / "fixtures" / "code-repo"
 
 
 @pytest.fixture(scope="module")
 def graph() -> CodeGraph:
-    paths = sorted(p.relative_to(REPO).as_posix() for p in REPO.rglob("*") if p.is_file())
-    parser = JsParser()
-    structures = {
-        path: parser.parse(path, (REPO / path).read_text(encoding="utf-8"))
-        for path in paths
-        if path.rsplit(".", 1)[-1] in PARSEABLE_EXTENSIONS
-    }
-    resolve_imports(structures, known_paths=paths)
-    return CodeGraph(structures)
+    return code_repo_graph(REPO)
 
 
 def _graph_of(files: dict[str, str]) -> CodeGraph:

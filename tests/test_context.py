@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+from repo_helpers import code_repo_graph
 
 from rag.codegraph import CodeGraph
 from rag.context import (
@@ -20,7 +21,6 @@ from rag.context import (
     pack_context,
 )
 from rag.errors import UserError
-from rag.parse import PARSEABLE_EXTENSIONS, JsParser, resolve_imports
 from rag.tokens import estimate_tokens
 from rag.types import Source
 
@@ -42,15 +42,7 @@ def source(path: str, start: int, end: int, score: float) -> Source:
 
 @pytest.fixture(scope="module")
 def graph() -> CodeGraph:
-    paths = sorted(p.relative_to(REPO).as_posix() for p in REPO.rglob("*") if p.is_file())
-    parser = JsParser()
-    structures = {
-        path: parser.parse(path, (REPO / path).read_text(encoding="utf-8"))
-        for path in paths
-        if path.rsplit(".", 1)[-1] in PARSEABLE_EXTENSIONS
-    }
-    resolve_imports(structures, known_paths=paths)
-    return CodeGraph(structures)
+    return code_repo_graph(REPO)
 
 
 @pytest.fixture

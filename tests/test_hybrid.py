@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from embeddings_server import BagOfWords, EmbeddingsServer
+from repo_helpers import write_repo
 from rag.embeddings import OpenAIEmbeddings
 from rag.engine import Engine
 from rag.errors import ProviderError
@@ -93,12 +94,7 @@ REPO_FILES = {
 BIG_JS = "".join(f"function step{i}() {{ return {i}; }}\n" for i in range(1, 131))
 
 
-def write_repo(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
+
 
 
 @pytest.fixture()

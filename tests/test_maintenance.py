@@ -18,6 +18,7 @@ from pathlib import Path
 
 import filelock
 import pytest
+from repo_helpers import result_paths, write_repo
 
 from rag.engine import Engine
 from rag.errors import RagError, UserError
@@ -37,16 +38,10 @@ GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@ex
            "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 
 
-def write(repo: Path, files: dict[str, str]) -> Path:
-    for relative, text in files.items():
-        path = repo / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return repo
+write = write_repo
 
 
-def paths(sources) -> list[str]:
-    return sorted({s.path for s in sources})
+paths = result_paths
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 
 import filelock
 import pytest
+from repo_helpers import result_paths, write_repo
 from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.scheduler import (
@@ -25,16 +25,10 @@ INTERVAL_S = 0.5
 SLACK_S = 1.5
 
 
-def write(repo: Path, files: dict[str, str]) -> Path:
-    for relative, text in files.items():
-        path = repo / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return repo
+write = write_repo
 
 
-def paths(sources) -> list[str]:
-    return sorted({s.path for s in sources})
+paths = result_paths
 
 
 @pytest.fixture
