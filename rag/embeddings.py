@@ -43,11 +43,11 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
-from urllib.parse import urlsplit
 
 import numpy as np
 
 from rag.errors import ProviderError
+from rag.providers import one_line, provider_base_url
 
 __all__ = [
     "EmbeddingProvider", "OpenAIEmbeddings", "LocalEmbeddings", "provider_from_env",
@@ -107,23 +107,9 @@ def normalise_rows(matrix: np.ndarray) -> np.ndarray:
     return out
 
 
-def _one_line(text: object, limit: int = 160) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
 
 # --------------------------------------------------------------------------- OpenAI-compatible
 
-
-def _normalise_base_url(url: str) -> str:
-    """``https://host/v1/embeddings/`` → ``https://host/v1``; raise on anything but http(s)."""
-    url = url.strip().rstrip("/")
-    if url.endswith("/embeddings"):
-        url = url[: -len("/embeddings")]
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ProviderError("EMBEDDINGS_URL must be an http:// or https:// URL, e.g. https://api.openai.com/v1")
-    return url
 
 
 class OpenAIEmbeddings:
@@ -165,7 +151,8 @@ class OpenAIEmbeddings:
             raise ValueError("batch_size must be at least 1")
         if encoding_format not in ("float", "base64"):
             raise ValueError("encoding_format must be 'float' or 'base64'")
-        self.base_url = _normalise_base_url(base_url)
+        self.base_url = provider_base_url(base_url, suffix="embeddings", variable="EMBEDDINGS_URL",
+                                          example="https://api.openai.com/v1")
         self.model = model
         self.name = f"openai:{model}"
         self.dim: int | None = None
@@ -242,12 +229,12 @@ class OpenAIEmbeddings:
             except openai.APITimeoutError:
                 last_reason = f"request timed out after {min(self.request_timeout_s, remaining):.1f} s"
             except openai.APIConnectionError as exc:
-                last_reason = f"cannot connect to {self.base_url} ({_one_line(exc.__cause__ or exc, 100)})"
+                last_reason = f"cannot connect to {self.base_url} ({one_line(exc.__cause__ or exc, 100)})"
             except openai.OpenAIError as exc:
-                raise ProviderError(f"embeddings provider failed: {_one_line(exc)}") from exc
+                raise ProviderError(f"embeddings provider failed: {one_line(exc)}") from exc
             except ValueError as exc:  # the SDK lets a non-JSON 200 body raise json.JSONDecodeError
                 raise ProviderError(
-                    f"embeddings provider returned a malformed response ({_one_line(exc, 100)})") from exc
+                    f"embeddings provider returned a malformed response ({one_line(exc, 100)})") from exc
             else:
                 vectors = self._parse(response, expected=len(batch))
                 log.debug("embeddings batch ok: model=%s n=%d attempt=%d ms=%.0f",
@@ -272,7 +259,7 @@ class OpenAIEmbeddings:
         except ProviderError:
             raise
         except (AttributeError, TypeError, ValueError) as exc:
-            raise ProviderError(f"embeddings provider returned a malformed response ({_one_line(exc, 100)})") from exc
+            raise ProviderError(f"embeddings provider returned a malformed response ({one_line(exc, 100)})") from exc
         if matrix.ndim != 2 or matrix.shape[1] == 0:
             raise ProviderError("embeddings provider returned vectors of inconsistent length")
         if not np.isfinite(matrix).all():
@@ -301,7 +288,7 @@ def _status_reason(exc: Any) -> str:
         detail = err.get("message", "") if isinstance(err, dict) else str(err)
     elif isinstance(body, str):
         detail = body
-    return f"HTTP {exc.status_code}" + (f": {_one_line(detail, 120)}" if detail else "")
+    return f"HTTP {exc.status_code}" + (f": {one_line(detail, 120)}" if detail else "")
 
 
 def _retry_after_s(exc: Any) -> float | None:
@@ -419,7 +406,7 @@ class LocalEmbeddings:
             except Exception as exc:  # any loader failure is a provider failure, reported in one line
                 raise ProviderError(
                     f"could not load the local embeddings model from {self.path}: "
-                    f"{type(exc).__name__}: {_one_line(exc, 120)}") from exc
+                    f"{type(exc).__name__}: {one_line(exc, 120)}") from exc
             get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
             self.dim = int(get_dim())
             self._model = model
@@ -442,7 +429,7 @@ class LocalEmbeddings:
                 list(texts), batch_size=self.batch_size, show_progress_bar=False,
                 convert_to_numpy=True, normalize_embeddings=True)
         except Exception as exc:  # torch/tokenizer errors → one-line provider failure
-            raise ProviderError(f"local embeddings failed: {type(exc).__name__}: {_one_line(exc, 120)}") from exc
+            raise ProviderError(f"local embeddings failed: {type(exc).__name__}: {one_line(exc, 120)}") from exc
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
 

@@ -50,9 +50,9 @@ import urllib.error
 import urllib.request
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
-from urllib.parse import urlsplit
 
 from rag.errors import ProviderError
+from rag.providers import one_line, provider_base_url
 from rag.retrieve import Candidate
 
 __all__ = [
@@ -98,21 +98,6 @@ def rerank_text(path: str, text: str, *, max_chars: int = DEFAULT_RERANK_TEXT_CH
     return f"{path}\n{text[:max_chars]}"
 
 
-def _one_line(text: object, limit: int = 120) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def _normalise_base_url(url: str) -> str:
-    """``https://host/v1/rerank/`` → ``https://host/v1``; raise on anything but http(s)."""
-    url = url.strip().rstrip("/")
-    if url.endswith("/rerank"):
-        url = url[: -len("/rerank")]
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ProviderError("RERANK_URL must be an http:// or https:// URL, e.g. https://api.cohere.com/v2")
-    return url
-
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """Refuse redirects: urllib would resend the Authorization header to the new location."""
@@ -147,7 +132,8 @@ class HttpReranker:
     def __init__(self, *, base_url: str, api_key: str | None = None, model: str | None = None,
                  request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float = DEFAULT_DEADLINE_S,
                  max_retries: int = DEFAULT_MAX_RETRIES) -> None:
-        self.base_url = _normalise_base_url(base_url)
+        self.base_url = provider_base_url(base_url, suffix="rerank", variable="RERANK_URL",
+                                          example="https://api.cohere.com/v2")
         self.url = self.base_url + "/rerank"
         self.model = model or None
         self.name = f"rerank:{self.model or 'default'}"
@@ -205,7 +191,7 @@ class HttpReranker:
                 if isinstance(exc, TimeoutError) or isinstance(reason, TimeoutError):
                     last_reason = f"request timed out after {timeout:.1f} s"
                 else:
-                    last_reason = f"cannot connect to {self.base_url} ({_one_line(_scrub(str(reason), secrets), 100)})"
+                    last_reason = f"cannot connect to {self.base_url} ({one_line(_scrub(str(reason), secrets), 100)})"
             else:
                 scores = _parse(raw, expected=len(documents))
                 log.debug("rerank ok: model=%s n=%d attempt=%d ms=%.0f",
@@ -253,7 +239,7 @@ def _status_reason(exc: urllib.error.HTTPError, secrets: Sequence[str]) -> str:
         detail = _error_detail(exc.read(8192))
     except OSError:
         detail = ""
-    detail = _one_line(_scrub(detail, secrets))
+    detail = one_line(_scrub(detail, secrets), 120)
     return f"HTTP {exc.code}" + (f": {detail}" if detail else "")
 
 
