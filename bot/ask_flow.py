@@ -322,7 +322,7 @@ class AskFlow:
             notice = messages.failure(escape(answer.error, keep_user_mentions=False)) if answer.error else None
             tokens = answer.usage.total_tokens or None
             message = render_answer_message(
-                answer.answer, sources=answer.sources, question=request.question, user_id=request.user_id,
+                answer.answer, sources=answer.shown_sources, question=request.question, user_id=request.user_id,
                 web_url=ctx.settings.repo_web_url, commit=ctx.commit, model=answer.model, tokens=tokens,
                 seconds=seconds, notice=notice, notes=answer.notes, answer_id=outcome.answer_id)
             footer = messages.answer_footer(model=answer.model, tokens=tokens, seconds=seconds)

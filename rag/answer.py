@@ -11,6 +11,12 @@ The pipeline (the seed's, stage names as in the activities):
                and, when the model fails or says nothing usable,
                  fallback the local answer plus a one-line reason
 
+A model answer's ``path:start-end`` citations are then checked against the
+locations the model was shown (:mod:`rag.citations`): the sources presented
+with the answer (:attr:`AnswerResult.shown_sources`) are the ones it cites,
+none when it declines ("This is not documented in the repository."), and a
+citation of a location it was never shown is reported in the notes.
+
 Every step becomes an :class:`rag.activities.Activity`, forwarded to
 ``on_activity`` as it happens; answer text is forwarded to ``on_token`` as it
 streams. One JSON line per request goes to the ``slackzilla.ask`` logger:
@@ -36,7 +42,9 @@ from typing import Any, Protocol
 
 from rag.activities import Activity, ActivityRecorder
 from rag.answer_loop import LoopState, run_model_loop
-from rag.answer_text import build_messages, format_answer_for_terminal, local_answer, snippet, validate_history
+from rag.answer_text import (NOT_DOCUMENTED, build_messages, format_answer_for_terminal, local_answer, snippet,
+                             validate_history)
+from rag.citations import CitationCheck, check_citations, extract_citations
 from rag.context import DEFAULT_BUDGET_TOKENS
 from rag.engine import MAX_QUESTION_CHARS
 from rag.errors import EmptyQuestionError, ProviderError, UserError
@@ -102,6 +110,7 @@ class AnswerResult:
         error: one-line reason when a stage failed; ``failure_stage`` names it.
         notes: remarks for the user (question cut, stream ended early …).
         timings_ms: ``retrieval``, ``context``, ``ai``, ``total``.
+        grounding: the citation check of a model answer (``None`` on the other paths).
     """
 
     question: str
@@ -121,6 +130,23 @@ class AnswerResult:
     failure_stage: str | None = None
     notes: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    grounding: CitationCheck | None = None
+
+    @property
+    def shown_sources(self) -> list[Source]:
+        """The sources to present with the answer.
+
+        A model answer that cites retrieved sources shows those, in citation order; one
+        that declines shows none (what was retrieved does not answer the question); any
+        other answer (no model, a fallback, an answer from live tools alone) shows every
+        retrieved source.
+        """
+        if self.mode == "ai" and self.grounding is not None:
+            if self.grounding.declined:
+                return []
+            if self.grounding.cited:
+                return list(self.grounding.cited)
+        return list(self.sources)
 
     def to_json(self) -> dict:
         """The ``--json`` / ``/api/ask`` shape (JSON-safe).
@@ -146,6 +172,8 @@ class AnswerResult:
             "failure_stage": self.failure_stage,
             "notes": self.notes,
             "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
+            "grounding": self.grounding.to_json() if self.grounding is not None else None,
+            "shown_sources": [{"path": s.path, "start": s.start, "end": s.end} for s in self.shown_sources],
         }
 
 
@@ -281,10 +309,28 @@ async def answer_question(
         await recorder.add("ai", "skipped", "No model configured (AI_API_KEY is not set)")
         result.answer = local_answer(result.sources, reason=NO_KEY_REASON, command=command, command_id=_id(result))
     else:
+        evidence = [(item.path, item.start, item.end) for item in packed.items]
+        # Earlier turns' answers were checked when given; citing them again is grounded.
+        evidence += [(c.path, c.start, c.end) for turn in history or () if isinstance(turn.get("content"), str)
+                     for c in extract_citations(turn["content"])]
         await _model_answer(result, recorder, config, packed.text, command, tools, identity, on_token, history)
+        if result.mode == "ai":
+            _check_grounding(result, evidence)
     result.timings_ms["total"] = _ms(started)
     _log_request(result, top_k=top_k, kind=kind)
     return result
+
+
+def _check_grounding(result: AnswerResult, evidence: list[tuple[str | None, int | None, int | None]]) -> None:
+    """Check the model answer's citations (:func:`rag.citations.check_citations`); note unsupported ones."""
+    check = check_citations(result.answer, sources=result.sources,
+                            evidence=[(p, a, b) for p, a, b in evidence if p and a is not None and b is not None],
+                            declined_phrase=NOT_DOCUMENTED)
+    result.grounding = check
+    if check.unsupported:
+        labels = ", ".join(c.label() for c in check.unsupported[:3])
+        more = f" and {len(check.unsupported) - 3} more" if len(check.unsupported) > 3 else ""
+        result.notes.append(f"Not among the excerpts the model was given, so not linked: {labels}{more}.")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -356,5 +402,6 @@ def _log_request(result: AnswerResult, *, top_k: int, kind: str | None) -> None:
         "ai_ms": round(result.timings_ms.get("ai", 0.0), 1),
         "total_ms": round(result.timings_ms.get("total", 0.0), 1),
         "failure_stage": result.failure_stage,
+        "citations": result.grounding.to_json() if result.grounding is not None else None,
     }
     ask_log.info(json.dumps(record))

@@ -178,9 +178,12 @@ def format_answer_for_terminal(result: AnswerResult, *, streamed: bool = False) 
         lines.append("")
     else:
         lines += [result.answer.rstrip(), ""]
-    if result.mode == "ai" and result.sources:
+    shown = result.shown_sources if result.mode == "ai" else []
+    if shown:
         lines.append("Sources:")
-        lines += [f"  {source_label(s)}" + (f" — {s.heading}" if s.heading else "") for s in result.sources]
+        lines += [f"  {source_label(s)}" + (f" — {s.heading}" if s.heading else "") for s in shown]
+    for note in result.notes:
+        lines.append(f"Note: {note}")
     if result.images:
         lines.append("Images: " + ", ".join(i.path for i in result.images))
     if result.error:

@@ -94,6 +94,10 @@ class IndexStats:
         return data
 
 
+_MANIFESTS = ("package.json", "pyproject.toml", "Cargo.toml", "go.mod")
+"""Root files that name the package (see :func:`rag.retrieve.repository_names`)."""
+
+
 class _GenerationCache:
     """Values derived from one index generation (dropped when it changes)."""
 
@@ -376,6 +380,7 @@ class Engine:
                 total_chunks=cache.total_chunks, known_paths=cache.paths,
                 symbol_files=structure,
                 extra_ids=[h.chunk_id for h in hits] or None,
+                meta_terms=self._repository_names(cache),
             )
         # Lexical evidence decides abstention (cosines of answerable and unanswerable questions
         # overlap), but a question worded unlike the code ("refuse a body that is too large" for
@@ -394,6 +399,20 @@ class Engine:
         for source in sources:
             source.focus = _retrieve.focus_line(source.text, source.start, query)
         return sources
+
+    def _repository_names(self, cache: _GenerationCache) -> frozenset[str]:
+        """The package's own name words (:func:`rag.retrieve.repository_names`), read once per generation."""
+        names = cache.extra.get("repository_names")
+        if names is None:
+            manifests = {}
+            for name in _MANIFESTS:
+                try:
+                    manifests[name] = (self.repo_root / name).read_text(encoding="utf-8")[:200_000]
+                except (OSError, UnicodeDecodeError):
+                    continue
+            names = _retrieve.repository_names(manifests)
+            cache.extra["repository_names"] = names
+        return names  # type: ignore[return-value]
 
     def _symbol_files(self, conn, cache: _GenerationCache, query) -> dict[str, float] | None:
         """Path → bonus in (0, 1] for files that define (1.0) or read (0.6) a name the question writes.

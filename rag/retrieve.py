@@ -20,9 +20,11 @@ Pipeline for one question (all inside one read transaction, so one generation):
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 import sqlite3
+import tomllib
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -31,7 +33,7 @@ from .text import index_text, light_stem, synonyms_of
 from .types import Source
 
 __all__ = ["RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "rank_chunks",
-           "fuse_streams", "diversify", "focus_line"]
+           "fuse_streams", "diversify", "focus_line", "repository_names", "META_TERMS"]
 
 _DOC_TYPES = frozenset({"md", "markdown", "mdx", "rst", "txt"})
 # Words that name the repository's own parts rather than a topic ("which module
@@ -41,6 +43,51 @@ META_TERMS = frozenset(
     "implement implemented implementation lib library logic method methods module modules package project "
     "repo repository source src class classes keep kept place part".split()
 )
+
+
+def repository_names(manifests: dict[str, str]) -> frozenset[str]:
+    """Words of the repository's own package name, read from its manifests.
+
+    A question about Koa says "where does Koa parse bodies?"; "koa" then matches
+    every chunk that names the package and would count as a topical word, as
+    "framework" would (see :data:`META_TERMS`). The names come from
+    ``package.json`` ``name`` (the part after an npm scope), ``pyproject.toml``
+    ``[project] name``, ``Cargo.toml`` ``[package] name`` and the last segment of
+    ``go.mod``'s ``module``; each is split like indexed text (``my-lib`` → my, lib).
+    The checkout directory's name is not used (``main``, ``src``, ``app`` are common).
+
+    Args:
+        manifests: file name → text, for the manifests present at the repository root.
+
+    Returns:
+        Lower-case words (empty when there is no readable manifest). Never raises.
+    """
+    names: list[str] = []
+    text = manifests.get("package.json")
+    if text:
+        try:
+            value = json.loads(text).get("name")
+        except (ValueError, AttributeError):
+            value = None
+        if isinstance(value, str):
+            names.append(value.rsplit("/", 1)[-1])
+    for file, table in (("pyproject.toml", "project"), ("Cargo.toml", "package")):
+        text = manifests.get(file)
+        if text:
+            try:
+                value = tomllib.loads(text).get(table, {}).get("name")
+            except (tomllib.TOMLDecodeError, AttributeError):
+                value = None
+            if isinstance(value, str):
+                names.append(value)
+    text = manifests.get("go.mod")
+    if text:
+        match = re.search(r"^module\s+(\S+)", text, re.M)
+        if match:
+            names.append(match.group(1).rstrip("/").rsplit("/", 1)[-1])
+    return frozenset(w for name in names for w in index_text(name).lower().split() if len(w) >= 2)
+
+
 _LOW_VALUE_DIRS = re.compile(r"(^|/)(tests?|__tests__|spec|specs|benchmarks?|bench|fixtures?|examples?|e2e)(/|$)", re.I)
 
 
@@ -180,6 +227,7 @@ def rank_chunks(
     symbol_files: dict[str, float] | None = None,
     known_paths: list[str] | None = None,
     extra_ids: list[int] | None = None,
+    meta_terms: frozenset[str] = frozenset(),
 ) -> tuple[list[Candidate], Evidence]:
     """Score candidate chunks for ``query``.
 
@@ -195,6 +243,8 @@ def rank_chunks(
             are pulled into the candidates even when BM25 missed them.
         known_paths: every indexed path (for explicit path mentions).
         extra_ids: chunk ids found by another stream (vectors), scored here too.
+        meta_terms: more words that name the repository itself (its package name, from
+            :func:`repository_names`); like :data:`META_TERMS` they never count as topical.
 
     Returns:
         ``(candidates sorted by score desc, Evidence)``; empty when nothing matches.
@@ -233,7 +283,9 @@ def rank_chunks(
         return [], NO_EVIDENCE
     dfs = _document_frequencies(conn, query.terms, idf_cache if idf_cache is not None else {})
     idf = {t: _bm25_idf(df, max(total_chunks, 1)) for t, df in dfs.items()}
-    topical = [t for t in query.terms if t not in META_TERMS] or list(query.terms)
+    # Topical: not a word naming the repository, and not a corpus stopword (in more than
+    # half the chunks, where the Robertson–Spärck Jones IDF log((N-df+.5)/(df+.5)) ≤ 0).
+    topical = [t for t in query.terms if t not in META_TERMS and t not in meta_terms] or list(query.terms)
     idf_total = sum(idf[t] for t in topical) or 1.0
     path_idf = _path_idf(query.terms, known_paths or [], idf_cache if idf_cache is not None else {})
     path_total = sum(path_idf[t] for t in topical) or 1.0

@@ -151,6 +151,61 @@ async def test_plain_answer(engine, server, caplog):
     assert format_answer_for_terminal(result).startswith(answer + "\n\nSources:\n  ")
 
 
+# -- citations --------------------------------------------------------------------------------
+
+async def test_the_sources_shown_are_the_ones_the_answer_cites(engine, server, caplog):
+    answer = "It compares an HMAC of the body in constant time (src/webhook.js:4-7)."
+    server.script(text_reply(answer))
+    caplog.set_level(logging.INFO, logger="slackzilla.ask")
+    result = await answer_question(QUESTION, engine=engine, model=model_for(server))
+    assert len({s.path for s in result.sources}) > 1  # retrieval found more than the answer used
+    assert [s.path for s in result.shown_sources] == ["src/webhook.js"]
+    assert result.grounding.to_json() == {"citations": 1, "supported": 1, "unsupported": [], "declined": False}
+    assert result.notes == []
+    data = result.to_json()
+    assert [s["path"] for s in data["shown_sources"]] == ["src/webhook.js"] and len(data["sources"]) > 1
+    printed = format_answer_for_terminal(result)
+    assert "Sources:\n  src/webhook.js:" in printed and "README.md" not in printed.split("Sources:")[1]
+    record = json.loads([r for r in caplog.records if r.name == "slackzilla.ask"][-1].getMessage())
+    assert record["citations"] == {"citations": 1, "supported": 1, "unsupported": [], "declined": False}
+
+
+async def test_a_declining_answer_shows_no_sources(engine, server):
+    server.script(text_reply(NOT_DOCUMENTED))
+    result = await answer_question("Where are log files gzipped after rotation?", engine=engine,
+                                   model=model_for(server))
+    assert result.mode == "ai" and result.answer == NOT_DOCUMENTED
+    assert result.grounding.declined and result.shown_sources == []
+    assert result.to_json()["shown_sources"] == []
+    assert "Sources:" not in format_answer_for_terminal(result)
+
+
+async def test_a_citation_of_a_location_never_shown_is_noted_and_not_linked(engine, server):
+    answer = "It verifies signatures in src/webhook.js:4-7 and retries in src/retry.js:10-30."
+    server.script(text_reply(answer))
+    result = await answer_question(QUESTION, engine=engine, model=model_for(server))
+    assert [c.label() for c in result.grounding.unsupported] == ["src/retry.js:10-30"]
+    assert result.notes == ["Not among the excerpts the model was given, so not linked: src/retry.js:10-30."]
+    assert [s.path for s in result.shown_sources] == ["src/webhook.js"]
+    assert "Note: Not among the excerpts" in format_answer_for_terminal(result)
+
+
+async def test_citations_repeated_from_earlier_turns_count_as_grounded(engine, server):
+    history = [{"role": "user", "content": "Where is the retry policy?"},
+               {"role": "assistant", "content": "In src/retry.js:10-30 (excerpt shown then)."}]
+    server.script(text_reply("As said before, src/retry.js:10-30 retries; signatures: src/webhook.js:4-7."))
+    result = await answer_question(QUESTION, engine=engine, model=model_for(server), history=history)
+    assert result.grounding.unsupported == [] and result.notes == []
+    assert [s.path for s in result.shown_sources] == ["src/webhook.js"]
+
+
+async def test_an_answer_without_citations_keeps_every_retrieved_source(engine, server):
+    server.script(text_reply("The bot is up: version 0.1.0."))
+    result = await answer_question(QUESTION, engine=engine, model=model_for(server))
+    assert result.grounding.citations == [] and not result.grounding.declined
+    assert result.shown_sources == result.sources and result.sources
+
+
 # -- tools ------------------------------------------------------------------------------------
 
 async def test_two_tool_calls_split_over_many_chunks_run_sequentially(engine, server):

@@ -286,6 +286,25 @@ async def test_the_seventh_ask_in_a_minute_is_told_when_to_retry(ask_bot):
 
 # -- failures are visible, with what still worked -------------------------------------------------
 
+async def test_the_final_answer_links_only_what_it_cites_and_nothing_when_it_declines(ask_bot):
+    async with FakeOpenAIServer() as model:
+        model.script(text_reply("Signatures: an HMAC compared in constant time (src/webhook.js:4-7)."),
+                     text_reply("This is not documented in the repository."))
+        bot = await ask_bot(**model_env(model))
+        await bot.slash("/sz-ask", QUESTION)
+        await finished(bot)
+        await bot.slash("/sz-ask", "where does the deploy webhook gzip old logs?")
+        await finished(bot, 2)
+    cited, declined = bot.fake.answers()
+
+    def sources_line(call) -> str:
+        return next(b["elements"][0]["text"] for b in call.body["blocks"] if b["type"] == "context"
+                    and ("*Sources:*" in b["elements"][0]["text"] or "No matching files" in b["elements"][0]["text"]))
+    assert "src/webhook.js:L" in sources_line(cited)
+    assert "README.md" not in sources_line(cited) and "server.js" not in sources_line(cited)
+    assert sources_line(declined) == "_No matching files in the repository._"
+
+
 async def test_model_down_shows_the_reason_and_the_sources(ask_bot):
     async with FakeOpenAIServer() as model:
         model.script(error_reply(500, "upstream exploded"), error_reply(500, "upstream exploded"))

@@ -278,3 +278,48 @@ def test_results_are_diversified_and_limited(tmp_path):
         assert order == sorted(order, key=order.index)
     finally:
         eng.close()
+
+
+# -- the repository's own name -------------------------------------------------------------------
+
+def test_repository_names_come_from_the_manifests():
+    from rag.retrieve import repository_names
+    assert repository_names({"package.json": '{"name": "@acme/quokka-server"}'}) == {"quokka", "server"}
+    assert repository_names({"pyproject.toml": '[project]\nname = "slackzilla"\n',
+                             "Cargo.toml": '[package]\nname = "ripgrep"\n',
+                             "go.mod": "module github.com/acme/gizmo\n\ngo 1.22\n"}) == {"slackzilla", "ripgrep", "gizmo"}
+    assert repository_names({"package.json": "{not json", "pyproject.toml": "= broken", "go.mod": "go 1.22"}) == set()
+    assert repository_names({"package.json": '["a list"]', "Cargo.toml": "[package]\nname = 3\n"}) == set()
+    assert repository_names({}) == set()
+
+
+QUOKKA = {
+    "package.json": '{"name": "@acme/quokka", "version": "1.0.0", "main": "lib/quokka.js"}\n',
+    "README.md": "# Quokka\n\nQuokka is a small web framework. A Quokka app sends requests to handlers.\n"
+                 "Install Quokka with npm and create a Quokka app.\n",
+    "lib/quokka.js": "// Quokka: the application. It dispatches incoming requests to handlers in order.\n"
+                     "class Quokka {\n  constructor() { this.handlers = []; }\n"
+                     "  use(fn) { this.handlers.push(fn); return this; }\n"
+                     "  handle(req, res) { for (const fn of this.handlers) fn(req, res); }\n}\n"
+                     "module.exports = Quokka;\n",
+    "lib/body.js": "// Parse the JSON body of a request for Quokka handlers.\n"
+                   "function parseBody(req) {\n  return JSON.parse(req.rawBody || '{}');\n}\n"
+                   "module.exports = { parseBody };\n",
+}
+
+
+@pytest.fixture(scope="module")
+def quokka(tmp_path_factory):
+    from repo_helpers import write_repo
+    root = tmp_path_factory.mktemp("quokka")
+    eng = Engine.open(write_repo(root / "repo", QUOKKA), index_path=root / "index.sqlite")
+    eng.update()
+    yield eng
+    eng.close()
+
+
+def test_the_package_name_is_not_a_topic_word(quokka):
+    # "Quokka" matches every file; counted as a topic word it would make the best chunk share
+    # three words with this question about something the repository does not do.
+    assert quokka.retrieve("Where does Quokka throttle clients that send too many requests?") == []
+    assert paths(quokka.retrieve("Where does Quokka parse the JSON body of a request?"))[0] == "lib/body.js"
