@@ -44,6 +44,12 @@ _INTENTS: dict[str, re.Pattern[str]] = {
         r"implementation|implements|declared|raised|thrown|emitted|set up|read)\b",
         re.I,
     ),
+    # The user asks about the package's manifest or build configuration.
+    "config": re.compile(
+        r"\b(dependenc(y|ies)|devdependencies|peer ?dependenc\w*|npm scripts?|package\.json|package manifest|"
+        r"tsconfig|config(uration)? files?|build (setup|config\w*)|exports map)\b",
+        re.I,
+    ),
     "test": re.compile(r"\b(tests?|testing|spec|specs|test suite|unit tests?|fixtures?)\b", re.I),
     "types": re.compile(r"\b(types?|typescript|typings|d\.ts|interface|generic)\b", re.I),
     "architecture": re.compile(r"\b(architecture|overview|structure|design|layers?|components?|how is .* organi[sz]ed)\b", re.I),
@@ -61,7 +67,7 @@ class Query:
         terms: content terms (lower-case, identifier-split, stopwords out).
         identifiers: code identifiers written in the question, as written.
         paths: path-like mentions (``lib/view.js``), without a leading ``./``.
-        intents: subset of ``docs release location test types architecture security deploy``.
+        intents: subset of ``docs release location config test types architecture security deploy``.
         stems: light stems of ``terms`` (for path and heading comparisons).
     """
 

@@ -388,6 +388,8 @@ def _prior(c: Candidate, query: Query) -> float:
         factor *= 0.55
     if c.path.endswith(".d.ts") and "types" not in intents:
         factor *= 0.7
+    if c.kind == "config":  # manifests match many words but answer only questions about themselves
+        factor *= 1.25 if "config" in intents else 0.7
     if is_doc:
         if "docs" in intents or "release" in intents:
             factor *= 1.25

@@ -294,7 +294,10 @@ def test_repository_names_come_from_the_manifests():
 
 
 QUOKKA = {
-    "package.json": '{"name": "@acme/quokka", "version": "1.0.0", "main": "lib/quokka.js"}\n',
+    "package.json": '{"name": "@acme/quokka", "version": "1.0.0", "main": "lib/quokka.js",\n'
+                    ' "description": "Quokka parses the JSON body of every request for its handlers",\n'
+                    ' "keywords": ["json", "body", "parse", "request"],\n'
+                    ' "dependencies": {"raw-body": "^3.0.0"}}\n',
     "README.md": "# Quokka\n\nQuokka is a small web framework. A Quokka app sends requests to handlers.\n"
                  "Install Quokka with npm and create a Quokka app.\n",
     "lib/quokka.js": "// Quokka: the application. It dispatches incoming requests to handlers in order.\n"
@@ -302,9 +305,9 @@ QUOKKA = {
                      "  use(fn) { this.handlers.push(fn); return this; }\n"
                      "  handle(req, res) { for (const fn of this.handlers) fn(req, res); }\n}\n"
                      "module.exports = Quokka;\n",
-    "lib/body.js": "// Parse the JSON body of a request for Quokka handlers.\n"
-                   "function parseBody(req) {\n  return JSON.parse(req.rawBody || '{}');\n}\n"
-                   "module.exports = { parseBody };\n",
+    "lib/incoming.js": "// Turn the raw body of an incoming request into an object for Quokka handlers.\n"
+                       "function readJson(req) {\n  return JSON.parse(req.rawBody || '{}');\n}\n"
+                       "module.exports = { readJson };\n",
 }
 
 
@@ -322,4 +325,10 @@ def test_the_package_name_is_not_a_topic_word(quokka):
     # "Quokka" matches every file; counted as a topic word it would make the best chunk share
     # three words with this question about something the repository does not do.
     assert quokka.retrieve("Where does Quokka throttle clients that send too many requests?") == []
-    assert paths(quokka.retrieve("Where does Quokka parse the JSON body of a request?"))[0] == "lib/body.js"
+    assert paths(quokka.retrieve("Where does Quokka read the JSON body of a request?"))[0] == "lib/incoming.js"
+
+
+def test_the_manifest_answers_manifest_questions_only(quokka):
+    # package.json repeats the words of the question in its description and keywords.
+    assert paths(quokka.retrieve("How does Quokka parse the JSON body of a request?"))[0] == "lib/incoming.js"
+    assert paths(quokka.retrieve("Which dependencies does Quokka declare?"))[0] == "package.json"
