@@ -324,7 +324,8 @@ class AskFlow:
             message = render_answer_message(
                 answer.answer, sources=answer.shown_sources, question=request.question, user_id=request.user_id,
                 web_url=ctx.settings.repo_web_url, commit=ctx.commit, model=answer.model, tokens=tokens,
-                seconds=seconds, notice=notice, notes=answer.notes, answer_id=outcome.answer_id)
+                seconds=seconds, notice=notice, notes=answer.notes, answer_id=outcome.answer_id,
+                searched=len(answer.sources) if answer.grounding is not None and answer.grounding.declined else 0)
             footer = messages.answer_footer(model=answer.model, tokens=tokens, seconds=seconds)
             return message, message.payload, None, footer
         # refused by the engine or the registry (no index yet, too long …), or crashed

@@ -55,6 +55,11 @@ def no_sources() -> str:
     return "_No matching files in the repository._"
 
 
+def no_answering_source(searched: int) -> str:
+    """The sources line when the model found no answer in what retrieval gave it."""
+    return f"_None of the {searched} excerpt{'s' if searched != 1 else ''} searched answers this._"
+
+
 def answer_footer(*, model: str | None, tokens: int | None, seconds: float | None) -> str:
     """``model · 1,234 tokens · 2.4 s``; parts that are unknown are left out."""
     parts = [f"`{model}`" if model else "no model (local answer)"]

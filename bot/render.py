@@ -128,11 +128,12 @@ def source_link(source, *, web_url: str | None, commit: str | None) -> str:
     return f"<{url}|{escape(label)}>"
 
 
-def sources_text(sources: Sequence, *, web_url: str | None, commit: str | None) -> str:
+def sources_text(sources: Sequence, *, web_url: str | None, commit: str | None, searched: int = 0) -> str:
     """``*Sources:* link · link …``: one link per distinct source, whole links only, within
-    one context element's limit."""
+    one context element's limit. With no sources, ``searched`` > 0 says that many excerpts
+    were read and none answers (the model declined)."""
     if not sources:
-        return messages.no_sources()
+        return messages.no_answering_source(searched) if searched else messages.no_sources()
     text = messages.sources_label()
     unique = list({(s.path, s.start, s.end): s for s in sources}.values())  # first-seen order
     for shown, source in enumerate(unique):
@@ -190,6 +191,7 @@ def render_answer_message(
     notes: Sequence[str] = (),
     answer_id: str | None = None,
     max_blocks: int = MAX_BLOCKS,
+    searched: int = 0,
 ) -> AnswerMessage:
     """Render an answer (the layout in the module docstring).
 
@@ -201,6 +203,8 @@ def render_answer_message(
         notice: an optional line above the answer, already mrkdwn (e.g. why the model was not used).
         notes: remarks shown small under the answer (escaped here).
         answer_id: adds the 👍/👎 buttons carrying this id.
+        searched: with no ``sources``, the number of excerpts the model read without finding
+            an answer (it declined); shown instead of "no matching files".
         max_blocks: block budget (Slack's limit is 50).
 
     Returns:
@@ -212,7 +216,7 @@ def render_answer_message(
     tail: list[dict] = []
     if notes:
         tail.append(_context([_clip(escape(" ".join(notes), keep_user_mentions=False), MAX_SECTION_CHARS)]))
-    tail.append(_context([sources_text(sources, web_url=web_url, commit=commit)]))
+    tail.append(_context([sources_text(sources, web_url=web_url, commit=commit, searched=searched)]))
     tail.append(_context([messages.answer_footer(model=model, tokens=tokens, seconds=seconds)]))
     if answer_id:
         tail.append(_feedback_block(answer_id))

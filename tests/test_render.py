@@ -160,6 +160,9 @@ def test_source_links_are_commit_pinned_with_the_web_url_and_plain_without():
     text = sources_text(many, web_url="https://github.com/acme/shop", commit="abc")
     assert len(text) <= MAX_SECTION_CHARS and text.endswith("more") and text.count("lib/x.js") == 0
     assert sources_text([src("a.js", 1, 2)] * 3, web_url=None, commit=None).count("a.js") == 1
+    assert sources_text([], web_url=None, commit=None) == "_No matching files in the repository._"
+    assert sources_text([], web_url=None, commit=None, searched=3) == "_None of the 3 excerpts searched answers this._"
+    assert sources_text([], web_url=None, commit=None, searched=1) == "_None of the 1 excerpt searched answers this._"
 
 
 def test_failure_message_says_what_broke_and_what_still_worked():
