@@ -13,23 +13,51 @@ This package never imports ``bot``, ``commands`` or Slack packages.
 """
 from __future__ import annotations
 
-from .answer import AnswerResult, answer_question
-from .codegraph import CodeGraph
-from .context import PackedContext, code_context, pack_context
-from .engine import Engine, IndexStats
-from .llm import ModelConfig
-from .maintenance import Reindexer, ReindexBusyError, RunRecord
-from .tokens import estimate_tokens
-from .tools import ToolAdapter, ToolHandlers, ToolResult
-from .errors import (
-    EmptyQuestionError,
-    IndexUnavailableError,
-    ProviderError,
-    RagError,
-    RepoNotFoundError,
-    UserError,
-)
-from .types import Chunk, ImageHit, Source
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Names are imported on first use (PEP 562), so ``import rag.engine`` (the CLI's
+# retrieve, index and code commands) does not pay for the openai SDK.
+_EXPORTS = {
+    "AnswerResult": "answer", "answer_question": "answer",
+    "CodeGraph": "codegraph",
+    "PackedContext": "context", "code_context": "context", "pack_context": "context",
+    "Engine": "engine", "IndexStats": "engine",
+    "ModelConfig": "llm",
+    "Reindexer": "maintenance", "ReindexBusyError": "maintenance", "RunRecord": "maintenance",
+    "estimate_tokens": "tokens",
+    "ToolAdapter": "tools", "ToolHandlers": "tools", "ToolResult": "tools",
+    "EmptyQuestionError": "errors", "IndexUnavailableError": "errors", "ProviderError": "errors",
+    "RagError": "errors", "RepoNotFoundError": "errors", "UserError": "errors",
+    "Chunk": "types", "ImageHit": "types", "Source": "types",
+}
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from .answer import AnswerResult, answer_question
+    from .codegraph import CodeGraph
+    from .context import PackedContext, code_context, pack_context
+    from .engine import Engine, IndexStats
+    from .errors import EmptyQuestionError, IndexUnavailableError, ProviderError, RagError, RepoNotFoundError, UserError
+    from .llm import ModelConfig
+    from .maintenance import Reindexer, ReindexBusyError, RunRecord
+    from .tokens import estimate_tokens
+    from .tools import ToolAdapter, ToolHandlers, ToolResult
+    from .types import Chunk, ImageHit, Source
+
+
+def __getattr__(name: str) -> Any:
+    """Import an exported name's module on first access (PEP 562); ``AttributeError`` otherwise."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rag' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __all__ = [
     "AnswerResult",

@@ -33,3 +33,25 @@ def test_layering_rag_never_imports_bot_or_commands() -> None:
     offenders = [p.name for p in croot.glob("*.py")
                  if re.search(r"^\s*(from|import)\s+bot\b", p.read_text(encoding="utf-8"), re.M)]
     assert offenders == []
+
+
+def test_the_cli_loads_neither_bolt_nor_the_openai_sdk_until_needed() -> None:
+    # Lazy package exports (PEP 562): `slackzilla retrieve/index/code` start in a fraction of the time.
+    import subprocess
+    import sys
+
+    code = ("import sys, bot.cli, rag; from rag import Engine, Source; "
+            "print(sorted(m for m in ('openai', 'slack_bolt', 'slack_sdk') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
+    code = "import rag; rag.answer_question; import sys; print('openai' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "True"
+
+
+def test_unknown_package_attributes_still_raise() -> None:
+    import pytest
+
+    for package in (rag, bot):
+        with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+            package.nope  # noqa: B018
