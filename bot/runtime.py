@@ -220,7 +220,7 @@ class Metrics:
         self._window = window
         self._latencies: dict[str, collections.deque[float]] = {}
         self._counts: dict[str, dict[str, int]] = {}
-        self._asks = {"total": 0, "failed": 0}
+        self._asks = {"total": 0, "failed": 0, "declined": 0}
         self._tokens = {"input": 0, "output": 0, "total": 0}
         self._feedback: dict[str, int] = {vote: 0 for vote in FEEDBACK_VOTES}
         self._reindex = {"runs": 0, "busy_refusals": 0}
@@ -250,17 +250,23 @@ class Metrics:
         self._commands_total.labels(command_id, "ok" if ok else "error").inc()
         self._command_seconds.labels(command_id).observe(seconds)
 
-    def record_ask(self, *, ok: bool, input_tokens: int = 0, output_tokens: int = 0) -> None:
-        """Count one answered question and the model tokens it used (summed over rounds)."""
+    def record_ask(self, *, ok: bool, input_tokens: int = 0, output_tokens: int = 0, declined: bool = False) -> None:
+        """Count one answered question and the model tokens it used (summed over rounds).
+
+        ``declined``: the model answered that the repository does not document the answer
+        (:mod:`rag.citations`); counted apart so operators see how often the bot has no answer.
+        """
+        result = "error" if not ok else "declined" if declined else "ok"
         with self._lock:
             self._asks["total"] += 1
             self._asks["failed"] += 0 if ok else 1
+            self._asks["declined"] += 1 if result == "declined" else 0
             for kind, amount in (("input", input_tokens), ("output", output_tokens)):
                 if amount > 0:
                     self._tokens[kind] += amount
                     self._tokens["total"] += amount
                     self._tokens_total.labels(kind).inc(amount)
-        self._asks_total.labels("ok" if ok else "error").inc()
+        self._asks_total.labels(result).inc()
 
     def record_feedback(self, vote: str, *, previous: str | None = None) -> None:
         """Count one 👍/👎 vote (``up`` or ``down``); ``previous`` is the same user's earlier

@@ -255,7 +255,8 @@ class BotContext:
             self.runtime.metrics.record_ask(ok=False)
             raise
         self.runtime.metrics.record_ask(ok=result.error is None, input_tokens=result.usage.prompt_tokens,
-                                        output_tokens=result.usage.completion_tokens)
+                                        output_tokens=result.usage.completion_tokens,
+                                        declined=result.grounding is not None and result.grounding.declined)
         return result
 
     # -- live tools -----------------------------------------------------------------------------

@@ -173,7 +173,7 @@ async def test_ask_end_to_end_with_sources(make_bot):
     assert "`fake-model`" in footer and "150 tokens" in footer
     # the model saw the repository excerpt, not just the question
     assert "verifySignature" in json.dumps(sent["messages"])
-    assert bot.context.metrics()["asks"] == {"total": 1, "failed": 0}
+    assert bot.context.metrics()["asks"] == {"total": 1, "failed": 0, "declined": 0}
     assert bot.context.metrics()["tokens"]["total"] == 150
 
 

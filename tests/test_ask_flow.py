@@ -141,7 +141,7 @@ async def test_one_ask_posts_progress_streams_then_renders_the_final_blocks(ask_
     assert [(e["action_id"], e["value"]) for e in actions["elements"]] == \
         [("sz_feedback_up", outcome.answer_id), ("sz_feedback_down", outcome.answer_id)]
     assert final.body["unfurl_links"] is False and final.body["unfurl_media"] is False
-    assert bot.context.metrics()["asks"] == {"total": 1, "failed": 0}
+    assert bot.context.metrics()["asks"] == {"total": 1, "failed": 0, "declined": 0}
 
 
 async def test_tool_calls_show_in_the_progress_with_their_duration(ask_bot):
@@ -303,6 +303,10 @@ async def test_the_final_answer_links_only_what_it_cites_and_nothing_when_it_dec
     assert "src/webhook.js:L" in sources_line(cited)
     assert "README.md" not in sources_line(cited) and "server.js" not in sources_line(cited)
     assert re.fullmatch(r"_None of the \d+ excerpts? searched answers this\._", sources_line(declined))
+    assert bot.context.metrics()["asks"] == {"total": 2, "failed": 0, "declined": 1}
+    exposition = bot.context.runtime.metrics.prometheus_text().decode()
+    assert 'slackzilla_asks_total{result="declined"} 1.0' in exposition
+    assert 'slackzilla_asks_total{result="ok"} 1.0' in exposition
 
 
 async def test_model_down_shows_the_reason_and_the_sources(ask_bot):
