@@ -42,6 +42,14 @@ _CITATION = re.compile(
 )
 
 
+# Extensions that make a bare name (no "/") a file; anything else with a "/" counts too.
+_FILE_EXTENSIONS = frozenset(
+    "js mjs cjs jsx ts mts cts tsx json jsonc md mdx markdown rst txt py pyi go rs java kt rb php c h cc cpp hpp cs "
+    "swift m scala sh bash zsh ps1 css scss less html htm vue svelte yml yaml toml ini cfg conf xml sql graphql proto "
+    "lock env example sample gradle properties dockerfile makefile tf hcl lua ex exs erl dart r jl".split()
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Citation:
     """One cited location: repository-relative ``path`` and a 1-based inclusive line range."""
@@ -88,13 +96,16 @@ def extract_citations(text: str) -> list[Citation]:
     """Distinct ``path:start-end`` citations in ``text``, in order (at most :data:`MAX_CITATIONS`).
 
     A reversed range (``a.js:20-10``) is read as ``10-20``; a leading ``./`` is dropped; the
-    extension must start with a letter (``1.2:3`` is a version, not a citation).
+    extension must start with a letter (``1.2:3`` is a version, not a citation), and a name
+    without ``/`` must end in a known file extension (``api.example.com:443`` is a host).
     """
     out: dict[tuple[str, int, int], Citation] = {}
     for match in _CITATION.finditer(text or ""):
         path = match.group("path")
         while path.startswith("./"):
             path = path[2:]
+        if "/" not in path and path.rsplit(".", 1)[-1].lower() not in _FILE_EXTENSIONS:
+            continue  # "api.example.com:443" is a host and port
         start = int(match.group("start"))
         end = int(match.group("end") or start)
         if start < 1:

@@ -21,8 +21,10 @@ def test_citation_forms_are_read_in_order_once_each():
     assert labels(text) == ["src/webhook.js:4-7", "lib/a.js:10-20", "lib/a.js:3", "x/y.ts:5-9", "README.md:1-5"]
 
 
-def test_versions_bare_paths_and_line_zero_are_not_citations():
+def test_versions_hosts_bare_paths_and_line_zero_are_not_citations():
     assert labels("Node 1.2:3, express@4.22.3, see lib/router/index.js, e.g. 3.14:15, a.js:0") == []
+    assert labels("call api.example.com:443 or https://example.com:8080/x, localhost:3000, 127.0.0.1:80") == []
+    assert labels("index.js:12 and Dockerfile.dev:3 and docs/notes.weird:4") == ["index.js:12", "docs/notes.weird:4"]
 
 
 def test_reversed_ranges_are_normalised_and_dotfiles_are_paths():
