@@ -7,6 +7,7 @@ and ``commands``; neither imports ``bot``.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 # Imported on first use (PEP 562): ``slackzilla retrieve`` need not load Bolt or the openai SDK.
@@ -24,9 +25,11 @@ __all__ = ["BotContext", "Runtime", "Settings", "SettingsError", "create_app", "
 
 
 def __getattr__(name: str) -> Any:
-    """Import an exported name's module on first access (PEP 562); ``AttributeError`` otherwise."""
+    """Import an exported name's module (or a submodule) on first access (PEP 562); else ``AttributeError``."""
     module = _EXPORTS.get(name)
     if module is None:
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+            return importlib.import_module(f".{name}", __name__)  # ``bot.<submodule>`` as before
         raise AttributeError(f"module 'bot' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value

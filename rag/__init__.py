@@ -14,6 +14,7 @@ This package never imports ``bot``, ``commands`` or Slack packages.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 # Names are imported on first use (PEP 562), so ``import rag.engine`` (the CLI's
@@ -46,9 +47,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
 
 
 def __getattr__(name: str) -> Any:
-    """Import an exported name's module on first access (PEP 562); ``AttributeError`` otherwise."""
+    """Import an exported name's module (or a submodule) on first access (PEP 562); else ``AttributeError``."""
     module = _EXPORTS.get(name)
     if module is None:
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+            return importlib.import_module(f".{name}", __name__)  # ``rag.<submodule>`` as before
         raise AttributeError(f"module 'rag' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value

@@ -310,8 +310,9 @@ async def answer_question(
         result.answer = local_answer(result.sources, reason=NO_KEY_REASON, command=command, command_id=_id(result))
     else:
         evidence = [(item.path, item.start, item.end) for item in packed.items]
-        # Earlier turns' answers were checked when given; citing them again is grounded.
-        evidence += [(c.path, c.start, c.end) for turn in history or () if isinstance(turn.get("content"), str)
+        # Earlier answers' citations were checked when given; citing them again is grounded.
+        evidence += [(c.path, c.start, c.end) for turn in history or ()
+                     if turn.get("role") == "assistant" and isinstance(turn.get("content"), str)
                      for c in extract_citations(turn["content"])]
         await _model_answer(result, recorder, config, packed.text, command, tools, identity, on_token, history)
         if result.mode == "ai":

@@ -96,6 +96,8 @@ class IndexStats:
 
 _MANIFESTS = ("package.json", "pyproject.toml", "Cargo.toml", "go.mod")
 """Root files that name the package (see :func:`rag.retrieve.repository_names`)."""
+_MANIFEST_MAX_BYTES = 1_000_000
+"""A manifest larger than this is read cut (and then gives no name)."""
 
 
 class _GenerationCache:
@@ -407,7 +409,8 @@ class Engine:
             manifests = {}
             for name in _MANIFESTS:
                 try:
-                    manifests[name] = (self.repo_root / name).read_text(encoding="utf-8")[:200_000]
+                    with open(self.repo_root / name, "rb") as fh:
+                        manifests[name] = fh.read(_MANIFEST_MAX_BYTES).decode("utf-8-sig")
                 except (OSError, UnicodeDecodeError):
                     continue
             names = _retrieve.repository_names(manifests)

@@ -26,7 +26,9 @@ import re
 import sqlite3
 import tomllib
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .query import Query, fts_expression
 from .text import index_text, light_stem, synonyms_of
@@ -49,45 +51,57 @@ def repository_names(manifests: dict[str, str]) -> frozenset[str]:
     """Words of the repository's own package name, read from its manifests.
 
     A question about Koa says "where does Koa parse bodies?"; "koa" then matches
-    every chunk that names the package and would count as a topical word, as
-    "framework" would (see :data:`META_TERMS`). The names come from
-    ``package.json`` ``name`` (the part after an npm scope), ``pyproject.toml``
-    ``[project] name``, ``Cargo.toml`` ``[package] name`` and the last segment of
-    ``go.mod``'s ``module``; each is split like indexed text (``my-lib`` → my, lib).
+    every chunk that names the package, so it is no evidence that the repository
+    answers the question (see ``meta_terms`` in :func:`rank_chunks`). The names
+    come from ``package.json`` ``name`` (the part after an npm scope),
+    ``pyproject.toml`` ``[project]`` or ``[tool.poetry]`` ``name``, ``Cargo.toml``
+    ``[package] name`` and ``go.mod``'s ``module`` (its last segment that is not a
+    ``/vN`` major version); each is split like indexed text (``my-lib`` → my, lib).
     The checkout directory's name is not used (``main``, ``src``, ``app`` are common).
 
     Args:
         manifests: file name → text, for the manifests present at the repository root.
 
     Returns:
-        Lower-case words (empty when there is no readable manifest). Never raises.
+        Lower-case words (empty when there is no readable manifest). Never raises:
+        malformed, truncated or absurdly nested manifests give no name.
     """
     names: list[str] = []
-    text = manifests.get("package.json")
-    if text:
+
+    def parsed(loader: Callable[[str], Any], text: str | None) -> Any:
+        if not text:
+            return None
         try:
-            value = json.loads(text).get("name")
-        except (ValueError, AttributeError):
-            value = None
-        if isinstance(value, str):
-            names.append(value.rsplit("/", 1)[-1])
-    for file, table in (("pyproject.toml", "project"), ("Cargo.toml", "package")):
-        text = manifests.get(file)
-        if text:
-            try:
-                value = tomllib.loads(text).get(table, {}).get("name")
-            except (tomllib.TOMLDecodeError, AttributeError):
-                value = None
-            if isinstance(value, str):
-                names.append(value)
-    text = manifests.get("go.mod")
-    if text:
-        match = re.search(r"^module\s+(\S+)", text, re.M)
-        if match:
-            names.append(match.group(1).rstrip("/").rsplit("/", 1)[-1])
+            return loader(text.lstrip("\ufeff"))
+        except (ValueError, RecursionError):  # JSONDecodeError and TOMLDecodeError are ValueErrors
+            return None
+
+    def dig(data: Any, *keys: str) -> str | None:
+        for key in keys:
+            data = data.get(key) if isinstance(data, dict) else None
+        return data if isinstance(data, str) else None
+
+    package = dig(parsed(json.loads, manifests.get("package.json")), "name")
+    if package:
+        names.append(package.rsplit("/", 1)[-1])
+    pyproject = parsed(tomllib.loads, manifests.get("pyproject.toml"))
+    names += [n for n in (dig(pyproject, "project", "name"), dig(pyproject, "tool", "poetry", "name")) if n]
+    cargo = dig(parsed(tomllib.loads, manifests.get("Cargo.toml")), "package", "name")
+    if cargo:
+        names.append(cargo)
+    match = re.search(r"^module[ \t]+(\S+)", manifests.get("go.mod") or "", re.M)
+    if match:
+        segments = [p for p in match.group(1).strip('"').split("/") if p and not re.fullmatch(r"v\d+", p)]
+        if segments:
+            names.append(segments[-1])
     return frozenset(w for name in names for w in index_text(name).lower().split() if len(w) >= 2)
 
 
+# Package and build manifests (not other config: docker-compose.yml answers questions about env vars).
+_MANIFEST = re.compile(
+    r"(^|/)(package\.json|pyproject\.toml|Cargo\.toml|composer\.json|setup\.cfg|go\.mod|Gemfile|[^/]+\.gemspec|"
+    r"pom\.xml|build\.gradle(\.kts)?|tsconfig[^/]*\.json|jsconfig\.json|deno\.jsonc?)$"
+)
 _LOW_VALUE_DIRS = re.compile(r"(^|/)(tests?|__tests__|spec|specs|benchmarks?|bench|fixtures?|examples?|e2e)(/|$)", re.I)
 
 
@@ -243,8 +257,9 @@ def rank_chunks(
             are pulled into the candidates even when BM25 missed them.
         known_paths: every indexed path (for explicit path mentions).
         extra_ids: chunk ids found by another stream (vectors), scored here too.
-        meta_terms: more words that name the repository itself (its package name, from
-            :func:`repository_names`); like :data:`META_TERMS` they never count as topical.
+        meta_terms: words that name the repository itself (its package name, from
+            :func:`repository_names`): they rank like any word but are not evidence that the
+            repository answers the question (the :class:`Evidence` leaves them out).
 
     Returns:
         ``(candidates sorted by score desc, Evidence)``; empty when nothing matches.
@@ -283,10 +298,12 @@ def rank_chunks(
         return [], NO_EVIDENCE
     dfs = _document_frequencies(conn, query.terms, idf_cache if idf_cache is not None else {})
     idf = {t: _bm25_idf(df, max(total_chunks, 1)) for t, df in dfs.items()}
-    # Topical: not a word naming the repository, and not a corpus stopword (in more than
-    # half the chunks, where the Robertson–Spärck Jones IDF log((N-df+.5)/(df+.5)) ≤ 0).
-    topical = [t for t in query.terms if t not in META_TERMS and t not in meta_terms] or list(query.terms)
+    topical = [t for t in query.terms if t not in META_TERMS] or list(query.terms)
     idf_total = sum(idf[t] for t in topical) or 1.0
+    # Evidence (abstention) leaves out the package's own name too: "koa" in a question about
+    # koa matches everywhere. Ranking keeps it ("scheduler" still finds src/scheduler.js).
+    evidence_terms = [t for t in topical if t not in meta_terms] or topical
+    evidence_total = sum(idf[t] for t in evidence_terms) or 1.0
     path_idf = _path_idf(query.terms, known_paths or [], idf_cache if idf_cache is not None else {})
     path_total = sum(path_idf[t] for t in topical) or 1.0
     stems = {t: _term_stems(t) for t in query.terms}
@@ -318,8 +335,10 @@ def rank_chunks(
         matched = {t for t in topical if stems[t] & chunk_stems}
         c.matched = matched | matched_path
         c.coverage = sum(idf[t] for t in c.matched) / idf_total
-        if c.coverage > best_cov or (c.coverage == best_cov and len(c.matched) > best_matched):
-            best_cov, best_matched = c.coverage, len(c.matched & set(topical))
+        evident = [t for t in evidence_terms if t in c.matched]
+        evidence_cov = sum(idf[t] for t in evident) / evidence_total
+        if evidence_cov > best_cov or (evidence_cov == best_cov and len(evident) > best_matched):
+            best_cov, best_matched = evidence_cov, len(evident)
         c.score = 0.45 * (c.bm25 / best_bm25) + 0.55 * c.coverage + 0.35 * path_cov
         c.score *= _prior(c, query)
         if symbol_files and c.path in symbol_files:
@@ -328,8 +347,8 @@ def rank_chunks(
             c.score += 10.0
             best_cov = max(best_cov, 1.0)
     cands.sort(key=lambda c: c.score, reverse=True)
-    absent = sum(1 for t in topical if dfs[t] == 0) / len(topical)
-    return cands, Evidence(best_cov, absent, bool(explicit), best_matched, len(topical))
+    absent = sum(1 for t in evidence_terms if dfs[t] == 0) / len(evidence_terms)
+    return cands, Evidence(best_cov, absent, bool(explicit), best_matched, len(evidence_terms))
 
 
 def _path_idf(terms: list[str], paths: list[str], cache: dict) -> dict[str, float]:
@@ -388,7 +407,7 @@ def _prior(c: Candidate, query: Query) -> float:
         factor *= 0.55
     if c.path.endswith(".d.ts") and "types" not in intents:
         factor *= 0.7
-    if c.kind == "config":  # manifests match many words but answer only questions about themselves
+    if _MANIFEST.search(c.path):  # manifests match many words but answer only questions about themselves
         factor *= 1.25 if "config" in intents else 0.7
     if is_doc:
         if "docs" in intents or "release" in intents:

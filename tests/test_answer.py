@@ -196,6 +196,16 @@ async def test_citations_repeated_from_earlier_turns_count_as_grounded(engine, s
     server.script(text_reply("As said before, src/retry.js:10-30 retries; signatures: src/webhook.js:4-7."))
     result = await answer_question(QUESTION, engine=engine, model=model_for(server), history=history)
     assert result.grounding.unsupported == [] and result.notes == []
+    assert [(s.path, s.start, s.end) for s in result.shown_sources][0] == ("src/retry.js", 10, 30)
+    assert [s.path for s in result.shown_sources][1:] == ["src/webhook.js"]
+
+
+async def test_locations_the_user_typed_are_not_evidence(engine, server):
+    history = [{"role": "user", "content": "Is src/retry.js:1-9999 involved?"},
+               {"role": "assistant", "content": "This is not documented in the repository."}]
+    server.script(text_reply("Yes, src/retry.js:40-45 retries; signatures: src/webhook.js:4-7."))
+    result = await answer_question(QUESTION, engine=engine, model=model_for(server), history=history)
+    assert [c.label() for c in result.grounding.unsupported] == ["src/retry.js:40-45"]
     assert [s.path for s in result.shown_sources] == ["src/webhook.js"]
 
 

@@ -55,3 +55,8 @@ def test_unknown_package_attributes_still_raise() -> None:
     for package in (rag, bot):
         with pytest.raises(AttributeError, match="has no attribute 'nope'"):
             package.nope  # noqa: B018
+    import subprocess
+    import sys
+    code = "import rag, bot; print(rag.retrieve.rank_chunks.__name__, bot.render.escape.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["rank_chunks", "escape"]

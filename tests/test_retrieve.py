@@ -291,6 +291,12 @@ def test_repository_names_come_from_the_manifests():
     assert repository_names({"package.json": "{not json", "pyproject.toml": "= broken", "go.mod": "go 1.22"}) == set()
     assert repository_names({"package.json": '["a list"]', "Cargo.toml": "[package]\nname = 3\n"}) == set()
     assert repository_names({}) == set()
+    assert repository_names({"go.mod": "module github.com/go-chi/chi/v5\n"}) == {"chi"}
+    assert repository_names({"go.mod": "module\n\ngo 1.21\n"}) == set()
+    assert repository_names({"pyproject.toml": '[tool.poetry]\nname = "poems"\n'}) == {"poems"}
+    assert repository_names({"package.json": '\ufeff{"name": "bom"}'}) == {"bom"}
+    assert repository_names({"package.json": "[" * 5000 + "]" * 5000,
+                             "pyproject.toml": "a = " + "[" * 5000 + "]" * 5000}) == set()
 
 
 QUOKKA = {
@@ -332,3 +338,137 @@ def test_the_manifest_answers_manifest_questions_only(quokka):
     # package.json repeats the words of the question in its description and keywords.
     assert paths(quokka.retrieve("How does Quokka parse the JSON body of a request?"))[0] == "lib/incoming.js"
     assert paths(quokka.retrieve("Which dependencies does Quokka declare?"))[0] == "package.json"
+
+
+# A package named like its main component (the shape of a reviewer's reproducer).
+SCHEDULER = {
+    'package.json': (
+        '{\n'
+        '  "name": "scheduler",\n'
+        '  "version": "1.0.0",\n'
+        '  "description": "Internal job runner service",\n'
+        '  "main": "src/index.js",\n'
+        '  "engines": { "node": ">=18.17" },\n'
+        '  "scripts": { "start": "node src/index.js", "lint": "eslint src", "test": "node --test" },\n'
+        '  "dependencies": { "pg": "^8.11.0", "pino": "^9.0.0" }\n'
+        '}\n'
+    ),
+    'src/scheduler.js': (
+        "'use strict'\n"
+        '// The scheduler keeps a heap of pending work ordered by priority and due time.\n'
+        "const Heap = require('./heap')\n"
+        '\n'
+        'class Scheduler {\n'
+        '  constructor (opts = {}) {\n'
+        '    this.heap = new Heap((a, b) => b.priority - a.priority || a.due - b.due)\n'
+        '    this.concurrency = opts.concurrency || 4\n'
+        '  }\n'
+        '\n'
+        '  add (task) {\n'
+        '    this.heap.push(task)\n'
+        '  }\n'
+        '\n'
+        '  // Choose what runs now: the highest priority entry whose due time has passed.\n'
+        '  choose (now = Date.now()) {\n'
+        '    const top = this.heap.peek()\n'
+        '    if (!top || top.due > now) return null\n'
+        '    return this.heap.pop()\n'
+        '  }\n'
+        '}\n'
+        '\n'
+        'module.exports = Scheduler\n'
+    ),
+    'src/heap.js': (
+        "'use strict'\n"
+        'class Heap { constructor (cmp) { this.cmp = cmp; this.items = [] }\n'
+        '  push (x) { this.items.push(x); this.items.sort(this.cmp) }\n'
+        '  peek () { return this.items[0] }\n'
+        '  pop () { return this.items.shift() } }\n'
+        'module.exports = Heap\n'
+    ),
+    'src/index.js': (
+        "'use strict'\n"
+        "const Scheduler = require('./scheduler')\n"
+        'const s = new Scheduler({ concurrency: Number(process.env.CONCURRENCY) || 4 })\n'
+        'module.exports = s\n'
+    ),
+    'src/jobs/cleanup.js': (
+        "'use strict'\n"
+        '// cleanup job: picks the next batch of rows and processes each job item.\n'
+        'module.exports = async function cleanupJob (db, next) {\n'
+        "  const job = { name: 'cleanup', pick: 50 }\n"
+        "  const rows = await db.query('SELECT * FROM cleanup_queue ORDER BY id LIMIT $1', [job.pick])\n"
+        '  for (const row of rows) {\n'
+        '    // pick the next job row and hand it to the next handler\n'
+        '    await next(job, row)\n'
+        '  }\n'
+        '  return job\n'
+        '}\n'
+    ),
+    'src/jobs/email.js': (
+        "'use strict'\n"
+        '// email job: picks the next batch of rows and processes each job item.\n'
+        'module.exports = async function emailJob (db, next) {\n'
+        "  const job = { name: 'email', pick: 50 }\n"
+        "  const rows = await db.query('SELECT * FROM email_queue ORDER BY id LIMIT $1', [job.pick])\n"
+        '  for (const row of rows) {\n'
+        '    // pick the next job row and hand it to the next handler\n'
+        '    await next(job, row)\n'
+        '  }\n'
+        '  return job\n'
+        '}\n'
+    ),
+    'src/jobs/report.js': (
+        "'use strict'\n"
+        '// report job: picks the next batch of rows and processes each job item.\n'
+        'module.exports = async function reportJob (db, next) {\n'
+        "  const job = { name: 'report', pick: 50 }\n"
+        "  const rows = await db.query('SELECT * FROM report_queue ORDER BY id LIMIT $1', [job.pick])\n"
+        '  for (const row of rows) {\n'
+        '    // pick the next job row and hand it to the next handler\n'
+        '    await next(job, row)\n'
+        '  }\n'
+        '  return job\n'
+        '}\n'
+    ),
+    'README.md': (
+        '# scheduler\n'
+        '\n'
+        'Runs background jobs for the platform. See `src/jobs` for the jobs.\n'
+        '\n'
+        '## Running\n'
+        '\n'
+        'Use `npm start`. Set `CONCURRENCY` to run more jobs in parallel.\n'
+    ),
+    'docker-compose.yml': (
+        'services:\n'
+        '  worker:\n'
+        '    build: .\n'
+        '    environment:\n'
+        '      CONCURRENCY: "8"\n'
+        '      DATABASE_URL: postgres://db:5432/app\n'
+        '    ports:\n'
+        '      - "9464:9464"\n'
+        '  db:\n'
+        '    image: postgres:16\n'
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def scheduler_repo(tmp_path_factory):
+    from repo_helpers import write_repo
+    root = tmp_path_factory.mktemp("scheduler")
+    eng = Engine.open(write_repo(root / "repo", SCHEDULER), index_path=root / "index.sqlite")
+    eng.update()
+    yield eng
+    eng.close()
+
+
+def test_a_package_named_like_its_main_component_still_finds_it(scheduler_repo):
+    # "scheduler" names the package and the file: it is no evidence, but it still ranks.
+    assert "src/scheduler.js" in paths(scheduler_repo.retrieve("How does the scheduler pick the next job?"))
+
+
+def test_only_manifests_are_ranked_down(scheduler_repo):
+    assert paths(scheduler_repo.retrieve("Which environment variables does the worker get?"))[0] == "docker-compose.yml"
