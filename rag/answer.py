@@ -136,10 +136,12 @@ class AnswerResult:
     def shown_sources(self) -> list[Source]:
         """The sources to present with the answer.
 
-        A model answer that cites retrieved sources shows those, in citation order; one
-        that declines shows none (what was retrieved does not answer the question); any
-        other answer (no model, a fallback, an answer from live tools alone) shows every
-        retrieved source.
+        A model answer with supported citations shows what they cite, in citation order
+        (retrieved sources, and code-context locations as sources without text); one that
+        declines shows none (what was retrieved does not answer the question); any other
+        answer (no model, a fallback, an answer from live tools alone, or one whose every
+        citation is unsupported, which the notes say) shows every retrieved source, so the
+        reader sees what the answer was drawn from.
         """
         if self.mode == "ai" and self.grounding is not None:
             if self.grounding.declined:
