@@ -6,9 +6,9 @@ and ``commands``; neither imports ``bot``.
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rag.lazy import lazy_exports
 
 # Imported on first use (PEP 562): ``slackzilla retrieve`` need not load Bolt or the openai SDK.
 _EXPORTS = {"create_app": "app", "Runtime": "runtime", "serve": "server", "start": "server",
@@ -24,17 +24,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
 __all__ = ["BotContext", "Runtime", "Settings", "SettingsError", "create_app", "serve", "start"]
 
 
-def __getattr__(name: str) -> Any:
-    """Import an exported name's module (or a submodule) on first access (PEP 562); else ``AttributeError``."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
-            return importlib.import_module(f".{name}", __name__)  # ``bot.<submodule>`` as before
-        raise AttributeError(f"module 'bot' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

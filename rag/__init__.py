@@ -13,9 +13,9 @@ This package never imports ``bot``, ``commands`` or Slack packages.
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_exports
 
 # Names are imported on first use (PEP 562), so ``import rag.engine`` (the CLI's
 # retrieve, index and code commands) does not pay for the openai SDK.
@@ -46,22 +46,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .types import Chunk, ImageHit, Source
 
 
-def __getattr__(name: str) -> Any:
-    """Import an exported name's module (or a submodule) on first access (PEP 562); else ``AttributeError``."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
-            return importlib.import_module(f".{name}", __name__)  # ``rag.<submodule>`` as before
-        raise AttributeError(f"module 'rag' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
-
-
 __all__ = [
     "AnswerResult",
     "Chunk",
@@ -89,3 +73,5 @@ __all__ = [
     "Source",
     "UserError",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,9 +1,12 @@
-"""Small helpers shared by test modules: write a repository, parse the code fixture, list result paths."""
+"""Small helpers shared by test modules: write (and index) a repository, parse the code fixture, list result paths."""
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from rag.codegraph import CodeGraph
+from rag.engine import Engine
 from rag.parse import PARSEABLE_EXTENSIONS, JsParser, resolve_imports
 
 CODE_REPO = Path(__file__).parent / "fixtures" / "code-repo"
@@ -16,6 +19,17 @@ def write_repo(root: Path, files: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return root
+
+
+@contextlib.contextmanager
+def indexed_engine(root: Path, files: dict[str, str]) -> Iterator[Engine]:
+    """An :class:`Engine` on ``files`` written under ``root/repo``, indexed at ``root/index.sqlite``; closed after."""
+    engine = Engine.open(write_repo(root / "repo", files), index_path=root / "index.sqlite")
+    try:
+        engine.update()
+        yield engine
+    finally:
+        engine.close()
 
 
 def result_paths(sources) -> list[str]:

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from fixtures_engine import make_sample_repo
+from repo_helpers import indexed_engine
 from rag.engine import MAX_QUESTION_CHARS, Engine
 from rag.query import analyze, fts_expression
 from rag.text import identifier_parts, index_text, light_stem, query_terms, synonyms_of
@@ -319,12 +320,8 @@ QUOKKA = {
 
 @pytest.fixture(scope="module")
 def quokka(tmp_path_factory):
-    from repo_helpers import write_repo
-    root = tmp_path_factory.mktemp("quokka")
-    eng = Engine.open(write_repo(root / "repo", QUOKKA), index_path=root / "index.sqlite")
-    eng.update()
-    yield eng
-    eng.close()
+    with indexed_engine(tmp_path_factory.mktemp("quokka"), QUOKKA) as eng:
+        yield eng
 
 
 def test_the_package_name_is_not_a_topic_word(quokka):
@@ -340,8 +337,22 @@ def test_the_manifest_answers_manifest_questions_only(quokka):
     assert paths(quokka.retrieve("Which dependencies does Quokka declare?"))[0] == "package.json"
 
 
-# A package named like its main component (the shape of a reviewer's reproducer).
+# A package named like its main component (the shape of a reviewer's reproducer): three job
+# files say "pick the next job" word for word; the scheduler itself says "choose".
+JOB = """'use strict'
+// {name} job: picks the next batch of rows and processes each job item.
+module.exports = async function {name}Job (db, next) {{
+  const job = {{ name: '{name}', pick: 50 }}
+  const rows = await db.query('SELECT * FROM {name}_queue ORDER BY id LIMIT $1', [job.pick])
+  for (const row of rows) {{
+    // pick the next job row and hand it to the next handler
+    await next(job, row)
+  }}
+  return job
+}}
+"""
 SCHEDULER = {
+    **{f"src/jobs/{name}.js": JOB.format(name=name) for name in ("cleanup", "email", "report")},
     'package.json': (
         '{\n'
         '  "name": "scheduler",\n'
@@ -392,45 +403,6 @@ SCHEDULER = {
         'const s = new Scheduler({ concurrency: Number(process.env.CONCURRENCY) || 4 })\n'
         'module.exports = s\n'
     ),
-    'src/jobs/cleanup.js': (
-        "'use strict'\n"
-        '// cleanup job: picks the next batch of rows and processes each job item.\n'
-        'module.exports = async function cleanupJob (db, next) {\n'
-        "  const job = { name: 'cleanup', pick: 50 }\n"
-        "  const rows = await db.query('SELECT * FROM cleanup_queue ORDER BY id LIMIT $1', [job.pick])\n"
-        '  for (const row of rows) {\n'
-        '    // pick the next job row and hand it to the next handler\n'
-        '    await next(job, row)\n'
-        '  }\n'
-        '  return job\n'
-        '}\n'
-    ),
-    'src/jobs/email.js': (
-        "'use strict'\n"
-        '// email job: picks the next batch of rows and processes each job item.\n'
-        'module.exports = async function emailJob (db, next) {\n'
-        "  const job = { name: 'email', pick: 50 }\n"
-        "  const rows = await db.query('SELECT * FROM email_queue ORDER BY id LIMIT $1', [job.pick])\n"
-        '  for (const row of rows) {\n'
-        '    // pick the next job row and hand it to the next handler\n'
-        '    await next(job, row)\n'
-        '  }\n'
-        '  return job\n'
-        '}\n'
-    ),
-    'src/jobs/report.js': (
-        "'use strict'\n"
-        '// report job: picks the next batch of rows and processes each job item.\n'
-        'module.exports = async function reportJob (db, next) {\n'
-        "  const job = { name: 'report', pick: 50 }\n"
-        "  const rows = await db.query('SELECT * FROM report_queue ORDER BY id LIMIT $1', [job.pick])\n"
-        '  for (const row of rows) {\n'
-        '    // pick the next job row and hand it to the next handler\n'
-        '    await next(job, row)\n'
-        '  }\n'
-        '  return job\n'
-        '}\n'
-    ),
     'README.md': (
         '# scheduler\n'
         '\n'
@@ -457,12 +429,8 @@ SCHEDULER = {
 
 @pytest.fixture(scope="module")
 def scheduler_repo(tmp_path_factory):
-    from repo_helpers import write_repo
-    root = tmp_path_factory.mktemp("scheduler")
-    eng = Engine.open(write_repo(root / "repo", SCHEDULER), index_path=root / "index.sqlite")
-    eng.update()
-    yield eng
-    eng.close()
+    with indexed_engine(tmp_path_factory.mktemp("scheduler"), SCHEDULER) as eng:
+        yield eng
 
 
 def test_a_package_named_like_its_main_component_still_finds_it(scheduler_repo):
