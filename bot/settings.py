@@ -105,6 +105,7 @@ class Settings:
     rerank_url: str | None = None
     rerank_api_key: str | None = None
     rerank_model: str | None = None
+    rerank_min_score: float | None = None
 
     def __repr__(self) -> str:
         parts = []
@@ -143,7 +144,8 @@ class Settings:
         """The ``RERANK_*`` variables that are set, as a mapping for ``rag.rerank.reranker_from_env``
         (empty → no reranker: reranking is off by default)."""
         env = {"RERANK_URL": self.rerank_url, "RERANK_API_KEY": self.rerank_api_key,
-               "RERANK_MODEL": self.rerank_model}
+               "RERANK_MODEL": self.rerank_model,
+               "RERANK_MIN_SCORE": None if self.rerank_min_score is None else repr(self.rerank_min_score)}
         return {k: v for k, v in env.items() if v}
 
     def ai_env(self) -> dict[str, str]:
@@ -251,6 +253,7 @@ def _parse(env: Mapping[str, str], *, require_slack: bool) -> Settings:
         rerank_url=convert("RERANK_URL", None, _http_url),
         rerank_api_key=get("RERANK_API_KEY"),
         rerank_model=get("RERANK_MODEL"),
+        rerank_min_score=convert("RERANK_MIN_SCORE", None, _finite_float),
     )
     if problems:
         raise SettingsError(problems)
@@ -286,6 +289,16 @@ def _positive_float(raw: str) -> float:
         raise ValueError(f"expected a number of seconds, got {raw!r}") from None
     if not value > 0 or value != value or value == float("inf"):
         raise ValueError(f"must be a positive number of seconds, got {raw!r}")
+    return value
+
+
+def _finite_float(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"expected a number, got {raw[:40]!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"must be a finite number, got {raw[:40]!r}")
     return value
 
 

@@ -395,7 +395,8 @@ class Engine:
             cands = _retrieve.fuse_streams(cands, [h.chunk_id for h in hits], policy=policy, structure=structure)
         if self.reranker is not None:  # optional; outside the read transaction (a network call)
             cands = rerank_candidates(cands, question=question, reranker=self.reranker,
-                                      top=policy.rerank_top, pinned=pinned)
+                                      top=policy.rerank_top, pinned=pinned,
+                                      min_score=getattr(self.reranker, "min_score", None))
         sources = _retrieve.diversify(cands, limit=limit, per_file=policy.per_file,
                                       relative_threshold=policy.relative_threshold)
         for source in sources:

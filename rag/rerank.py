@@ -124,6 +124,11 @@ class HttpReranker:
         request_timeout_s: timeout of one HTTP attempt, seconds.
         deadline_s: overall deadline of one ``rerank`` call, seconds.
         max_retries: extra attempts after a retryable failure.
+        min_score: relevance floor on the service's own scale (``RERANK_MIN_SCORE``): when
+            every reranked chunk scores below it, retrieval abstains (nothing really matches).
+            ``None`` (the default): never abstain on reranker scores. A cross-encoder's scores
+            are calibrated per model (Cohere and Jina return 0..1 relevance), so the floor is
+            the operator's choice for the model they run.
 
     Raises:
         ProviderError: bad ``base_url`` (at construction); any failure in ``rerank``.
@@ -131,7 +136,7 @@ class HttpReranker:
 
     def __init__(self, *, base_url: str, api_key: str | None = None, model: str | None = None,
                  request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float = DEFAULT_DEADLINE_S,
-                 max_retries: int = DEFAULT_MAX_RETRIES) -> None:
+                 max_retries: int = DEFAULT_MAX_RETRIES, min_score: float | None = None) -> None:
         self.base_url = provider_base_url(base_url, suffix="rerank", variable="RERANK_URL",
                                           example="https://api.cohere.com/v2")
         self.url = self.base_url + "/rerank"
@@ -140,6 +145,7 @@ class HttpReranker:
         self.request_timeout_s = request_timeout_s
         self.deadline_s = deadline_s
         self.max_retries = max(0, max_retries)
+        self.min_score = min_score
         self._api_key = api_key or None
         self._opener = urllib.request.build_opener(_NoRedirect)
 
@@ -279,7 +285,8 @@ def _parse(raw: bytes, *, expected: int) -> list[float]:
 
 
 def rerank_candidates(cands: list[Candidate], *, question: str, reranker: Reranker, top: int,
-                      pinned: Collection[int] = (), max_chars: int = DEFAULT_RERANK_TEXT_CHARS) -> list[Candidate]:
+                      pinned: Collection[int] = (), max_chars: int = DEFAULT_RERANK_TEXT_CHARS,
+                      min_score: float | None = None) -> list[Candidate]:
     """Reorder the first ``top`` distinct candidates of a ranked list by the reranker's scores.
 
     Candidates in ``pinned`` (chunk ids with a hard structural boost, such as a
@@ -296,10 +303,13 @@ def rerank_candidates(cands: list[Candidate], *, question: str, reranker: Rerank
         top: how many candidates to rerank (``RetrievalPolicy.rerank_top``).
         pinned: candidate ids that must stay first.
         max_chars: chunk characters per document (see :func:`rerank_text`).
+        min_score: when set and nothing is pinned, every reranked score below it means
+            no real match: ``[]`` is returned (retrieval abstains).
 
     Returns:
-        The reordered list; ``cands`` unchanged in order when the reranker fails
-        (a warning is logged with the reason only) or there is nothing to reorder.
+        The reordered list; ``[]`` under ``min_score`` as above; ``cands`` unchanged in
+        order when the reranker fails (a warning is logged with the reason only; a
+        failure never causes abstention) or there is nothing to reorder.
     """
     head: list[Candidate] = []
     seen: set[int] = set()
@@ -314,7 +324,7 @@ def rerank_candidates(cands: list[Candidate], *, question: str, reranker: Rerank
     rest = [c for c in cands[rest_start:] if c.id not in seen]
     fixed = [c for c in head if c.id in pinned]
     movable = [c for c in head if c.id not in pinned]
-    if len(movable) < 2:
+    if len(movable) < (1 if min_score is not None and not fixed else 2):
         return cands
     started = time.monotonic()
     try:
@@ -325,6 +335,10 @@ def rerank_candidates(cands: list[Candidate], *, question: str, reranker: Rerank
         log.warning("rerank skipped, keeping the fused order: reranker=%s n=%d ms=%.0f reason=%s",
                     reranker.name, len(movable), (time.monotonic() - started) * 1000, exc)
         return cands
+    if min_score is not None and not fixed and max(scores) < min_score:
+        log.info("rerank abstained: reranker=%s n=%d best=%.4f min_score=%g", reranker.name, len(movable),
+                 max(scores), min_score)
+        return []
     order = sorted(range(len(movable)), key=lambda i: -scores[i])  # stable: ties keep the fused order
     reordered = fixed + [movable[i] for i in order]
     for c, score in zip(reordered, sorted((c.score for c in head), reverse=True)):
@@ -335,7 +349,8 @@ def rerank_candidates(cands: list[Candidate], *, question: str, reranker: Rerank
 
 
 def reranker_from_env(env: Mapping[str, str]) -> HttpReranker | None:
-    """The reranker configured by ``RERANK_URL`` (+ ``RERANK_API_KEY``, ``RERANK_MODEL``), else ``None``.
+    """The reranker configured by ``RERANK_URL`` (+ ``RERANK_API_KEY``, ``RERANK_MODEL``,
+    ``RERANK_MIN_SCORE``), else ``None``.
 
     Reranking is off by default: with ``RERANK_URL`` unset or blank this returns
     ``None`` and retrieval is unchanged.
@@ -344,10 +359,17 @@ def reranker_from_env(env: Mapping[str, str]) -> HttpReranker | None:
         env: the settings mapping (``os.environ`` or ``Settings.rerank_env()``).
 
     Raises:
-        ProviderError: ``RERANK_URL`` is not an http(s) URL.
+        ProviderError: ``RERANK_URL`` is not an http(s) URL, or ``RERANK_MIN_SCORE`` is not a number.
     """
     url = (env.get("RERANK_URL") or "").strip()
     if not url:
         return None
+    raw_floor = (env.get("RERANK_MIN_SCORE") or "").strip()
+    try:
+        floor = float(raw_floor) if raw_floor else None
+    except ValueError:
+        raise ProviderError(f"RERANK_MIN_SCORE must be a number, got {raw_floor[:40]!r}") from None
+    if floor is not None and not math.isfinite(floor):
+        raise ProviderError("RERANK_MIN_SCORE must be a finite number")
     return HttpReranker(base_url=url, api_key=(env.get("RERANK_API_KEY") or "").strip() or None,
-                        model=(env.get("RERANK_MODEL") or "").strip() or None)
+                        model=(env.get("RERANK_MODEL") or "").strip() or None, min_score=floor)

@@ -258,6 +258,40 @@ def test_a_failing_reranker_keeps_the_fused_order(open_engine, server, action, c
     assert "widget gadget" not in caplog.text
 
 
+def test_below_the_relevance_floor_retrieval_abstains(open_engine, server, caplog):
+    # Scores are the module numbers 0..19: a floor above them all means no real match.
+    caplog.set_level(logging.INFO)
+    engine = open_engine(reranker=HttpReranker(base_url=server.url, min_score=20.0))
+    assert engine.retrieve(QUESTION) == []
+    assert "rerank abstained" in caplog.text and QUESTION not in caplog.text
+    engine = open_engine(reranker=HttpReranker(base_url=server.url, min_score=19.0))
+    assert paths(engine.retrieve(QUESTION))[0] == "src/mod_19.js"  # one chunk at the floor is a match
+
+
+def test_the_floor_never_overrides_a_named_file_or_a_reranker_failure(open_engine, server):
+    named = "src/mod_23.js"
+    engine = open_engine(reranker=HttpReranker(base_url=server.url, min_score=1000.0))
+    assert paths(engine.retrieve(f"where is the widget gadget handled in {named}?")) == [named]
+    baseline = paths(open_engine().retrieve(QUESTION))
+    server.default_action = "garbage"
+    assert paths(engine.retrieve(QUESTION)) == baseline
+
+
+def test_the_floor_is_read_from_the_environment_and_validated(tmp_path):
+    env = {"RERANK_URL": "http://127.0.0.1:9/v1", "RERANK_MIN_SCORE": "0.25"}
+    assert reranker_from_env(env).min_score == 0.25
+    assert reranker_from_env({"RERANK_URL": "http://127.0.0.1:9/v1"}).min_score is None
+    with pytest.raises(ProviderError, match="RERANK_MIN_SCORE must be a number"):
+        reranker_from_env({**env, "RERANK_MIN_SCORE": "high"})
+    with pytest.raises(ProviderError, match="finite"):
+        reranker_from_env({**env, "RERANK_MIN_SCORE": "nan"})
+    settings = Settings.from_env({"REPO_PATH": str(tmp_path), **env}, dotenv_path=None, require_slack=False)
+    assert settings.rerank_min_score == 0.25 and reranker_from_env(settings.rerank_env()).min_score == 0.25
+    with pytest.raises(Exception, match="RERANK_MIN_SCORE"):
+        Settings.from_env({"REPO_PATH": str(tmp_path), **env, "RERANK_MIN_SCORE": "inf"}, dotenv_path=None,
+                          require_slack=False)
+
+
 def test_a_hanging_reranker_costs_at_most_its_deadline(open_engine, server, caplog):
     baseline = paths(open_engine().retrieve(QUESTION))
     server.default_action = "hang"
