@@ -6,6 +6,15 @@ Contract (DESIGN.md section 3, "Walk"):
   extension-less name (``Dockerfile``, ``Makefile``, see :data:`TEXT_FILENAMES`);
   images (:data:`IMAGE_EXTENSIONS`) are collected separately, by path only;
 * directories in :data:`SKIPPED_DIRS` are never entered (case-insensitive);
+* build-output directories (:data:`OUTPUT_DIRS`: ``dist``, ``build``, ``out``)
+  are read last, and only for code that exists nowhere else: a JS/TS file there
+  is kept unless a file with the same stem (``Observable`` of
+  ``Observable.d.ts``) was found outside them or earlier in them (one compiled
+  copy), it is typings next to their code, or it is a single-file bundle
+  (``*.umd.js``, ``bundles/``); other files there are skipped (``build_output``). An npm package that ships only ``dist/`` (uuid) or
+  ``build/`` (yargs), or keeps real scripts in ``build/`` (fastify), is then
+  searchable, while compiled copies of ``src/`` are not indexed twice;
+* minified files (``*.min.js``, ``*.min.css`` …) are skipped (``minified``);
 * secret files (``.env``, ``.env.*``, ``*.env``, ``id_rsa`` & co, ``*.pem``,
   ``*.key``, ``.npmrc``, ``.netrc``, ``.pypirc``, ``.git-credentials`` ...) are
   skipped wherever they are, except the example templates in
@@ -31,7 +40,7 @@ file type without an extra ``stat`` per entry. Binary detection is deferred to
 Everything skipped is counted by reason in ``WalkReport.skipped`` (reasons:
 ``symlink``, ``skipped_dir``, ``secret``, ``lockfile``, ``ignored``,
 ``unsupported_type``, ``too_large``, ``max_files``, ``max_total_bytes``,
-``max_depth``, ``unreadable``). Output is sorted by path and deterministic:
+``max_depth``, ``unreadable``, ``build_output``, ``minified``). Output is sorted by path and deterministic:
 entries are visited in name order, so caps always cut at the same place.
 
 Example::
@@ -116,10 +125,16 @@ IMAGE_EXTENSIONS: frozenset[str] = frozenset({".png", ".jpg", ".jpeg", ".gif", "
 TEXT_FILENAMES: dict[str, str] = {"dockerfile": "dockerfile", "makefile": "makefile"}
 
 SKIPPED_DIRS: frozenset[str] = frozenset({
-    ".git", ".rag", "node_modules", "dist", "logs", "archive", ".vscode", "priv", "prompts",
-    "build", "coverage", "out", "target", "vendor", "__pycache__", ".next", ".idea",
+    ".git", ".rag", "node_modules", "logs", "archive", ".vscode", "priv", "prompts",
+    "coverage", "target", "vendor", "__pycache__", ".next", ".idea",
     ".svn", ".hg", ".ssh", ".aws", ".gnupg", ".kube", ".gradle",
 })
+# Build output: read last, for code found nowhere else (see the module docstring).
+OUTPUT_DIRS: frozenset[str] = frozenset({"dist", "build", "out"})
+_OUTPUT_CODE_TYPES = frozenset({"js", "mjs", "cjs", "jsx", "ts", "tsx", "mts", "cts"})
+_MINIFIED_RE = re.compile(r"[.-]min\.(?:js|mjs|cjs|css)$", re.I)
+# Single-file bundles of the whole package (every module again, in one file).
+_BUNDLE_RE = re.compile(r"(^|/)bundles?/|\.(umd|bundle|iife)\.[mc]?js$", re.I)
 
 # Example templates of secret files: safe to index (values are redacted anyway).
 ENV_TEMPLATE_NAMES: frozenset[str] = frozenset({
@@ -221,6 +236,9 @@ class _Walker:
         self.skipped: dict[str, int] = {}
         self.secret_files: list[str] = []
         self.total_bytes = 0
+        self.deferred: list[tuple[str, str, int, list[tuple[str, GitIgnoreSpec]]]] = []
+        self.output_stems: set[str] | None = None  # set while reading build-output directories
+        self.siblings: set[str] = set()  # lower-case names in the directory being read
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -233,6 +251,7 @@ class _Walker:
             logger.warning("cannot list directory %r: %s", rel_dir or ".", exc.__class__.__name__)
             self.skip("unreadable")
             return
+        self.siblings = {e.name.lower() for e in entries}
         # Like git (>= 2.32), a symlinked ignore file is not read.
         ignore_names = {e.name for e in entries if e.name in IGNORE_FILES and not e.is_symlink()}
         extra = _read_info_exclude(abs_dir) if depth == 0 else None
@@ -254,6 +273,8 @@ class _Walker:
                         self.skip("ignored")
                     elif depth + 1 > self.policy.max_depth:
                         self.skip("max_depth")
+                    elif entry.name.lower() in OUTPUT_DIRS and self.output_stems is None:
+                        self.deferred.append((entry.path, rel + "/", depth + 1, levels))
                     else:
                         subdirs.append((entry.path, rel + "/"))
                     continue
@@ -286,6 +307,19 @@ class _Walker:
         if levels and _is_ignored(levels, rel):
             self.skip("ignored")
             return
+        if _MINIFIED_RE.search(lower):
+            self.skip("minified")
+            return
+        if self.output_stems is not None:
+            stem = _stem(name)
+            typings_of_code = re.search(r"\.d\.[mc]?ts$", lower) is not None and any(
+                f"{stem}.{ext}" in self.siblings for ext in ("js", "mjs", "cjs"))
+            bundle = _BUNDLE_RE.search(rel) is not None
+            if is_image or file_type not in _OUTPUT_CODE_TYPES or stem in self.output_stems or typings_of_code \
+                    or bundle:
+                self.skip("build_output")
+                return
+            self.output_stems.add(stem)  # one compiled copy (dist/cjs/x.js, not also dist/esm/x.js)
         if is_image:
             self.images.append(rel)
             return
@@ -310,6 +344,11 @@ class _Walker:
         ))
 
 
+def _stem(name: str) -> str:
+    """A file name up to its first dot, lower-case: ``Observable.d.ts`` → ``observable``."""
+    return name.split(".", 1)[0].lower()
+
+
 def walk(root: Path, policy: WalkPolicy = DEFAULT_WALK_POLICY) -> WalkReport:
     """List the text files and images of the repository at *root*.
 
@@ -331,6 +370,11 @@ def walk(root: Path, policy: WalkPolicy = DEFAULT_WALK_POLICY) -> WalkReport:
         raise RepoNotFoundError(f"Repository path does not exist or is not a directory: {root_str}")
     walker = _Walker(os.path.abspath(root_str), policy)
     walker.walk_dir(walker.root, "", 0, [])
+    # Build output last: only code whose stem appears nowhere outside it.
+    walker.output_stems = {_stem(f.path.rsplit("/", 1)[-1]) for f in walker.files
+                           if f.file_type in _OUTPUT_CODE_TYPES}
+    for abs_dir, rel_dir, depth, levels in walker.deferred:
+        walker.walk_dir(abs_dir, rel_dir, depth, levels)
     walker.files.sort(key=lambda f: f.path)
     walker.images.sort()
     logger.debug("walked %s: %d files, %d images, skipped %s",

@@ -125,13 +125,41 @@ def test_szignore_applies_like_gitignore(tmp_path: Path) -> None:
 
 
 def test_skipped_directories_are_case_insensitive(tmp_path: Path) -> None:
-    dirs = [".git", ".rag", "Node_Modules", "dist", "logs", "archive", ".vscode", "priv", "prompts", "BUILD",
-            "coverage", "out", "target", "vendor", "__pycache__", ".next", ".idea", ".svn", ".hg", ".ssh",
+    dirs = [".git", ".rag", "Node_Modules", "logs", "archive", ".vscode", "priv", "prompts",
+            "coverage", "target", "vendor", "__pycache__", ".next", ".idea", ".svn", ".hg", ".ssh",
             ".aws", ".gnupg", ".kube", ".gradle", "sub/node_modules"]
     make_tree(tmp_path, {f"{d}/x.js": "x" for d in dirs} | {"src/ok.js": "x"})
     report = walk(tmp_path)
     assert [f.path for f in report.files] == ["src/ok.js"]
     assert report.skipped == {"skipped_dir": len(dirs)}
+
+
+def test_build_output_is_read_only_for_code_found_nowhere_else(tmp_path: Path) -> None:
+    make_tree(tmp_path, {
+        "src/a.ts": "x", "src/util.ts": "x",
+        "dist/a.js": "x", "dist/a.d.ts": "x",           # compiled copies of src/a.ts
+        "dist/extra.js": "x", "dist/esm/extra.js": "x",  # code found nowhere else: one copy
+        "BUILD/tool.js": "x",                            # a real script (case-insensitive name)
+        "out/style.css": "x", "dist/README.md": "x",     # not code
+        "dist/bundles/pkg.umd.js": "x", "dist/pkg.bundle.js": "x",  # the whole package again
+        "dist/app.min.js": "x", "public/vendor.min.js": "x", "public/site.min.css": "x",
+    })
+    report = walk(tmp_path)
+    assert [f.path for f in report.files] == ["BUILD/tool.js", "dist/extra.js", "src/a.ts", "src/util.ts"]
+    assert report.skipped == {"build_output": 7, "minified": 3}
+
+
+def test_a_package_that_ships_only_compiled_code_is_indexed(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"README.md": "x", "package.json": "{}", "dist/index.js": "x", "dist/index.d.ts": "x",
+                         "dist/v4.js": "x", "dist/types.d.ts": "x"})
+    assert paths(tmp_path) == ["README.md", "dist/index.js", "dist/types.d.ts", "dist/v4.js", "package.json"]
+
+
+def test_ignored_build_output_stays_ignored(tmp_path: Path) -> None:
+    make_tree(tmp_path, {".gitignore": "dist/\n", "dist/only.js": "x", "src/a.js": "x"})
+    report = walk(tmp_path)
+    assert [f.path for f in report.files] == ["src/a.js"]
+    assert report.skipped == {"ignored": 1, "unsupported_type": 1}  # dist/ and the .gitignore file itself
 
 
 def test_secret_and_lock_files_are_skipped_anywhere(tmp_path: Path) -> None:
