@@ -11,9 +11,11 @@ Contract (DESIGN.md section 3, "Walk"):
   is kept unless a file with the same stem (``Observable`` of
   ``Observable.d.ts``) was found outside them or earlier in them (one compiled
   copy), it is typings next to their code, or it is a single-file bundle
-  (``*.umd.js``, ``bundles/``); other files there are skipped (``build_output``). An npm package that ships only ``dist/`` (uuid) or
+  (``*.umd.js``, ``bundles/``); other files there are skipped
+  (``build_output``). An npm package that ships only ``dist/`` (uuid) or
   ``build/`` (yargs), or keeps real scripts in ``build/`` (fastify), is then
-  searchable, while compiled copies of ``src/`` are not indexed twice;
+  searchable, while compiled copies of ``src/`` are not indexed twice
+  (a deviation from DESIGN.md's list, which skips these directories outright);
 * minified files (``*.min.js``, ``*.min.css`` …) are skipped (``minified``);
 * secret files (``.env``, ``.env.*``, ``*.env``, ``id_rsa`` & co, ``*.pem``,
   ``*.key``, ``.npmrc``, ``.netrc``, ``.pypirc``, ``.git-credentials`` ...) are
@@ -40,8 +42,9 @@ file type without an extra ``stat`` per entry. Binary detection is deferred to
 Everything skipped is counted by reason in ``WalkReport.skipped`` (reasons:
 ``symlink``, ``skipped_dir``, ``secret``, ``lockfile``, ``ignored``,
 ``unsupported_type``, ``too_large``, ``max_files``, ``max_total_bytes``,
-``max_depth``, ``unreadable``, ``build_output``, ``minified``). Output is sorted by path and deterministic:
-entries are visited in name order, so caps always cut at the same place.
+``max_depth``, ``unreadable``, ``build_output``, ``minified``). Output is sorted
+by path and deterministic: entries are visited in name order, so caps always cut
+at the same place.
 
 Example::
 
