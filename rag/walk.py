@@ -16,7 +16,9 @@ Contract (DESIGN.md section 3, "Walk"):
   ``build/`` (yargs), or keeps real scripts in ``build/`` (fastify), is then
   searchable, while compiled copies of ``src/`` are not indexed twice
   (a deviation from DESIGN.md's list, which skips these directories outright);
-* minified files (``*.min.js``, ``*.min.css`` …) are skipped (``minified``);
+* minified files (``*.min.js``, ``*.min.css`` …, and in build-output
+  directories any file whose first 8 KB hold a line over 1,000 characters) are
+  skipped (``minified``);
 * secret files (``.env``, ``.env.*``, ``*.env``, ``id_rsa`` & co, ``*.pem``,
   ``*.key``, ``.npmrc``, ``.netrc``, ``.pypirc``, ``.git-credentials`` ...) are
   skipped wherever they are, except the example templates in
@@ -37,7 +39,8 @@ Contract (DESIGN.md section 3, "Walk"):
 Why not ``os.walk``/``Path.rglob``: ignore rules must be applied *before*
 descending (git never enters an excluded directory), and ``DirEntry`` gives the
 file type without an extra ``stat`` per entry. Binary detection is deferred to
-:func:`read_text` so the walk itself never opens a file.
+:func:`read_text` so the walk itself never opens a file, except the head of a
+candidate in a build-output directory (the minified check).
 
 Everything skipped is counted by reason in ``WalkReport.skipped`` (reasons:
 ``symlink``, ``skipped_dir``, ``secret``, ``lockfile``, ``ignored``,
@@ -322,6 +325,9 @@ class _Walker:
                     or bundle:
                 self.skip("build_output")
                 return
+            if _looks_minified(entry.path):  # hashed bundles (out/_next/static/chunks/main-3f2a.js)
+                self.skip("minified")
+                return
             self.output_stems.add(stem)  # one compiled copy (dist/cjs/x.js, not also dist/esm/x.js)
         if is_image:
             self.images.append(rel)
@@ -345,6 +351,20 @@ class _Walker:
             mtime_ns=st.st_mtime_ns,
             file_type=file_type,  # type: ignore[arg-type]  # not None here
         ))
+
+
+def _looks_minified(path: str, *, head_bytes: int = 8192, max_line: int = 1000) -> bool:
+    """Whether the file's first ``head_bytes`` hold a line longer than ``max_line`` characters.
+
+    Read only for candidates in build-output directories (rare), so the walk stays
+    stat-only elsewhere. An unreadable file is not minified (the indexer reports it).
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(head_bytes)
+    except OSError:
+        return False
+    return any(len(line) > max_line for line in head.split(b"\n"))
 
 
 def _stem(name: str) -> str:

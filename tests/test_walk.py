@@ -149,6 +149,14 @@ def test_build_output_is_read_only_for_code_found_nowhere_else(tmp_path: Path) -
     assert report.skipped == {"build_output": 7, "minified": 3}
 
 
+def test_minified_build_output_is_skipped_by_its_content(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"src/page.js": "x", "out/_next/static/chunks/main-3f2a.js": "var a=1;" * 200,
+                         "out/_next/static/chunks/readable.js": "const a = 1;\n" * 200})
+    report = walk(tmp_path)
+    assert [f.path for f in report.files] == ["out/_next/static/chunks/readable.js", "src/page.js"]
+    assert report.skipped == {"minified": 1}
+
+
 def test_a_package_that_ships_only_compiled_code_is_indexed(tmp_path: Path) -> None:
     make_tree(tmp_path, {"README.md": "x", "package.json": "{}", "dist/index.js": "x", "dist/index.d.ts": "x",
                          "dist/v4.js": "x", "dist/types.d.ts": "x"})
