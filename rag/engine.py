@@ -28,6 +28,7 @@ from .embeddings import EmbeddingProvider
 from .errors import RepoNotFoundError
 from .hybrid import VectorStream, above_floor, safe_query_vector, safe_search, top_margin
 from .index import FileUpdate, Index
+from .manifests import read_manifests, repository_names
 from .query import analyze
 from .rerank import Reranker, rerank_candidates
 from .retrieve import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
@@ -92,12 +93,6 @@ class IndexStats:
         data["seconds"] = round(self.seconds, 4)
         data["parse_seconds"] = round(self.parse_seconds, 4)
         return data
-
-
-_MANIFESTS = ("package.json", "pyproject.toml", "Cargo.toml", "go.mod")
-"""Root files that name the package (see :func:`rag.retrieve.repository_names`)."""
-_MANIFEST_MAX_BYTES = 1_000_000
-"""A manifest larger than this is read cut (and then gives no name)."""
 
 
 class _GenerationCache:
@@ -404,17 +399,10 @@ class Engine:
         return sources
 
     def _repository_names(self, cache: _GenerationCache) -> frozenset[str]:
-        """The package's own name words (:func:`rag.retrieve.repository_names`), read once per generation."""
+        """The package's own name words (:func:`rag.manifests.repository_names`), read once per generation."""
         names = cache.extra.get("repository_names")
         if names is None:
-            manifests = {}
-            for name in _MANIFESTS:
-                try:
-                    with open(self.repo_root / name, "rb") as fh:
-                        manifests[name] = fh.read(_MANIFEST_MAX_BYTES).decode("utf-8-sig")
-                except (OSError, UnicodeDecodeError):
-                    continue
-            names = _retrieve.repository_names(manifests)
+            names = repository_names(read_manifests(self.repo_root))
             cache.extra["repository_names"] = names
         return names  # type: ignore[return-value]
 

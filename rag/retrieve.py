@@ -20,22 +20,19 @@ Pipeline for one question (all inside one read transaction, so one generation):
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 import sqlite3
-import tomllib
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from .manifests import is_manifest
 from .query import Query, fts_expression
 from .text import index_text, light_stem, synonyms_of
 from .types import Source
 
 __all__ = ["RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "rank_chunks",
-           "fuse_streams", "diversify", "focus_line", "repository_names", "META_TERMS"]
+           "fuse_streams", "diversify", "focus_line", "META_TERMS"]
 
 _DOC_TYPES = frozenset({"md", "markdown", "mdx", "rst", "txt"})
 # Words that name the repository's own parts rather than a topic ("which module
@@ -47,61 +44,6 @@ META_TERMS = frozenset(
 )
 
 
-def repository_names(manifests: dict[str, str]) -> frozenset[str]:
-    """Words of the repository's own package name, read from its manifests.
-
-    A question about Koa says "where does Koa parse bodies?"; "koa" then matches
-    every chunk that names the package, so it is no evidence that the repository
-    answers the question (see ``meta_terms`` in :func:`rank_chunks`). The names
-    come from ``package.json`` ``name`` (the part after an npm scope),
-    ``pyproject.toml`` ``[project]`` or ``[tool.poetry]`` ``name``, ``Cargo.toml``
-    ``[package] name`` and ``go.mod``'s ``module`` (its last segment that is not a
-    ``/vN`` major version); each is split like indexed text (``my-lib`` → my, lib).
-    The checkout directory's name is not used (``main``, ``src``, ``app`` are common).
-
-    Args:
-        manifests: file name → text, for the manifests present at the repository root.
-
-    Returns:
-        Lower-case words (empty when there is no readable manifest). Never raises:
-        malformed, truncated or absurdly nested manifests give no name.
-    """
-    names: list[str] = []
-
-    def parsed(loader: Callable[[str], Any], text: str | None) -> Any:
-        if not text:
-            return None
-        try:
-            return loader(text.lstrip("\ufeff"))
-        except (ValueError, RecursionError):  # JSONDecodeError and TOMLDecodeError are ValueErrors
-            return None
-
-    def dig(data: Any, *keys: str) -> str | None:
-        for key in keys:
-            data = data.get(key) if isinstance(data, dict) else None
-        return data if isinstance(data, str) else None
-
-    package = dig(parsed(json.loads, manifests.get("package.json")), "name")
-    if package:
-        names.append(package.rsplit("/", 1)[-1])
-    pyproject = parsed(tomllib.loads, manifests.get("pyproject.toml"))
-    names += [n for n in (dig(pyproject, "project", "name"), dig(pyproject, "tool", "poetry", "name")) if n]
-    cargo = dig(parsed(tomllib.loads, manifests.get("Cargo.toml")), "package", "name")
-    if cargo:
-        names.append(cargo)
-    match = re.search(r"^module[ \t]+(\S+)", manifests.get("go.mod") or "", re.M)
-    if match:
-        segments = [p for p in match.group(1).strip('"').split("/") if p and not re.fullmatch(r"v\d+", p)]
-        if segments:
-            names.append(segments[-1])
-    return frozenset(w for name in names for w in index_text(name).lower().split() if len(w) >= 2)
-
-
-# Package and build manifests (not other config: docker-compose.yml answers questions about env vars).
-_MANIFEST = re.compile(
-    r"(^|/)(package\.json|pyproject\.toml|Cargo\.toml|composer\.json|setup\.cfg|go\.mod|Gemfile|[^/]+\.gemspec|"
-    r"pom\.xml|build\.gradle(\.kts)?|tsconfig[^/]*\.json|jsconfig\.json|deno\.jsonc?)$"
-)
 _LOW_VALUE_DIRS = re.compile(r"(^|/)(tests?|__tests__|spec|specs|benchmarks?|bench|fixtures?|examples?|e2e)(/|$)", re.I)
 
 
@@ -258,7 +200,7 @@ def rank_chunks(
         known_paths: every indexed path (for explicit path mentions).
         extra_ids: chunk ids found by another stream (vectors), scored here too.
         meta_terms: words that name the repository itself (its package name, from
-            :func:`repository_names`): they rank like any word but are not evidence that the
+            :func:`rag.manifests.repository_names`): they rank like any word but are not evidence that the
             repository answers the question (the :class:`Evidence` leaves them out).
 
     Returns:
@@ -407,7 +349,7 @@ def _prior(c: Candidate, query: Query) -> float:
         factor *= 0.55
     if c.path.endswith(".d.ts") and "types" not in intents:
         factor *= 0.7
-    if _MANIFEST.search(c.path):  # manifests match many words but answer only questions about themselves
+    if is_manifest(c.path):  # manifests match many words but answer only questions about themselves
         factor *= 1.25 if "config" in intents else 0.7
     if is_doc:
         if "docs" in intents or "release" in intents:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from repo_helpers import write_repo
 from slack_fake import ADMIN, BOT_TOKEN, SIGNING_SECRET, BotHarness, SlackFake
 
 CLEARED_PREFIXES = ("SLACK_", "AI_", "EMBEDDINGS_", "RERANK_")
@@ -63,12 +64,7 @@ REPO_FILES = {
 @pytest.fixture
 def bot_repo(tmp_path) -> Path:
     """A small repository (README + two JS files) under ``tmp_path/repo``."""
-    repo = tmp_path / "repo"
-    for relative, text in REPO_FILES.items():
-        path = repo / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return repo
+    return write_repo(tmp_path / "repo", REPO_FILES)
 
 
 @pytest.fixture

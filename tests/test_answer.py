@@ -9,6 +9,7 @@ import time
 
 import pytest
 from openai_server import FakeOpenAIServer, Reply, chunk, error_reply, hang_reply, text_reply, tool_reply
+from repo_helpers import indexed_engine
 
 from prompts import load_prompt
 from rag.answer import AnswerResult, answer_question
@@ -47,16 +48,8 @@ PLANTED = "xoxb-112233445566-112233445566-AbCdEfGhIjKlMnOpQrStUvWx"
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    root = tmp_path_factory.mktemp("answer")
-    repo = root / "repo"
-    for relative, text in REPO.items():
-        path = repo / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    eng = Engine.open(repo, index_path=root / "index.sqlite")
-    eng.update()
-    yield eng
-    eng.close()
+    with indexed_engine(tmp_path_factory.mktemp("answer"), REPO) as eng:
+        yield eng
 
 
 @pytest.fixture

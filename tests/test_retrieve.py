@@ -8,7 +8,7 @@ import time
 import pytest
 
 from fixtures_engine import make_sample_repo
-from repo_helpers import indexed_engine
+from repo_helpers import indexed_engine, write_repo
 from rag.engine import MAX_QUESTION_CHARS, Engine
 from rag.query import analyze, fts_expression
 from rag.text import identifier_parts, index_text, light_stem, query_terms, synonyms_of
@@ -239,12 +239,7 @@ def test_images_match_path_tokens(engine):
 
 
 def _engine_for(tmp_path, files: dict[str, str]) -> Engine:
-    repo = tmp_path / "repo"
-    for rel, text in files.items():
-        p = repo / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
-    eng = Engine.open(repo, index_path=tmp_path / "index.sqlite")
+    eng = Engine.open(write_repo(tmp_path / "repo", files), index_path=tmp_path / "index.sqlite")
     eng.update()
     return eng
 
@@ -284,7 +279,7 @@ def test_results_are_diversified_and_limited(tmp_path):
 # -- the repository's own name -------------------------------------------------------------------
 
 def test_repository_names_come_from_the_manifests():
-    from rag.retrieve import repository_names
+    from rag.manifests import repository_names
     assert repository_names({"package.json": '{"name": "@acme/quokka-server"}'}) == {"quokka", "server"}
     assert repository_names({"pyproject.toml": '[project]\nname = "slackzilla"\n',
                              "Cargo.toml": '[package]\nname = "ripgrep"\n',
