@@ -8,7 +8,7 @@
     ...
     stop_scheduler(scheduler); startup.cancel()
 
-An adapter, not logic: both jobs call :meth:`rag.maintenance.Reindexer.run_async`,
+An adapter, not logic: both jobs call :meth:`rag.ingest.reindexer.Reindexer.run_async`,
 the same method ``/sz-reindex`` uses, so they share one lock (in-process and
 across processes). APScheduler 3.11's ``AsyncIOScheduler`` runs an ``async def``
 job as a task on the loop; the update itself runs in a worker thread, so Slack
@@ -26,7 +26,7 @@ from datetime import timezone
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from rag.maintenance import Reindexer, ReindexBusyError, RunRecord
+from rag.ingest.reindexer import Reindexer, ReindexBusyError, RunRecord
 
 __all__ = [
     "build_scheduler",

@@ -23,17 +23,17 @@ from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 
-from bot.api import CONTEXT_KEY
-from bot.app import SLACK_EVENTS_PATH, create_app
-from bot.runtime import Runtime
+from bot.api.routes import CONTEXT_KEY
+from bot.slack.app import SLACK_EVENTS_PATH, create_app
+from bot.observability.runtime import Runtime
 from bot.scheduler import build_scheduler, start_background_startup_update, stop_scheduler
 from bot.services import BotContext
 from bot.settings import Settings
 from commands.registry import build_registry
-from rag.embeddings import provider_from_env
+from rag.providers.embeddings import provider_from_env
 from rag.engine import Engine
 from rag.errors import ProviderError
-from rag.rerank import reranker_from_env
+from rag.providers.rerank import reranker_from_env
 
 __all__ = ["RunningServer", "serve", "start"]
 

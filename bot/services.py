@@ -20,15 +20,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from bot import messages
-from bot.runtime import Runtime, release_info
+from bot.slack import messages
+from bot.observability.runtime import Runtime, release_info
 from bot.scheduler import next_run_at
 from bot.settings import Settings
 from commands.registry import CommandRequest, CommandResult, CommandServices, Registry
-from rag.answer import answer_question
-from rag.llm import ModelConfig
-from rag.maintenance import Reindexer, ReindexBusyError, RunRecord, current_commit
-from rag.tools import ToolAdapter, ToolHandlers
+from rag.answer.orchestrator import answer_question
+from rag.providers.llm import ModelConfig
+from rag.ingest.reindexer import Reindexer, ReindexBusyError, RunRecord, current_commit
+from rag.tools.adapter import ToolAdapter, ToolHandlers
 
 __all__ = ["BotContext", "Identity"]
 
@@ -81,7 +81,7 @@ class BotContext:
         self._startup_commit = current_commit(engine.repo_root)
         #: The periodic reindex scheduler, set by ``bot.server`` once started (``None``: off).
         self.scheduler = None
-        #: The Slack ``/sz-ask`` flow (``bot.ask_flow.AskFlow``), set by ``bot.app.create_app``.
+        #: The Slack ``/sz-ask`` flow (``bot.slack.ask_flow.AskFlow``), set by ``bot.slack.app.create_app``.
         self.ask_flow = None
 
     @property
@@ -210,7 +210,7 @@ class BotContext:
     async def reindex_command(self, *, full: bool, user_id: str | None, notify: Notify | None) -> CommandResult:
         """``/sz-reindex``: announce, update, summarise; a busy or failed run is ``ok=False``.
 
-        The update is :meth:`rag.maintenance.Reindexer.run_async`, the same call the
+        The update is :meth:`rag.ingest.reindexer.Reindexer.run_async`, the same call the
         scheduler makes, so both share one lock (in this process and across processes).
         """
 
@@ -239,7 +239,7 @@ class BotContext:
         for a follow-up question.
 
         Returns:
-            a :class:`rag.answer.AnswerResult` (model failures are inside it, in ``error``).
+            a :class:`rag.answer.orchestrator.AnswerResult` (model failures are inside it, in ``error``).
 
         Raises:
             rag.errors.UserError: empty question (and other bad input), or no index yet
@@ -261,7 +261,7 @@ class BotContext:
 
     # -- live tools -----------------------------------------------------------------------------
     def tool_handlers(self) -> ToolHandlers:
-        """The :class:`rag.tools.ToolHandlers` reading this context (same data as ``/api/*``)."""
+        """The :class:`rag.tools.adapter.ToolHandlers` reading this context (same data as ``/api/*``)."""
 
         async def run_command(*, command_id: str, text: str, identity: Any) -> dict:
             who = identity if isinstance(identity, Identity) else Identity(None)

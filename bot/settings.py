@@ -130,7 +130,7 @@ class Settings:
         return bool(user_id) and user_id in self.admin_user_ids
 
     def embeddings_env(self) -> dict[str, str]:
-        """The ``EMBEDDINGS*`` variables that are set, as a mapping for ``rag.embeddings.provider_from_env``."""
+        """The ``EMBEDDINGS*`` variables that are set, as a mapping for ``rag.providers.embeddings.provider_from_env``."""
         env = {
             "EMBEDDINGS": self.embeddings,
             "EMBEDDINGS_URL": self.embeddings_url,
@@ -141,7 +141,7 @@ class Settings:
         return {k: v for k, v in env.items() if v}
 
     def rerank_env(self) -> dict[str, str]:
-        """The ``RERANK_*`` variables that are set, as a mapping for ``rag.rerank.reranker_from_env``
+        """The ``RERANK_*`` variables that are set, as a mapping for ``rag.providers.rerank.reranker_from_env``
         (empty → no reranker: reranking is off by default)."""
         env = {"RERANK_URL": self.rerank_url, "RERANK_API_KEY": self.rerank_api_key,
                "RERANK_MODEL": self.rerank_model,

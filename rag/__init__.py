@@ -15,35 +15,35 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .lazy import lazy_exports
+from rag.lazy import lazy_exports
 
 # Names are imported on first use (PEP 562), so ``import rag.engine`` (the CLI's
 # retrieve, index and code commands) does not pay for the openai SDK.
 _EXPORTS = {
-    "AnswerResult": "answer", "answer_question": "answer",
-    "CodeGraph": "codegraph",
-    "PackedContext": "context", "code_context": "context", "pack_context": "context",
+    "AnswerResult": "answer.orchestrator", "answer_question": "answer.orchestrator",
+    "CodeGraph": "context.codegraph",
+    "PackedContext": "context.packer", "code_context": "context.packer", "pack_context": "context.packer",
     "Engine": "engine", "IndexStats": "engine",
-    "ModelConfig": "llm",
-    "Reindexer": "maintenance", "ReindexBusyError": "maintenance", "RunRecord": "maintenance",
+    "ModelConfig": "providers.llm",
+    "Reindexer": "ingest.reindexer", "ReindexBusyError": "ingest.reindexer", "RunRecord": "ingest.reindexer",
     "estimate_tokens": "tokens",
-    "ToolAdapter": "tools", "ToolHandlers": "tools", "ToolResult": "tools",
+    "ToolAdapter": "tools.adapter", "ToolHandlers": "tools.adapter", "ToolResult": "tools.adapter",
     "EmptyQuestionError": "errors", "IndexUnavailableError": "errors", "ProviderError": "errors",
     "RagError": "errors", "RepoNotFoundError": "errors", "UserError": "errors",
     "Chunk": "types", "ImageHit": "types", "Source": "types",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
-    from .answer import AnswerResult, answer_question
-    from .codegraph import CodeGraph
-    from .context import PackedContext, code_context, pack_context
-    from .engine import Engine, IndexStats
-    from .errors import EmptyQuestionError, IndexUnavailableError, ProviderError, RagError, RepoNotFoundError, UserError
-    from .llm import ModelConfig
-    from .maintenance import Reindexer, ReindexBusyError, RunRecord
-    from .tokens import estimate_tokens
-    from .tools import ToolAdapter, ToolHandlers, ToolResult
-    from .types import Chunk, ImageHit, Source
+    from rag.answer.orchestrator import AnswerResult, answer_question
+    from rag.context.codegraph import CodeGraph
+    from rag.context.packer import PackedContext, code_context, pack_context
+    from rag.engine import Engine, IndexStats
+    from rag.errors import EmptyQuestionError, IndexUnavailableError, ProviderError, RagError, RepoNotFoundError, UserError
+    from rag.providers.llm import ModelConfig
+    from rag.ingest.reindexer import Reindexer, ReindexBusyError, RunRecord
+    from rag.tokens import estimate_tokens
+    from rag.tools.adapter import ToolAdapter, ToolHandlers, ToolResult
+    from rag.types import Chunk, ImageHit, Source
 
 
 __all__ = [

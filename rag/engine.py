@@ -6,7 +6,7 @@
 
 Caches (IDF per term, the path list, the code graph) are keyed by the index
 generation, so an update by this process or another one invalidates them.
-``update()`` is serialised in-process by a lock; ``rag.maintenance`` adds the
+``update()`` is serialised in-process by a lock; ``rag.ingest.reindexer`` adds the
 cross-process file lock used by the bot.
 """
 from __future__ import annotations
@@ -22,24 +22,25 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import retrieve as _retrieve
-from .chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy, chunk_text, split_lines
-from .embeddings import EmbeddingProvider
-from .errors import RepoNotFoundError
-from .hybrid import VectorStream, above_floor, safe_query_vector, safe_search, top_margin
-from .index import FileUpdate, Index
-from .manifests import read_manifests, repository_names
-from .query import analyze
-from .rerank import Reranker, rerank_candidates
-from .retrieve import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
-from . import context as _context
-from .codegraph import CodeGraph
-from .context import CodeEntry, PackedContext
-from .parse import PARSE_VERSION, PARSEABLE_EXTENSIONS, FileStructure, JsParser, resolve_imports
-from .secrets import LiteralRedactor, redact_secrets, secret_file_values
-from .text import index_text, light_stem
-from .types import ImageHit, Source
-from .walk import DEFAULT_WALK_POLICY, WalkPolicy, classify_kind, decode_text, walk
+from rag.search import lexical as _retrieve
+from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy, chunk_text, split_lines
+from rag.providers.embeddings import EmbeddingProvider
+from rag.errors import RepoNotFoundError
+from rag.search.vector_stream import VectorStream, above_floor, safe_query_vector, safe_search, top_margin
+from rag.store.index import FileUpdate, Index
+from rag.ingest.manifests import read_manifests, repository_names
+from rag.search.query import analyze
+from rag.providers.rerank import Reranker
+from rag.search.rerank import rerank_candidates
+from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
+from rag.context import packer as _context
+from rag.context.codegraph import CodeGraph
+from rag.context.packer import CodeEntry, PackedContext
+from rag.parse.parser import PARSE_VERSION, PARSEABLE_EXTENSIONS, FileStructure, JsParser, resolve_imports
+from rag.secrets import LiteralRedactor, redact_secrets, secret_file_values
+from rag.text import index_text, light_stem
+from rag.types import ImageHit, Source
+from rag.ingest.walk import DEFAULT_WALK_POLICY, WalkPolicy, classify_kind, decode_text, walk
 
 __all__ = ["Engine", "IndexStats", "default_index_path", "MAX_QUESTION_CHARS"]
 
@@ -143,8 +144,8 @@ class Engine:
             repo: repository root; default ``$REPO_PATH`` then the current directory.
             index_path: index file; default ``$RAG_INDEX_PATH`` then ``<repo>/.rag/index.sqlite``.
             **policies: ``walk_policy``, ``chunk_policy``, ``retrieval_policy`` overrides, and
-                ``embeddings`` (an :class:`~rag.embeddings.EmbeddingProvider`) for the vector stream,
-                ``reranker`` (a :class:`~rag.rerank.Reranker`) to reorder the fused top candidates.
+                ``embeddings`` (an :class:`~rag.providers.embeddings.EmbeddingProvider`) for the vector stream,
+                ``reranker`` (a :class:`~rag.providers.rerank.Reranker`) to reorder the fused top candidates.
 
         Raises:
             RepoNotFoundError: ``repo`` is missing or not a directory.
@@ -264,9 +265,9 @@ class Engine:
         return LiteralRedactor(values)
 
     def embed_pending(self, *, batch_size: int = 32, should_stop=None):
-        """Embed chunks that have no vector yet (see :meth:`rag.hybrid.VectorStream.embed_pending`).
+        """Embed chunks that have no vector yet (see :meth:`rag.search.vector_stream.VectorStream.embed_pending`).
 
-        Returns the :class:`~rag.vectors.EmbedReport`, or ``None`` without an embeddings provider.
+        Returns the :class:`~rag.store.vectors.EmbedReport`, or ``None`` without an embeddings provider.
         """
         if self.vectors is None:
             return None
@@ -296,7 +297,7 @@ class Engine:
             return self._structures_in(conn, self._cache_for(conn))
 
     def code_graph(self) -> CodeGraph:
-        """The repository's :class:`~rag.codegraph.CodeGraph` (cached per generation)."""
+        """The repository's :class:`~rag.context.codegraph.CodeGraph` (cached per generation)."""
         with self.index.read() as conn:
             return self._graph_in(conn, self._cache_for(conn))
 
@@ -308,13 +309,13 @@ class Engine:
         return graph
 
     def code_context(self, question: str, *, retrieved: list[Source], max_entries: int = 20) -> list[CodeEntry]:
-        """Structural context for ``question`` (:func:`rag.context.code_context` on this repository)."""
+        """Structural context for ``question`` (:func:`rag.context.packer.code_context` on this repository)."""
         return _context.code_context(question, graph=self.code_graph(), retrieved=retrieved,
                                      read_lines=self.read_lines, max_entries=max_entries)
 
     def pack_context(self, question: str, *, sources: list[Source], budget_tokens: int = DEFAULT_BUDGET_TOKENS,
                      with_code: bool = True) -> PackedContext:
-        """Pack retrieved sources and code context into ``budget_tokens`` (:func:`rag.context.pack_context`).
+        """Pack retrieved sources and code context into ``budget_tokens`` (:func:`rag.context.packer.pack_context`).
 
         Args:
             question: the question (drives code-context selection).
@@ -351,7 +352,7 @@ class Engine:
             return self._cache
 
     def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None) -> list[Source]:
-        """Top chunks for ``question`` (see :mod:`rag.retrieve`); ``[]`` when nothing really matches.
+        """Top chunks for ``question`` (see :mod:`rag.search.lexical`); ``[]`` when nothing really matches.
 
         Args:
             question: any text; FTS5 syntax in it is inert. Capped at ``MAX_QUESTION_CHARS``.
@@ -399,7 +400,7 @@ class Engine:
         return sources
 
     def _repository_names(self, cache: _GenerationCache) -> frozenset[str]:
-        """The package's own name words (:func:`rag.manifests.repository_names`), read once per generation."""
+        """The package's own name words (:func:`rag.ingest.manifests.repository_names`), read once per generation."""
         names = cache.extra.get("repository_names")
         if names is None:
             names = repository_names(read_manifests(self.repo_root))

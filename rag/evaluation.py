@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .engine import Engine
+from rag.engine import Engine
 
 __all__ = ["load_jsonl", "rank_of", "score_results", "run_eval", "run_bench", "BenchResult"]
 
@@ -93,7 +93,7 @@ def run_eval(
 ) -> dict:
     """Index each corpus named in the set (in ``index_dir``, reused across runs, or a temp dir) and score retrieval.
 
-    With ``embeddings`` (an :class:`~rag.embeddings.EmbeddingProvider`) the
+    With ``embeddings`` (an :class:`~rag.providers.embeddings.EmbeddingProvider`) the
     chunks are embedded first and retrieval is hybrid; vectors stored in a
     reused ``index_dir`` are not recomputed. ``progress(message)`` is told
     each stage. Returns the :func:`score_results` dict plus ``"questions"``,

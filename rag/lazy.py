@@ -25,7 +25,7 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[st
     Returns:
         ``__getattr__(name)`` imports the defining submodule on first access, caches the
         value in the package namespace and returns it; a name that is a submodule
-        (``rag.retrieve``) imports that submodule; anything else raises ``AttributeError``.
+        (``rag.search.lexical``) imports that submodule; anything else raises ``AttributeError``.
         ``__dir__()`` lists the namespace and every export.
     """
 

@@ -74,9 +74,9 @@ async def make_bot(slack_fake, bot_repo, tmp_path):
     from aiohttp import web
     from slack_sdk.web.async_client import AsyncWebClient
 
-    from bot.api import CONTEXT_KEY
-    from bot.app import SLACK_EVENTS_PATH, create_app
-    from bot.runtime import Runtime
+    from bot.api.routes import CONTEXT_KEY
+    from bot.slack.app import SLACK_EVENTS_PATH, create_app
+    from bot.observability.runtime import Runtime
     from bot.settings import Settings
     from commands.registry import build_registry
     from rag.engine import Engine

@@ -1,6 +1,6 @@
 """A deterministic, OpenAI-shaped ``POST /v1/embeddings`` server for tests (real HTTP on 127.0.0.1:0).
 
-Point :class:`rag.embeddings.OpenAIEmbeddings` at ``server.url``; the SDK's own
+Point :class:`rag.providers.embeddings.OpenAIEmbeddings` at ``server.url``; the SDK's own
 HTTP client runs unchanged, only the model is fake. Every request body is kept
 in ``server.requests``; :meth:`EmbeddingsServer.texts` lists every input text
 received, so tests can count what was (re-)embedded.

@@ -5,9 +5,9 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from rag.codegraph import CodeGraph
+from rag.context.codegraph import CodeGraph
 from rag.engine import Engine
-from rag.parse import PARSEABLE_EXTENSIONS, JsParser, resolve_imports
+from rag.parse.parser import PARSEABLE_EXTENSIONS, JsParser, resolve_imports
 
 CODE_REPO = Path(__file__).parent / "fixtures" / "code-repo"
 

@@ -7,7 +7,7 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from bot.cli import cli, printable
+from bot.cli.base import cli, printable
 from rag.engine import Engine
 from rag.errors import IndexUnavailableError
 from rag.secrets import LiteralRedactor, redact_secrets, secret_file_values

@@ -1,0 +1,6 @@
+"""The HTTP API (``/api/*``, ``/healthz``, ``/metrics``) served beside Slack's endpoint."""
+from __future__ import annotations
+
+from rag.lazy import lazy_exports
+
+__getattr__, __dir__ = lazy_exports(__name__, {})  # submodules load on first attribute access

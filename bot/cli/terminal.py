@@ -1,0 +1,41 @@
+"""What ``slackzilla ask`` prints for an answer (the terminal's rendering, as ``bot.slack.render`` is Slack's)."""
+from __future__ import annotations
+
+from typing import Any
+
+from rag.answer.orchestrator import AnswerResult
+from rag.answer.prompting import source_label
+
+__all__ = ["format_answer_for_terminal"]
+
+
+def format_answer_for_terminal(result: AnswerResult, *, streamed: bool = False) -> str:
+    """What ``slackzilla ask`` prints: the answer, then sources, images, usage and any failure reason.
+
+    Args:
+        result: the :class:`rag.answer.orchestrator.AnswerResult`.
+        streamed: the model's tokens were already written to the terminal (``on_token``);
+            the answer is then not repeated — unless the model failed, in which case
+            the local fallback answer follows what was streamed.
+    """
+    lines: list[str] = []
+    if streamed and result.mode == "ai":
+        lines.append("")
+    else:
+        lines += [result.answer.rstrip(), ""]
+    shown = result.shown_sources if result.mode == "ai" else []
+    if shown:
+        lines.append("Sources:")
+        lines += [f"  {source_label(s)}" + (f" — {s.heading}" if s.heading else "") for s in shown]
+    for note in result.notes:
+        lines.append(f"Note: {note}")
+    if result.images:
+        lines.append("Images: " + ", ".join(i.path for i in result.images))
+    if result.error:
+        lines.append(f"Note: {result.error}")
+    if result.mode == "ai":
+        usage: Any = result.usage
+        approx = " (estimated)" if usage.estimated else ""
+        lines.append(f"[{result.model} · {result.response_rounds} round(s) · {usage.total_tokens} tokens{approx}"
+                     f" · {result.timings_ms.get('total', 0) / 1000:.1f} s]")
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,236 @@
+"""The Bolt app factory: every ``/sz-*`` command from the registry, acked at once, worked lazily.
+
+    app = create_app(settings, engine=engine, registry=registry, runtime=runtime)
+    web_app = app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)   # /slack/events + /api/*
+
+Each command is registered by looping over the registry with Bolt's
+decorator-or-method form, ``app.command(spec.slash)(ack=…, lazy=[…])``: the ack
+function answers Slack immediately (well inside its 3 s limit, whatever the
+model or the index is doing) and the lazy function does the work afterwards
+(as in slack_bolt tests/scenario_tests/test_lazy.py).
+
+* Ordinary commands run through ``Registry.run`` (validation, admin checks) and
+  their :class:`CommandResult` goes back through ``respond()`` as Block Kit,
+  ephemeral or in the channel as the result says.
+* ``/sz-ask`` runs :class:`bot.slack.ask_flow.AskFlow`: a visible progress message, the
+  answer streamed into its thread, a safe Block Kit final message with source
+  links and 👍/👎 buttons (whose clicks land in the runtime's feedback and
+  ``/api/metrics``). A mention of the bot in an answer's thread (``app_mention``)
+  is a follow-up, answered in that thread with the earlier turns as history.
+* Guards (bot.slack.guards): Slack retries (``X-Slack-Retry-Num``) are acked and
+  dropped for every request; questions go through duplicate detection and the
+  per-user ``ASK_RATE_PER_MIN`` limit before they are acked.
+* ``/sz-reindex`` announces itself with a progress message, then posts a summary;
+  a second request while one runs is told so.
+
+Whatever fails, the user gets a message with the reason; crashes are recorded
+in the runtime's captured errors.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack import messages
+from bot.api.routes import install_api
+from bot.slack.ask_flow import AskFlow, AskOptions, AskRequest
+from bot.slack.guards import DuplicateFilter, RateLimiter, ask_guards, ignore_slack_retries
+from bot.slack.render import FEEDBACK_ACTIONS, render_result
+from bot.observability.runtime import Runtime
+from bot.services import BotContext, Identity
+from bot.settings import Settings
+from commands.registry import CommandSpec, Registry
+
+__all__ = ["create_app", "SLACK_EVENTS_PATH"]
+
+log = logging.getLogger(__name__)
+
+SLACK_EVENTS_PATH = "/slack/events"
+_FEEDBACK_ACTION = re.compile(r"^sz_feedback_(up|down)$")
+_ANSWER_ID = re.compile(r"^[0-9a-f]{8,64}$")
+
+
+def create_app(
+    settings: Settings,
+    *,
+    engine,
+    registry: Registry,
+    runtime: Runtime,
+    client: AsyncWebClient | None = None,
+    ask_options: AskOptions | None = None,
+) -> AsyncApp:
+    """Build the Bolt app with every registry command and the HTTP API on its aiohttp app.
+
+    Args:
+        settings: validated settings (``SLACK_BOT_TOKEN`` is needed unless ``client`` has a token).
+        engine: an opened :class:`rag.engine.Engine`.
+        registry: the command registry; build it with
+            ``build_registry(on_error=runtime.capture_command_error)`` so command
+            crashes land in the captured errors.
+        runtime: the process's runtime state.
+        client: the Web API client; default ``AsyncWebClient(token, base_url=SLACK_API_URL)``.
+        ask_options: intervals and limits of the ``/sz-ask`` flow (default :class:`AskOptions`);
+            the flow is reachable as ``ctx.ask_flow``.
+
+    Returns:
+        The ``AsyncApp``; ``app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)``
+        is the aiohttp application serving ``/slack/events`` and ``/api/*``.
+    """
+    ctx = BotContext(settings, engine=engine, registry=registry, runtime=runtime)
+    if client is None:
+        client = AsyncWebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url)
+    # In Socket Mode there is no signing secret; a random one makes /slack/events refuse
+    # every HTTP request instead of accepting signatures made with an empty key.
+    signing_secret = settings.slack_signing_secret or secrets.token_hex(32)
+    app = AsyncApp(
+        client=client,
+        signing_secret=signing_secret,
+        name="slackzilla",
+        logger=logging.getLogger("slackzilla.bolt"),
+    )
+    flow = ctx.ask_flow = AskFlow(ctx, options=ask_options)
+    guard = ask_guards(duplicates=DuplicateFilter(), limiter=RateLimiter(settings.ask_rate_per_min))
+    app.middleware(ignore_slack_retries)
+    for spec in registry.all():
+        if spec.id == "ask":
+            app.command(spec.slash, middleware=[guard])(ack=_acknowledge(spec), lazy=[_ask_listener(ctx, spec, flow)])
+        else:
+            app.command(spec.slash)(ack=_acknowledge(spec), lazy=[_command_listener(ctx, spec)])
+    app.event("app_mention", middleware=[guard])(ack=_ack_event, lazy=[_mention_listener(ctx, flow)])
+    app.action(_FEEDBACK_ACTION)(_feedback_listener(ctx))
+    install_api(app.web_app(path=SLACK_EVENTS_PATH, port=settings.port), ctx)
+    return app
+
+
+def _acknowledge(spec: CommandSpec):
+    text = messages.working(spec.slash) if spec.id == "ask" else None
+
+    async def ack_command(ack) -> None:
+        if text:
+            await ack(text=text)
+        else:
+            await ack()
+
+    return ack_command
+
+
+def slack_unescape(text: str) -> str:
+    """Undo Slack's encoding of ``&``, ``<`` and ``>`` in message and command text.
+
+    Slack sends user-typed ``&``, ``<``, ``>`` as ``&amp;``, ``&lt;``, ``&gt;``
+    (api.slack.com, "Formatting text for app surfaces"); commands must see what
+    the user typed. ``&amp;`` is decoded last so ``&amp;lt;`` stays ``&lt;``.
+    """
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def _identity(ctx: BotContext, command: dict) -> Identity:
+    user_id = command.get("user_id")
+    return Identity(
+        user_id=user_id,
+        is_admin=ctx.settings.is_admin(user_id),
+        channel_id=command.get("channel_id"),
+        team_id=command.get("team_id"),
+    )
+
+
+def _command_listener(ctx: BotContext, spec: CommandSpec):
+    async def run_command(command: dict, respond) -> None:
+        identity = _identity(ctx, command)
+
+        async def notify(text: str) -> None:
+            await respond(text=text, response_type="in_channel")
+
+        try:
+            result = await ctx.run_command(spec.id, slack_unescape(command.get("text") or ""), identity=identity,
+                                           notify=notify)
+            await respond(**render_result(result, slash=spec.slash))
+        except Exception as err:  # noqa: BLE001 - the user must hear about it
+            await _report_crash(ctx, spec, err, respond)
+
+    return run_command
+
+
+def _ask_listener(ctx: BotContext, spec: CommandSpec, flow: AskFlow):
+    async def run_ask(command: dict, respond, client: AsyncWebClient) -> None:
+        question = slack_unescape(command.get("text") or "")
+        try:
+            if not question.strip():  # the registry answers with the usage, only to the asker
+                result = await ctx.run_command(spec.id, question, identity=_identity(ctx, command))
+                await respond(**render_result(result, slash=spec.slash))
+                return
+            await flow.run(client, AskRequest(question=question, channel_id=command["channel_id"],
+                                              user_id=command.get("user_id"), team_id=command.get("team_id"),
+                                              respond=respond))
+        except Exception as err:  # noqa: BLE001 - never leave the asker in silence
+            await _report_crash(ctx, spec, err, respond)
+
+    return run_ask
+
+
+async def _ack_event(ack) -> None:
+    await ack()
+
+
+def _mention_listener(ctx: BotContext, flow: AskFlow):
+    """``app_mention``: a follow-up in an answer's thread (with history), else a question in a new thread."""
+
+    async def answer_mention(event: dict, body: dict, client: AsyncWebClient, context) -> None:
+        bot_user = context.get("bot_user_id")
+        text = slack_unescape(event.get("text") or "")
+        if bot_user:
+            text = text.replace(f"<@{bot_user}>", " ")
+        question = " ".join(text.split())
+        channel, user = event.get("channel"), event.get("user")
+        thread_ts = event.get("thread_ts") or event.get("ts")
+        if not channel:
+            return
+        try:
+            if not question:
+                await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts,
+                                                text=messages.mention_usage())
+                return
+            await flow.run(client, AskRequest(question=question, channel_id=channel, user_id=user,
+                                              team_id=body.get("team_id") or event.get("team"), thread_ts=thread_ts))
+        except Exception as err:  # noqa: BLE001 - the flow reports its own failures; this is a last resort
+            ctx.runtime.errors.capture(err, command="ask", keep_message=False)
+            log.error("follow-up failed with %s", type(err).__name__, exc_info=True)
+
+    return answer_mention
+
+
+def _feedback_listener(ctx: BotContext):
+    """👍/👎 on an answer: ack, record (who, which answer, vote), thank the voter privately."""
+
+    async def record_feedback(ack, body: dict, action: dict, respond) -> None:
+        await ack()
+        vote = FEEDBACK_ACTIONS.get(action.get("action_id", ""))
+        answer_id = str(action.get("value") or "")
+        if vote is None or not _ANSWER_ID.match(answer_id):
+            log.info("ignored a malformed feedback action")
+            return
+        user_id = (body.get("user") or {}).get("id")
+        ctx.runtime.record_feedback(user_id=user_id, answer_id=answer_id, vote=vote)
+        log.info("feedback %s on answer %s", vote, answer_id)
+        try:
+            await respond(response_type="ephemeral", replace_original=False, text=messages.feedback_thanks(vote))
+        except Exception as err:  # noqa: BLE001 - the vote is recorded either way
+            log.info("could not thank the voter (%s)", type(err).__name__)
+
+    return record_feedback
+
+
+async def _report_crash(ctx: BotContext, spec: CommandSpec, err: Exception, respond) -> None:
+    ctx.runtime.errors.capture(err, command=spec.id, keep_message=False)
+    log.error("%s failed with %s", spec.slash, type(err).__name__, exc_info=True)
+    reason = err.response.get("error", "Slack refused the message") if isinstance(err, SlackApiError) \
+        else "an internal error (it has been logged)"
+    try:
+        await respond(text=messages.command_failed(spec.slash, reason), response_type="ephemeral")
+    except Exception:  # noqa: BLE001 - nothing left to tell the user with
+        log.warning("could not report the failure of %s to the user", spec.slash, exc_info=True)

@@ -1,0 +1,168 @@
+"""The model/tool loop of one answer.
+
+Round by round (the seed's algorithm):
+
+1. Send the messages with the tool definitions; stream visible text to ``on_token``.
+2. If the model called tools (accumulated by index, see rag.providers.llm), echo its
+   assistant message, run the calls **sequentially** through the adapter and
+   append each result as a ``tool`` message labelled as live runtime evidence;
+   go to 1. A call whose arguments are not JSON gets the adapter's structured
+   error and the loop goes on.
+3. A model that writes ``<tool_call>name</tool_call>`` as text instead gets
+   that tool called once per answer, exactly as if it had used ``tool_calls``.
+4. After :data:`MAX_TOOL_ROUNDS` tool rounds, append the tool-limit system
+   prompt and make one final request with tools disabled.
+5. Otherwise the round's text (tags removed) is the answer.
+
+The loop writes into a :class:`LoopState` owned by the caller, so whatever
+was gathered (usage, rounds, tool results) survives a deadline or a provider
+failure raised out of it.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from rag.activities import ActivityRecorder, call_maybe_async
+from rag.answer.prompting import limit_prompt_message, tool_message
+from rag.providers.llm import ModelClient, ToolCall, Usage
+from rag.providers.tool_tags import parse_textual_tool_calls, strip_tool_tags
+from rag.tools.adapter import ToolAdapter, ToolResult
+
+__all__ = ["MAX_TOOL_ROUNDS", "LoopState", "run_model_loop"]
+
+MAX_TOOL_ROUNDS = 3
+"""Tool rounds before the tool-limit prompt (the seed's limit)."""
+ROUND_SEPARATOR = "\n\n"
+"""Streamed between rounds when an earlier round already showed text."""
+
+
+@dataclass
+class LoopState:
+    """Everything the loop gathers; read it even after an exception.
+
+    Attributes:
+        messages: the conversation sent to the model (grows each round).
+        usage: summed over rounds.
+        rounds: requests sent to the model.
+        trace: one record per round and per tool call (JSON-safe, no content).
+        tool_results: tool results in call order.
+        answer: the final text, ``None`` until a round produced usable text.
+        notes: one-line remarks for the user (e.g. a stream cut short).
+    """
+
+    messages: list[dict]
+    usage: Usage = field(default_factory=Usage)
+    rounds: int = 0
+    trace: list[dict] = field(default_factory=list)
+    tool_results: list[ToolResult] = field(default_factory=list)
+    answer: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class _TokenStream:
+    """Forwards visible text; separates rounds so interim text never runs into the answer."""
+
+    def __init__(self, on_token: Any) -> None:
+        self._on_token = on_token
+        self._emitted = False
+        self._round_started = False
+
+    async def feed(self, text: str) -> None:
+        if self._on_token is None or not text:
+            return
+        if self._emitted and not self._round_started:
+            text = ROUND_SEPARATOR + text
+        self._round_started = True
+        self._emitted = True
+        await call_maybe_async(self._on_token, text)
+
+    def end_round(self) -> None:
+        self._round_started = False
+
+
+def _echo_arguments(arguments: str) -> str:
+    """Arguments as echoed back in the assistant message: invalid JSON becomes ``{}``.
+
+    Some OpenAI-compatible servers reject a conversation whose earlier tool call
+    holds invalid JSON; the tool message explains the error instead.
+    """
+    try:
+        json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        return "{}"
+    return arguments or "{}"
+
+
+async def run_model_loop(client: ModelClient, state: LoopState, *, tools: ToolAdapter | None,
+                         identity: Any, recorder: ActivityRecorder, on_token: Any = None,
+                         max_tool_rounds: int = MAX_TOOL_ROUNDS) -> None:
+    """Run rounds until an answer, filling ``state``.
+
+    Raises:
+        ProviderError: the provider failed (``state`` keeps what was gathered).
+    """
+    definitions = tools.definitions() if tools is not None else None
+    textual_used = False
+    stream = _TokenStream(on_token)
+    model = client.config.model
+    for index in range(max_tool_rounds + 1):
+        number = index + 1
+        tools_enabled = definitions is not None and index < max_tool_rounds
+        if definitions is not None and index == max_tool_rounds:
+            state.messages.append(limit_prompt_message())
+            await recorder.add("ai", "started", f"Tool limit reached; asking {model} for a final answer",
+                               round=number, model=model, tools_enabled=False)
+        else:
+            await recorder.add("ai", "started", f"Asking {model} (round {number})",
+                               round=number, model=model, tools_enabled=tools_enabled)
+        turn = await client.complete(state.messages, tools=definitions if tools_enabled else None,
+                                     on_token=stream.feed)
+        stream.end_round()
+        state.rounds += 1
+        state.usage = state.usage + turn.usage
+        if turn.reasoning_chars:
+            await recorder.add("reasoning", "completed", f"{model} reasoned before answering",
+                               round=number, chars=turn.reasoning_chars)
+        calls = list(turn.tool_calls) if tools_enabled else []
+        textual = False
+        if not calls and tools_enabled and not textual_used:
+            found = parse_textual_tool_calls(turn.content)
+            if found:
+                textual_used = textual = True
+                calls = [ToolCall(f"call_text_{uuid.uuid4().hex[:12]}", found[0].name, found[0].arguments)]
+        state.trace.append({
+            "round": number, "tools_enabled": tools_enabled, "finish_reason": turn.finish_reason,
+            "chunks": turn.chunks, "content_chars": len(turn.content), "tool_calls": [c.name for c in calls],
+            "textual_tool_call": textual, "usage": turn.usage.to_json(),
+        })
+        await recorder.add("ai", "completed",
+                           f"{model} asked for {len(calls)} tool call(s)" if calls
+                           else f"{model} answered ({len(turn.content)} characters)",
+                           round=number, tool_calls=len(calls), finish_reason=turn.finish_reason,
+                           tokens=turn.usage.total_tokens)
+        if calls and tools is not None:
+            visible = strip_tool_tags(turn.content).strip()
+            state.messages.append({
+                "role": "assistant",
+                "content": visible or None,
+                "tool_calls": [c.to_message(arguments=_echo_arguments(c.arguments)) for c in calls],
+            })
+            for call in calls:
+                result = await tools.call(call.name, call.arguments, identity=identity)
+                await recorder.record(result.activity)
+                state.tool_results.append(result)
+                state.messages.append(tool_message(call.id, result))
+                state.trace.append({"round": number, "tool": result.name, "ok": result.ok,
+                                    "error_code": result.error_code, "duration_ms": round(result.duration_ms, 1),
+                                    "truncated": result.truncated, "redactions": result.redactions})
+            continue
+        answer = strip_tool_tags(turn.content).strip()
+        if answer and turn.finish_reason is None:
+            state.notes.append("The model's stream ended early; the answer may be incomplete.")
+        elif answer and turn.finish_reason == "length":
+            state.notes.append("The model hit its output limit; the answer is cut short.")
+        state.answer = answer or None
+        return

@@ -1,0 +1,376 @@
+"""Codebase context for a question, and the packer that fits it into a token budget.
+
+Two pure stages (DESIGN.md §3 "Code context and packing"), inputs injected:
+
+``code_context(question, graph=…, retrieved=…, read_lines=…)`` — the seed's
+``getCodeContext``/``buildCodebaseContext``:
+
+1. Roots. Files of the retrieved sources (rank *r* scores
+   ``max(400 − 25·r, 200)``); the top 12 JavaScript-family files whose path
+   matches the question (``150 + 20`` per query token in the path, ``+100``
+   when the file name is mentioned); files defining a symbol or route the
+   question names (``200 +`` the hit's score); files reading an env var the
+   question names (250). The constants other than the seed's are ours, chosen
+   so retrieved files outrank path matches, which outrank expansions.
+2. The top 8 roots are expanded to their dependencies (root − 120, floor
+   100) and dependants (root − 150, floor 90) — the seed's numbers.
+3. Entries: ``code`` entries with the lines of matched symbols and routes
+   (score = the match score, hits scoring at least 40; at most 8; a symbol's
+   own line range up to 60 lines, a route's line up to 12 lines stopping
+   before the next route or definition; a span inside an already chosen span
+   of the same file is dropped), one
+   ``structure`` entry listing the env vars named in the question plus those
+   used by the selected files, and a ``structure`` summary per selected file
+   (best file first); at most ``max_entries`` (20) in all.
+
+``pack_context(question, sources=…, code_entries=…, budget_tokens=4000)`` —
+the seed's ``packRepositoryContext``: retrieved sources score ``1000 +
+score``, structure entries 180, code entries their own score; priority =
+score + kind bonus (code 250, structure 100, source 0) − ``min(tokens / 20,
+100)``. Items are taken best first; duplicates (same span or text, or a span
+inside an already packed span of the same file) and items that do not fit the
+remaining budget are skipped — never truncated. Tokens are
+``rag.tokens.estimate_tokens``.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from rag.context.codegraph import FULL_NAME_SCORE, TOKEN_SCORE, CodeGraph, RouteHit, SymbolHit, question_tokens
+from rag.errors import UserError
+from rag.tokens import estimate_tokens
+from rag.types import Source
+
+__all__ = [
+    "CodeEntry",
+    "PackedItem",
+    "PackedContext",
+    "code_context",
+    "pack_context",
+    "DEFAULT_MAX_ENTRIES",
+    "DEFAULT_BUDGET_TOKENS",
+    "STRUCTURE_SCORE",
+    "SOURCE_BASE_SCORE",
+    "KIND_BONUS",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_ENTRIES = 20
+DEFAULT_BUDGET_TOKENS = 4000
+# Seed constants.
+PATH_MATCH_FILES = 12
+EXPANDED_ROOTS = 8
+DEPENDENCY_PENALTY, DEPENDENCY_FLOOR = 120, 100
+DEPENDANT_PENALTY, DEPENDANT_FLOOR = 150, 90
+STRUCTURE_SCORE = 180
+SOURCE_BASE_SCORE = 1000
+KIND_BONUS = {"code": 250, "structure": 100, "source": 0}
+SIZE_PENALTY_DIVISOR, SIZE_PENALTY_CAP = 20, 100
+# Our constants (see module docstring).
+RETRIEVED_ROOT_SCORE, RETRIEVED_RANK_STEP, RETRIEVED_ROOT_FLOOR = 400, 25, 200
+PATH_MATCH_BASE = 150
+MATCH_ROOT_BASE = 200
+ENV_ROOT_SCORE = 250
+MIN_MATCH_SCORE = 2 * TOKEN_SCORE  # a full-name mention or two tokens
+MAX_CODE_SNIPPETS = 8
+MAX_SNIPPET_LINES = 60
+ROUTE_SNIPPET_LINES = 12
+MAX_ENV_NAMES = 20
+
+ReadLines = Callable[[str, int, int], str]
+
+
+@dataclass(frozen=True, slots=True)
+class CodeEntry:
+    """One unit of code context.
+
+    Attributes:
+        kind: ``code`` (file lines ``start``..``end`` in ``text``) or
+            ``structure`` (a summary; ``start``/``end`` are ``None``).
+        path: the file, or ``None`` for the environment-variable summary.
+        score: packing score (``code``: the match score; ``structure``: 180).
+        reason: why it was selected (``symbol createUser``, ``dependency of src/server.js``).
+    """
+
+    kind: str
+    path: str | None
+    start: int | None
+    end: int | None
+    score: float
+    text: str
+    reason: str
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "path": self.path, "start": self.start, "end": self.end,
+                "score": self.score, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class PackedItem:
+    """What the packer included: kind, location, score, priority and estimated tokens."""
+
+    kind: str
+    path: str | None
+    start: int | None
+    end: int | None
+    score: float
+    priority: float
+    tokens: int
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "path": self.path, "start": self.start, "end": self.end,
+                "score": round(self.score, 4), "priority": round(self.priority, 4), "tokens": self.tokens}
+
+
+@dataclass(slots=True)
+class PackedContext:
+    """The packed context: ``text`` (blocks separated by blank lines), ``tokens_used``
+    (``estimate_tokens(text)`` ≤ ``budget``), the distinct ``files`` in order,
+    ``code_contexts`` (number of code/structure entries included) and ``items``."""
+
+    text: str
+    tokens_used: int
+    budget: int
+    files: list[str] = field(default_factory=list)
+    code_contexts: int = 0
+    items: list[PackedItem] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """The CLI shape of ``slackzilla context --json``."""
+        return {"text": self.text, "tokens_used": self.tokens_used, "budget": self.budget,
+                "files": self.files, "code_contexts": self.code_contexts,
+                "items": [item.to_json() for item in self.items]}
+
+
+def _raise(scores: dict[str, float], reasons: dict[str, str], path: str, score: float, reason: str) -> None:
+    if score > scores.get(path, float("-inf")):
+        scores[path] = score
+        reasons[path] = reason
+
+
+def _file_scores(question: str, graph: CodeGraph, retrieved: Sequence[Source], symbol_hits: list[SymbolHit],
+                 route_hits: list[RouteHit], env_names: list[str]) -> tuple[dict[str, float], dict[str, str]]:
+    """File → score (and the reason of its best score): roots, then the expansion of the top roots."""
+    scores: dict[str, float] = {}
+    reasons: dict[str, str] = {}
+    known = set(graph.paths)
+    rank = 0
+    for source in retrieved:
+        if source.path in known and source.path not in scores:
+            _raise(scores, reasons, source.path,
+                   max(RETRIEVED_ROOT_SCORE - RETRIEVED_RANK_STEP * rank, RETRIEVED_ROOT_FLOOR), "retrieved")
+            rank += 1
+    tokens = question_tokens(question)
+    path_matches = []
+    for path in graph.paths:
+        lowered = path.lower()
+        score = TOKEN_SCORE * sum(1 for token in tokens if token in lowered)
+        stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
+        if len(stem) >= 3 and stem.lower() != "index" and stem.lower() in question.lower():
+            score += FULL_NAME_SCORE
+        if score > 0:
+            path_matches.append((score, path))
+    path_matches.sort(key=lambda item: (-item[0], item[1]))
+    for score, path in path_matches[:PATH_MATCH_FILES]:
+        _raise(scores, reasons, path, PATH_MATCH_BASE + score, "path match")
+    for hit in symbol_hits:
+        _raise(scores, reasons, hit.path, MATCH_ROOT_BASE + hit.score, f"defines {hit.name}")
+    for hit in route_hits:
+        _raise(scores, reasons, hit.path, MATCH_ROOT_BASE + hit.score, f"route {hit.method} {hit.route}")
+    for name in env_names:
+        for path, _line in graph.find_environment_variable(name):
+            _raise(scores, reasons, path, ENV_ROOT_SCORE, f"reads {name}")
+    roots = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:EXPANDED_ROOTS]
+    for root, root_score in roots:
+        for dep in graph.dependencies(root):
+            _raise(scores, reasons, dep, max(root_score - DEPENDENCY_PENALTY, DEPENDENCY_FLOOR), f"dependency of {root}")
+        for user in graph.dependants(root):
+            _raise(scores, reasons, user, max(root_score - DEPENDANT_PENALTY, DEPENDANT_FLOOR), f"dependant of {root}")
+    return scores, reasons
+
+
+def _snippet(read_lines: ReadLines, path: str, start: int, end: int, score: float, reason: str) -> CodeEntry | None:
+    end = min(end, start + MAX_SNIPPET_LINES - 1)
+    try:
+        text = read_lines(path, start, end)
+    except (OSError, ValueError, KeyError) as exc:
+        logger.debug("code context: cannot read %s:%d-%d (%s)", path, start, end, type(exc).__name__)
+        return None
+    if not text.strip():
+        return None
+    return CodeEntry(kind="code", path=path, start=start, end=end, score=score, text=text.rstrip("\n"), reason=reason)
+
+
+def _route_end(graph: CodeGraph, path: str, line: int) -> int:
+    """Last line of a route's snippet: up to ``ROUTE_SNIPPET_LINES`` lines, stopping
+    before the next route or definition of the same file."""
+    end = line + ROUTE_SNIPPET_LINES - 1
+    structure = graph.structure(path)
+    if structure is not None:
+        later = [r.line for r in structure.routes if r.line > line]
+        later += [d.start for d in structure.definitions if d.start > line]
+        if later:
+            end = min(end, min(later) - 1)
+    return end
+
+
+def code_context(
+    question: str,
+    *,
+    graph: CodeGraph,
+    retrieved: Sequence[Source],
+    read_lines: ReadLines,
+    max_entries: int = DEFAULT_MAX_ENTRIES,
+) -> list[CodeEntry]:
+    """Code context entries for a question (algorithm in the module docstring).
+
+    Args:
+        question: the user's question.
+        graph: the repository's code graph.
+        retrieved: sources from retrieval, best first.
+        read_lines: ``(path, start, end) -> text`` of lines ``start``..``end``
+            (1-based, inclusive); ``OSError``/``ValueError``/``KeyError`` skip the entry.
+        max_entries: cap on the number of entries returned.
+
+    Returns:
+        Entries, code snippets first (best match first), then the environment
+        summary, then file summaries (best file first).
+    """
+    symbol_hits = [h for h in graph.find_symbols(question) if h.score >= MIN_MATCH_SCORE][:MAX_CODE_SNIPPETS]
+    route_hits = [h for h in graph.find_routes(question) if h.score >= MIN_MATCH_SCORE][:MAX_CODE_SNIPPETS]
+    env_in_question = [name for name in graph.env_names_in(question) if graph.find_environment_variable(name)]
+    scores, reasons = _file_scores(question, graph, retrieved, symbol_hits, route_hits, env_in_question)
+    selected = [path for path, _ in sorted(scores.items(), key=lambda item: (-item[1], item[0]))]
+
+    snippets: list[CodeEntry] = []
+    matches = [(h.score, h.path, h.line, h.end, f"symbol {h.name}") for h in symbol_hits]
+    matches += [(h.score, h.path, h.line, _route_end(graph, h.path, h.line), f"route {h.method} {h.route}")
+                for h in route_hits]
+    accepted: dict[str, list[tuple[int, int]]] = {}
+    for score, path, start, end, reason in sorted(matches, key=lambda m: (-m[0], m[1], m[2], -m[3])):
+        if len(snippets) >= MAX_CODE_SNIPPETS:
+            break
+        if any(s <= start and end <= e for s, e in accepted.get(path, [])):
+            continue
+        entry = _snippet(read_lines, path, start, end, score, reason)
+        if entry is not None:
+            snippets.append(entry)
+            accepted.setdefault(path, []).append((start, end))
+
+    entries = snippets[:max_entries]
+    env_names = list(env_in_question)
+    for path in selected:
+        structure = graph.structure(path)
+        if structure is not None:
+            env_names.extend(v.name for v in structure.env_vars)
+    env_names = list(dict.fromkeys(env_names))[:MAX_ENV_NAMES]
+    if env_names and len(entries) < max_entries:
+        lines = ["Environment variables (process.env):"]
+        for name in env_names:
+            uses = ", ".join(f"{p}:{line}" for p, line in graph.find_environment_variable(name)[:5])
+            lines.append(f"{name}: {uses}")
+        entries.append(CodeEntry(kind="structure", path=None, start=None, end=None, score=STRUCTURE_SCORE,
+                                 text="\n".join(lines), reason="environment variables"))
+    for path in selected:
+        if len(entries) >= max_entries:
+            break
+        summary = graph.summary(path)
+        if summary:
+            entries.append(CodeEntry(kind="structure", path=path, start=None, end=None, score=STRUCTURE_SCORE,
+                                     text=summary, reason=f"{reasons[path]} ({scores[path]:g})"))
+    return entries
+
+
+@dataclass(slots=True)
+class _Candidate:
+    kind: str
+    path: str | None
+    start: int | None
+    end: int | None
+    score: float
+    block: str
+    tokens: int
+    priority: float
+    order: int
+
+
+def _block(kind: str, path: str | None, start: int | None, end: int | None, text: str,
+           label: str | None) -> str:
+    if kind == "structure":
+        header = f"--- structure: {path}" if path else f"--- {label or 'structure'}"
+    else:
+        header = f"--- {path}:{start}-{end}" + (f" ({label})" if label else "")
+    return f"{header}\n{text.rstrip()}"
+
+
+def _priority(kind: str, score: float, tokens: int) -> float:
+    return score + KIND_BONUS[kind] - min(tokens / SIZE_PENALTY_DIVISOR, SIZE_PENALTY_CAP)
+
+
+def pack_context(
+    question: str,
+    *,
+    sources: Sequence[Source],
+    code_entries: Sequence[CodeEntry],
+    budget_tokens: int = DEFAULT_BUDGET_TOKENS,
+) -> PackedContext:
+    """Pack sources and code entries into at most ``budget_tokens`` estimated tokens.
+
+    Args:
+        question: the question (kept for the seed's signature; not packed).
+        sources: retrieved sources, best first.
+        code_entries: output of :func:`code_context`.
+        budget_tokens: the budget, in ``estimate_tokens`` units.
+
+    Returns:
+        A :class:`PackedContext`; items in priority order.
+
+    Raises:
+        UserError: ``budget_tokens`` is not a positive integer.
+    """
+    del question  # the seed passes it; the ranking does not use it
+    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens <= 0:
+        raise UserError(f"The context budget must be a positive number of tokens (got {budget_tokens!r}).")
+    candidates: list[_Candidate] = []
+    for source in sources:
+        block = _block("source", source.path, source.start, source.end, source.text, source.heading)
+        tokens = estimate_tokens(block + "\n\n")
+        score = SOURCE_BASE_SCORE + source.score
+        candidates.append(_Candidate("source", source.path, source.start, source.end, score, block, tokens,
+                                     _priority("source", score, tokens), len(candidates)))
+    for entry in code_entries:
+        kind = "structure" if entry.kind == "structure" else "code"
+        score = STRUCTURE_SCORE if kind == "structure" else entry.score
+        block = _block(kind, entry.path, entry.start, entry.end, entry.text, entry.reason)
+        tokens = estimate_tokens(block + "\n\n")
+        candidates.append(_Candidate(kind, entry.path, entry.start, entry.end, score, block, tokens,
+                                     _priority(kind, score, tokens), len(candidates)))
+    candidates.sort(key=lambda c: (-c.priority, c.order))
+
+    used = 0
+    taken: list[_Candidate] = []
+    spans: dict[str, list[tuple[int, int]]] = {}
+    bodies: set[str] = set()
+    for candidate in candidates:
+        body = candidate.block.split("\n", 1)[-1]
+        if not body.strip() or body in bodies:
+            continue
+        if candidate.start is not None and candidate.end is not None and candidate.path is not None:
+            if any(s <= candidate.start and candidate.end <= e for s, e in spans.get(candidate.path, [])):
+                continue
+        if used + candidate.tokens > budget_tokens:
+            continue
+        used += candidate.tokens
+        taken.append(candidate)
+        bodies.add(body)
+        if candidate.start is not None and candidate.end is not None and candidate.path is not None:
+            spans.setdefault(candidate.path, []).append((candidate.start, candidate.end))
+
+    text = "\n\n".join(c.block for c in taken)
+    files = list(dict.fromkeys(c.path for c in taken if c.path))
+    items = [PackedItem(c.kind, c.path, c.start, c.end, c.score, c.priority, c.tokens) for c in taken]
+    return PackedContext(text=text, tokens_used=estimate_tokens(text), budget=budget_tokens, files=files,
+                         code_contexts=sum(1 for c in taken if c.kind != "source"), items=items)

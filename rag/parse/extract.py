@@ -1,0 +1,439 @@
+"""Turn one query pass over a syntax tree into parse records.
+
+``extract(root, matches)`` consumes the matches of the combined query
+(``rag/queries/common.scm`` + the language's file) and dispatches on the main
+capture name of each match: ``definition.<kind>``, ``reference.call``,
+``reference.import``, ``reference.export``, ``reference.cjs_export``,
+``reference.env``, ``reference.pathname`` and ``reference.pathname_switch``.
+Everything else is done with cheap field look-ups on the captured nodes; the
+only cross-node computation — which named definition encloses each call and
+each nested definition — is one sweep over the captures sorted by byte
+offset (definitions nest like the tree, so a stack suffices).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from rag.parse.nodes import (
+    argument_nodes,
+    bound_names,
+    end_line_of,
+    line_of,
+    owner_name,
+    simple_name,
+    string_value,
+    text_of,
+)
+from rag.parse.records import Call, Definition, EnvVar, Export, Import, PathRef, Route
+from rag.parse.routes import (
+    apply_inline_mounts,
+    inline_mount,
+    path_ref_from_call,
+    routes_from_call,
+    routes_from_pathname_compare,
+    routes_from_pathname_switch,
+)
+
+__all__ = ["Extraction", "extract"]
+
+_CLASS_MEMBER_PARENTS = frozenset({"class_body"})
+_OBJECT_MEMBER_PARENTS = frozenset({"object"})
+_CLASS_TYPES = frozenset({"class", "class_declaration", "abstract_class_declaration"})
+_CJS_ROOTS = frozenset({"module.exports", "exports"})
+_DECLARATION_NAME_TYPES = frozenset(
+    {
+        "function_declaration",
+        "generator_function_declaration",
+        "class_declaration",
+        "abstract_class_declaration",
+        "interface_declaration",
+        "type_alias_declaration",
+        "enum_declaration",
+        "function_signature",
+    }
+)
+# Callee text longer than this is replaced by its last property name.
+_MAX_CALLEE_CHARS = 80
+
+
+@dataclass(slots=True)
+class Extraction:
+    """Records extracted from one tree, in source order per list."""
+
+    imports: list[Import] = field(default_factory=list)
+    exports: list[Export] = field(default_factory=list)
+    definitions: list[Definition] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    env_vars: list[EnvVar] = field(default_factory=list)
+    routes: list[Route] = field(default_factory=list)
+    path_refs: list[PathRef] = field(default_factory=list)
+
+
+def _key_text(node: Node) -> str | None:
+    if node.type == "string":
+        return string_value(node)
+    if node.type == "number":
+        return None
+    return text_of(node)
+
+
+def _definition_name(name_node: Node, def_node: Node) -> tuple[str | None, str | None]:
+    """``(name, owner)`` for a captured definition; owner is set for ``X.prototype.y = fn``."""
+    if name_node.type != "member_expression":
+        return _key_text(name_node), None
+    left = simple_name(name_node)
+    if left in _CJS_ROOTS:  # module.exports = function named() {} → "named"
+        right = def_node.child_by_field_name("right")
+        inner = right.child_by_field_name("name") if right is not None else None
+        return (text_of(inner) if inner is not None else None), None
+    prop = name_node.child_by_field_name("property")
+    owner = simple_name(name_node.child_by_field_name("object"))
+    if owner and owner.endswith(".prototype"):
+        owner = owner[: -len(".prototype")]
+    return (text_of(prop) if prop is not None else None), owner
+
+
+def _member_owner(def_node: Node) -> str | None:
+    """Owner of a class member or object-literal member, if nameable."""
+    parent = def_node.parent
+    if parent is None:
+        return None
+    if parent.type in _CLASS_MEMBER_PARENTS and parent.parent is not None and parent.parent.type in _CLASS_TYPES:
+        return owner_name(parent.parent)
+    if parent.type in _OBJECT_MEMBER_PARENTS:
+        return owner_name(parent)
+    return None
+
+
+def _callee_name(fn: Node) -> str | None:
+    kind = fn.type
+    if kind in ("identifier", "super", "this"):
+        return text_of(fn)
+    if kind == "member_expression":
+        name = simple_name(fn)
+        if name is not None and len(name) <= _MAX_CALLEE_CHARS:
+            return name
+        prop = fn.child_by_field_name("property")
+        return text_of(prop) if prop is not None else None
+    return None
+
+
+class _Collector:
+    """Mutable state of one extraction (built per tree, never shared)."""
+
+    def __init__(self) -> None:
+        self.out = Extraction()
+        # (start_byte, end_byte, definition index) for the enclosing sweep.
+        self.def_spans: list[tuple[int, int, int]] = []
+        self.owned: set[int] = set()
+        # (start_byte, callee, line) for calls awaiting their enclosing name.
+        self.call_sites: list[tuple[int, str, int]] = []
+        # Inline plugins registered with a prefix: (first_line, last_line, param, prefix).
+        self.inline_mounts: list[tuple[int, int, str, str]] = []
+
+    # -- definitions ---------------------------------------------------------
+    def definition(self, kind: str, name_node: Node, def_node: Node) -> None:
+        name, owner = _definition_name(name_node, def_node)
+        if not name:
+            return
+        if owner is None:
+            owner = _member_owner(def_node)
+        index = len(self.out.definitions)
+        self.out.definitions.append(
+            Definition(name=name, kind=kind, start=line_of(def_node), end=end_line_of(def_node), parent=owner)
+        )
+        if owner is not None:
+            self.owned.add(index)
+        self.def_spans.append((def_node.start_byte, def_node.end_byte, index))
+
+    # -- calls ---------------------------------------------------------------
+    def call(self, call: Node, fn: Node) -> None:
+        if fn.type == "import":
+            args = argument_nodes(call)
+            spec = string_value(args[0]) if args else None
+            if spec is not None and "${" not in spec:
+                self.out.imports.append(Import(spec=spec, line=line_of(call), kind="dynamic", names=bound_names(call)))
+            return
+        callee = _callee_name(fn)
+        if callee is None:
+            return
+        self.call_sites.append((call.start_byte, callee, line_of(call)))
+        if call.type != "call_expression":
+            return
+        if callee == "require":
+            args = argument_nodes(call)
+            spec = string_value(args[0]) if args else None
+            if spec is not None and "${" not in spec:
+                self.out.imports.append(Import(spec=spec, line=line_of(call), kind="require", names=bound_names(call)))
+            return
+        if fn.type == "member_expression":
+            ref = path_ref_from_call(call, callee)
+            if ref is not None:
+                self.out.path_refs.append(ref)
+                return
+            self.out.routes.extend(routes_from_call(call, fn))
+            mount = inline_mount(call, fn)
+            if mount is not None:
+                self.inline_mounts.append(mount)
+
+    # -- imports / exports ---------------------------------------------------
+    def import_statement(self, node: Node) -> None:
+        source = node.child_by_field_name("source")
+        line = line_of(node)
+        clause = None
+        for child in node.named_children:
+            if child.type == "import_clause":
+                clause = child
+            elif child.type == "import_require_clause":  # TS: import x = require('y')
+                source = child.child_by_field_name("source")
+                names = [text_of(c) for c in child.named_children if c.type == "identifier"]
+                spec = string_value(source)
+                if spec is not None:
+                    self.out.imports.append(Import(spec=spec, line=line, kind="require", names=names))
+                return
+        spec = string_value(source)
+        if spec is None:
+            return
+        if clause is None:
+            self.out.imports.append(Import(spec=spec, line=line, kind="side_effect"))
+            return
+        names: list[str] = []
+        for child in clause.named_children:
+            if child.type == "identifier":
+                names.append(text_of(child))
+            elif child.type == "namespace_import":
+                names.extend(text_of(c) for c in child.named_children if c.type == "identifier")
+            elif child.type == "named_imports":
+                for spec_node in child.named_children:
+                    if spec_node.type == "import_specifier":
+                        alias = spec_node.child_by_field_name("alias") or spec_node.child_by_field_name("name")
+                        if alias is not None:
+                            names.append(_key_text(alias) or "")
+        self.out.imports.append(Import(spec=spec, line=line, kind="esm", names=[n for n in names if n]))
+
+    def export_statement(self, node: Node) -> None:
+        exports = self.out.exports
+        source = node.child_by_field_name("source")
+        clause = next((c for c in node.named_children if c.type == "export_clause"), None)
+        if source is not None:
+            spec = string_value(source)
+            if spec is None:
+                return
+            namespace = next((c for c in node.named_children if c.type == "namespace_export"), None)
+            imported: list[str] = []
+            if clause is not None:
+                for spec_node in _export_specifiers(clause):
+                    name, alias = spec_node
+                    imported.append(name)
+                    exports.append(Export(name=alias or name, line=line_of(node), kind="reexport"))
+            else:
+                imported.append("*")
+                alias = None
+                if namespace is not None:
+                    alias = next((text_of(c) for c in namespace.named_children), None)
+                exports.append(Export(name=alias or "*", line=line_of(node), kind="reexport"))
+            self.out.imports.append(Import(spec=spec, line=line_of(node), kind="reexport", names=imported))
+            return
+        is_default = any(child.type == "default" for child in node.children)
+        kind = "default" if is_default else "named"
+        declaration = node.child_by_field_name("declaration")
+        value = node.child_by_field_name("value")
+        if declaration is not None:
+            for name_node in _declared_name_nodes(declaration):
+                exports.append(Export(name=text_of(name_node), line=line_of(name_node), kind=kind))
+        elif value is not None:
+            name = None
+            if value.type == "identifier":
+                name = text_of(value)
+            elif value.child_by_field_name("name") is not None and value.type != "call_expression":
+                name = text_of(value.child_by_field_name("name"))
+            exports.append(Export(name=name or "default", line=line_of(node), kind="default"))
+        elif clause is not None:
+            for name, alias in _export_specifiers(clause):
+                exports.append(
+                    Export(name=name if alias == "default" else (alias or name), line=line_of(node),
+                           kind="default" if alias == "default" else "named")
+                )
+
+    def cjs_export(self, node: Node) -> None:
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        target = simple_name(left)
+        if target is None or right is None:
+            return
+        exports = self.out.exports
+        if target != "module.exports":  # module.exports.x = … / exports.x = …
+            prop = left.child_by_field_name("property") if left is not None else None
+            if prop is not None:
+                exports.append(Export(name=text_of(prop), line=line_of(prop), kind="cjs_named"))
+            return
+        if right.type == "object":
+            for member in right.named_children:
+                key = None
+                if member.type == "pair":
+                    key = member.child_by_field_name("key")
+                elif member.type == "method_definition":
+                    key = member.child_by_field_name("name")
+                elif member.type == "shorthand_property_identifier":
+                    key = member
+                name = _key_text(key) if key is not None else None
+                if name:
+                    exports.append(Export(name=name, line=line_of(key), kind="cjs_named"))
+            return
+        name = None
+        if right.type == "identifier":
+            name = text_of(right)
+        elif right.type in ("class", "function_expression", "generator_function", "arrow_function"):
+            inner = right.child_by_field_name("name")
+            name = text_of(inner) if inner is not None else None
+        exports.append(Export(name=name or "default", line=line_of(node), kind="cjs_default"))
+
+    # -- process.env -----------------------------------------------------------
+    def env(self, node: Node) -> None:
+        parent = node.parent
+        if parent is None:
+            return
+        env_vars = self.out.env_vars
+        if parent.type == "member_expression" and parent.child_by_field_name("object") == node:
+            prop = parent.child_by_field_name("property")
+            if prop is not None:
+                env_vars.append(EnvVar(name=text_of(prop), line=line_of(prop)))
+        elif parent.type == "subscript_expression" and parent.child_by_field_name("object") == node:
+            index = parent.child_by_field_name("index")
+            name = string_value(index)
+            if name and "${" not in name:
+                env_vars.append(EnvVar(name=name, line=line_of(index)))
+        elif parent.type in ("variable_declarator", "assignment_expression"):
+            pattern = parent.child_by_field_name("name") or parent.child_by_field_name("left")
+            if pattern is not None and pattern.type == "object_pattern":
+                for child in pattern.named_children:
+                    name = _destructured_key(child)
+                    if name:
+                        env_vars.append(EnvVar(name=name, line=line_of(child)))
+
+    # -- sweep -------------------------------------------------------------------
+    def finish(self) -> Extraction:
+        """Fill ``Definition.parent`` and ``Call.enclosing`` with one sweep."""
+        out = self.out
+        spans = sorted(self.def_spans, key=lambda s: (s[0], -s[1]))
+        definitions = out.definitions
+        stack: list[tuple[int, int, int]] = []
+        events = sorted(self.call_sites)
+        span_iter = iter(spans)
+        pending = next(span_iter, None)
+
+        def advance(position: int) -> None:
+            nonlocal pending
+            while pending is not None and pending[0] <= position:
+                while stack and stack[-1][1] <= pending[0]:
+                    stack.pop()
+                if stack and pending[2] not in self.owned:
+                    definitions[pending[2]].parent = definitions[stack[-1][2]].name
+                stack.append(pending)
+                pending = next(span_iter, None)
+            while stack and stack[-1][1] <= position:
+                stack.pop()
+
+        for start, callee, line in events:
+            advance(start)
+            enclosing = definitions[stack[-1][2]].name if stack else None
+            out.calls.append(Call(callee=callee, line=line, enclosing=enclosing))
+        advance(1 << 62)
+        apply_inline_mounts(out.routes, self.inline_mounts)
+        return out
+
+
+def _destructured_key(member: Node) -> str | None:
+    """Property name read by one member of an object pattern (``B`` in ``{ B: b }``)."""
+    if member.type == "shorthand_property_identifier_pattern":
+        return text_of(member)
+    if member.type == "object_assignment_pattern":
+        left = member.child_by_field_name("left")
+        return text_of(left) if left is not None else None
+    if member.type == "pair_pattern":
+        key = member.child_by_field_name("key")
+        return _key_text(key) if key is not None else None
+    return None
+
+
+def _export_specifiers(clause: Node) -> Iterable[tuple[str, str | None]]:
+    for spec in clause.named_children:
+        if spec.type != "export_specifier":
+            continue
+        name_node = spec.child_by_field_name("name")
+        alias_node = spec.child_by_field_name("alias")
+        name = _key_text(name_node) if name_node is not None else None
+        alias = _key_text(alias_node) if alias_node is not None else None
+        if alias is None and " as " in text_of(spec):
+            alias = text_of(spec).rsplit(" as ", 1)[1].strip()
+        if name:
+            yield name, alias
+
+
+def _declared_name_nodes(declaration: Node) -> list[Node]:
+    if declaration.type in _DECLARATION_NAME_TYPES:
+        name = declaration.child_by_field_name("name")
+        return [name] if name is not None else []
+    nodes: list[Node] = []
+    if declaration.type in ("lexical_declaration", "variable_declaration"):
+        for declarator in declaration.named_children:
+            if declarator.type != "variable_declarator":
+                continue
+            name = declarator.child_by_field_name("name")
+            if name is None:
+                continue
+            if name.type == "identifier":
+                nodes.append(name)
+            else:
+                nodes.extend(_pattern_identifier_nodes(name))
+    return nodes
+
+
+def _pattern_identifier_nodes(pattern: Node) -> list[Node]:
+    found: list[Node] = []
+    stack = [pattern]
+    while stack:
+        node = stack.pop()
+        if node.type in ("identifier", "shorthand_property_identifier_pattern"):
+            found.append(node)
+        elif node.type == "pair_pattern":
+            value = node.child_by_field_name("value")
+            if value is not None:
+                stack.append(value)
+        else:
+            stack.extend(reversed(node.named_children))
+    return found
+
+
+def extract(matches: Iterable[tuple[int, dict[str, list[Node]]]]) -> Extraction:
+    """Records from the ``QueryCursor.matches()`` output of the combined query."""
+    collector = _Collector()
+    for _pattern, captures in matches:
+        for key, nodes in captures.items():
+            if key[0] == "_" or key.startswith("name."):
+                continue
+            node = nodes[0]
+            if key.startswith("definition."):
+                name_nodes = captures.get("name." + key)
+                if name_nodes:
+                    collector.definition(key[len("definition."):], name_nodes[0], node)
+            elif key == "reference.call":
+                fn_nodes = captures.get("name.reference.call")
+                if fn_nodes:
+                    collector.call(node, fn_nodes[0])
+            elif key == "reference.import":
+                collector.import_statement(node)
+            elif key == "reference.export":
+                collector.export_statement(node)
+            elif key == "reference.cjs_export":
+                collector.cjs_export(node)
+            elif key == "reference.env":
+                collector.env(node)
+            elif key == "reference.pathname":
+                collector.out.routes.extend(routes_from_pathname_compare(node))
+            elif key == "reference.pathname_switch":
+                collector.out.routes.extend(routes_from_pathname_switch(node))
+    return collector.finish()

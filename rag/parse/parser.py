@@ -1,0 +1,251 @@
+"""Parse stage: JavaScript-family source → :class:`FileStructure` (DESIGN.md §3 "Parse").
+
+One combined tree-sitter query per language (``rag/queries/common.scm`` plus
+``javascript.scm`` or ``typescript.scm``, loaded with ``importlib.resources``;
+capture names follow aider's ``javascript-tags.scm``) is run once per file,
+and ``rag/parse/extract.py`` turns its matches into records: imports,
+exports, definitions with line ranges, calls with their enclosing definition,
+``process.env`` names, routes and ``path.join``/``path.resolve`` references.
+Syntax errors never raise: ``rag/parse/repair.py`` keeps what parsed and
+flags the file.
+
+Usage::
+
+    parser = JsParser()                      # build once, reuse for every file
+    structure = parser.parse("lib/app.js", text)
+    resolve_imports({s.path: s for s in structures}, known_paths=all_paths)
+
+``parse_source(path, text)`` is the one-off convenience form (it builds a
+parser each call: ~20 ms; pass ``parser=`` in loops).
+
+Grammars: ``.js .jsx .mjs .cjs`` use tree-sitter-javascript (JSX included);
+``.ts`` and ``.tsx`` use tree-sitter-typescript's ``typescript``/``tsx`` grammars.
+"""
+from __future__ import annotations
+
+import logging
+import posixpath
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+
+import tree_sitter
+import tree_sitter_javascript
+import tree_sitter_typescript
+from tree_sitter import Language, Node, Parser, Query
+
+from rag.parse.extract import Extraction, extract
+from rag.parse.records import (
+    PARSE_VERSION,
+    Call,
+    Definition,
+    EnvVar,
+    Export,
+    FileStructure,
+    Import,
+    PathRef,
+    Route,
+)
+from rag.parse.repair import parse_with_repair
+
+__all__ = [
+    "PARSE_VERSION",
+    "PARSEABLE_EXTENSIONS",
+    "RESOLVE_EXTENSIONS",
+    "Import",
+    "Export",
+    "Definition",
+    "Call",
+    "EnvVar",
+    "Route",
+    "PathRef",
+    "FileStructure",
+    "JsParser",
+    "language_for_path",
+    "parse_source",
+    "resolve_relative",
+    "resolve_imports",
+]
+
+logger = logging.getLogger(__name__)
+
+PARSEABLE_EXTENSIONS = frozenset({"js", "jsx", "mjs", "cjs", "ts", "tsx"})
+# Extensions tried, in order, when resolving a relative specifier (issue 3).
+RESOLVE_EXTENSIONS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx")
+# TypeScript's ESM convention: `import './x.js'` may name `x.ts`.
+_TS_SOURCE_FOR = {".js": (".ts", ".tsx"), ".jsx": (".tsx",), ".mjs": (".mts",), ".cjs": (".cts",)}
+_LANGUAGE_BY_EXTENSION = {
+    "js": "javascript",
+    "jsx": "javascript",
+    "mjs": "javascript",
+    "cjs": "javascript",
+    "ts": "typescript",
+    "tsx": "tsx",
+}
+_QUERY_FILES = {
+    "javascript": ("common.scm", "javascript.scm"),
+    "typescript": ("common.scm", "typescript.scm"),
+    "tsx": ("common.scm", "typescript.scm"),
+}
+_QueryCursor = getattr(tree_sitter, "QueryCursor", None)
+
+
+def _run_matches(query: Query, node: Node) -> list[tuple[int, dict[str, list[Node]]]]:
+    """Version shim: tree-sitter ≥ 0.25 runs queries through ``QueryCursor``;
+    0.22–0.24 had ``Query.matches``. The only place that knows the difference."""
+    if _QueryCursor is not None:
+        return _QueryCursor(query).matches(node)
+    return query.matches(node)  # type: ignore[attr-defined]
+
+
+def _language_capsule(name: str) -> object:
+    if name == "javascript":
+        return tree_sitter_javascript.language()
+    if name == "typescript":
+        return tree_sitter_typescript.language_typescript()
+    return tree_sitter_typescript.language_tsx()
+
+
+def _query_source(name: str) -> str:
+    folder = resources.files("rag.parse").joinpath("queries")
+    return "\n".join(folder.joinpath(file).read_text(encoding="utf-8") for file in _QUERY_FILES[name])
+
+
+def language_for_path(path: str) -> str | None:
+    """``javascript``, ``typescript``, ``tsx`` or ``None`` for a path by its extension."""
+    _, dot, ext = path.rpartition(".")
+    return _LANGUAGE_BY_EXTENSION.get(ext.lower()) if dot else None
+
+
+@dataclass(slots=True)
+class _Grammar:
+    parser: Parser
+    query: Query
+
+
+class JsParser:
+    """Parses JavaScript-family files; holds one parser + compiled query per grammar.
+
+    Grammars are built lazily on first use and cached on the instance (never
+    module-level), so one instance per indexing run or worker thread is the
+    intended use; an instance is not safe to share between threads.
+    """
+
+    def __init__(self) -> None:
+        self._grammars: dict[str, _Grammar] = {}
+
+    def _grammar(self, name: str) -> _Grammar:
+        grammar = self._grammars.get(name)
+        if grammar is None:
+            language = Language(_language_capsule(name))
+            grammar = _Grammar(parser=Parser(language), query=Query(language, _query_source(name)))
+            self._grammars[name] = grammar
+        return grammar
+
+    def parse(self, path: str, text: str) -> FileStructure:
+        """Extract the structure of one file.
+
+        Args:
+            path: repository-relative POSIX path; its extension picks the grammar.
+            text: the file's text (already decoded).
+
+        Returns:
+            A :class:`FileStructure`; ``has_error`` is set when the file had
+            syntax errors (what parsed is kept). Imports are not resolved yet
+            (see :func:`resolve_imports`).
+
+        Raises:
+            ValueError: ``path`` does not have a parseable extension
+                (see ``PARSEABLE_EXTENSIONS``).
+        """
+        language = language_for_path(path)
+        if language is None:
+            raise ValueError(f"not a JavaScript/TypeScript file: {path!r}")
+        grammar = self._grammar(language)
+        source = text.encode("utf-8", "replace")
+        repaired = parse_with_repair(grammar.parser.parse, source)
+        result = extract(_run_matches(grammar.query, repaired.tree.root_node))
+        for tree, first_line, last_line in repaired.earlier:
+            _merge_lines(result, extract(_run_matches(grammar.query, tree.root_node)), first_line, last_line)
+        if repaired.has_error:
+            logger.debug("syntax errors in %s; kept what parsed", path)
+        return FileStructure(
+            path=path,
+            language=language,
+            imports=sorted(result.imports, key=lambda r: r.line),
+            exports=sorted(result.exports, key=lambda r: r.line),
+            definitions=sorted(result.definitions, key=lambda r: (r.start, -r.end)),
+            calls=sorted(result.calls, key=lambda r: r.line),
+            env_vars=sorted(result.env_vars, key=lambda r: r.line),
+            routes=sorted(result.routes, key=lambda r: r.line),
+            path_refs=sorted(result.path_refs, key=lambda r: r.line),
+            has_error=repaired.has_error,
+        )
+
+
+def _merge_lines(into: Extraction, extra: Extraction, first: int, last: int) -> None:
+    """Append ``extra``'s records whose (start) line is in ``first..last``."""
+    def inside(line: int) -> bool:
+        return first <= line <= last
+
+    into.imports.extend(r for r in extra.imports if inside(r.line))
+    into.exports.extend(r for r in extra.exports if inside(r.line))
+    into.definitions.extend(r for r in extra.definitions if inside(r.start))
+    into.calls.extend(r for r in extra.calls if inside(r.line))
+    into.env_vars.extend(r for r in extra.env_vars if inside(r.line))
+    into.routes.extend(r for r in extra.routes if inside(r.line))
+    into.path_refs.extend(r for r in extra.path_refs if inside(r.line))
+
+
+def parse_source(path: str, text: str, *, parser: JsParser | None = None) -> FileStructure:
+    """Parse one file (see :meth:`JsParser.parse`); builds a parser when none is given."""
+    return (parser or JsParser()).parse(path, text)
+
+
+def resolve_relative(from_path: str, spec: str, known_paths: set[str] | frozenset[str]) -> str | None:
+    """Resolve a relative specifier to a repository file.
+
+    Tries, in order: the exact path, the path plus each of
+    ``RESOLVE_EXTENSIONS``, ``<path>/index`` plus each extension, and for a
+    ``.js``-style spec the TypeScript source (``./x.js`` → ``x.ts``).
+
+    Args:
+        from_path: repository-relative path of the importing file.
+        spec: the specifier as written; only ``./`` and ``../`` specs resolve.
+        known_paths: repository-relative paths of the files that exist.
+
+    Returns:
+        The resolved repository path, or ``None`` for bare package names,
+        paths leaving the repository and specifiers matching no file.
+    """
+    if not (spec.startswith("./") or spec.startswith("../") or spec in (".", "..")):
+        return None
+    spec = spec.split("?", 1)[0].split("#", 1)[0]
+    base = posixpath.normpath(posixpath.join(posixpath.dirname(from_path), spec))
+    if base == ".." or base.startswith("../"):
+        return None
+    base = "" if base == "." else base
+    candidates = [base] if base else []
+    candidates += [base + ext for ext in RESOLVE_EXTENSIONS]
+    prefix = base + "/" if base else ""
+    candidates += [prefix + "index" + ext for ext in RESOLVE_EXTENSIONS]
+    stem, ext = posixpath.splitext(base)
+    candidates += [stem + alt for alt in _TS_SOURCE_FOR.get(ext, ())]
+    return next((c for c in candidates if c and c in known_paths), None)
+
+
+def resolve_imports(
+    structures: Mapping[str, FileStructure], *, known_paths: Iterable[str] | None = None
+) -> None:
+    """Set ``Import.resolved`` on every import of every structure, in place.
+
+    Args:
+        structures: path → structure of the parsed files.
+        known_paths: every repository file path (so ``./data.json`` resolves
+            too); defaults to the keys of ``structures``.
+    """
+    known = set(known_paths) if known_paths is not None else set(structures)
+    known.update(structures)
+    for path, structure in structures.items():
+        for item in structure.imports:
+            item.resolved = resolve_relative(path, item.spec, known)

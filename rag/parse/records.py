@@ -1,0 +1,224 @@
+"""Records produced by the JavaScript/TypeScript parser (DESIGN.md §3 "Parse").
+
+Every record is a small dataclass; :class:`FileStructure` groups them for one
+file and round-trips through JSON (``to_json()`` / ``from_json()``) so that the
+index can store it next to the file's content hash and skip re-parsing
+unchanged files. Lines are 1-based and inclusive, paths repository-relative
+POSIX paths (see ``rag/types.py``).
+
+``PARSE_VERSION`` is written into every JSON document; :meth:`FileStructure.from_json`
+refuses a document written by another version (``ValueError``), so a stored
+structure produced by an older parser is re-parsed instead of trusted — the
+same policy as aider's ``CACHE_VERSION`` in ``repomap.py``.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+__all__ = [
+    "PARSE_VERSION",
+    "Import",
+    "Export",
+    "Definition",
+    "Call",
+    "EnvVar",
+    "Route",
+    "PathRef",
+    "FileStructure",
+]
+
+# Bump whenever the extraction rules or the JSON shape change.
+PARSE_VERSION = 1
+
+
+@dataclass(slots=True)
+class Import:
+    """One dependency edge out of a file.
+
+    Attributes:
+        spec: the module specifier as written (``./lib/users``, ``express``).
+        line: line of the import statement / ``require`` / ``import()`` call.
+        kind: ``esm`` (``import … from``), ``side_effect`` (``import 'x'``),
+            ``reexport`` (``export … from``), ``require`` or ``dynamic`` (``import('x')``).
+        names: local names bound by the import (``import a, { b as c }`` →
+            ``["a", "c"]``; ``const { x } = require()`` → ``["x"]``); for
+            re-exports the names re-exported from the module (``*`` for all).
+        resolved: repository path the specifier resolves to, or ``None`` for
+            bare package names and unresolvable paths (see ``resolve_relative``).
+    """
+
+    spec: str
+    line: int
+    kind: str
+    names: list[str] = field(default_factory=list)
+    resolved: str | None = None
+
+
+@dataclass(slots=True)
+class Export:
+    """One exported name.
+
+    ``kind`` is ``named`` / ``default`` (ESM), ``reexport`` (``export … from``;
+    name ``*`` for ``export *``), ``cjs_default`` (``module.exports = ident |
+    class | function | expression``; name is the identifier or ``default``) or
+    ``cjs_named`` (object-literal keys of ``module.exports = {…}``,
+    ``module.exports.x =``, ``exports.x =``).
+    """
+
+    name: str
+    line: int
+    kind: str
+
+
+@dataclass(slots=True)
+class Definition:
+    """A named code symbol with its line range.
+
+    ``kind``: ``function``, ``generator``, ``class``, ``method``, ``field``,
+    ``arrow`` (arrow function bound to a name), and for TypeScript files also
+    ``interface``, ``type`` and ``enum``. ``parent`` is the enclosing class or
+    object owner (``Router``, ``module.exports``) or the enclosing function.
+    Private members keep their ``#`` (``#secret``).
+    """
+
+    name: str
+    kind: str
+    start: int
+    end: int
+    parent: str | None = None
+
+
+@dataclass(slots=True)
+class Call:
+    """A call (or ``new``) site: dotted ``callee`` when simple (``path.join``,
+    ``this.save``), else the called property name; ``enclosing`` is the name
+    of the innermost named definition containing the call, ``None`` at top level."""
+
+    callee: str
+    line: int
+    enclosing: str | None = None
+
+
+@dataclass(slots=True)
+class EnvVar:
+    """A ``process.env`` read: ``process.env.X``, ``process.env['X']`` or a
+    destructured ``const { X } = process.env``."""
+
+    name: str
+    line: int
+
+
+@dataclass(slots=True)
+class Route:
+    """An HTTP route or a router mount found in one file.
+
+    Attributes:
+        method: ``GET``, ``POST``, … , ``ALL``, ``USE`` (mount or middleware
+            with a path) or ``ANY`` (``url.pathname`` check without a method check).
+        path: the literal path (template literals keep ``${x}``).
+        line: line of the method name / comparison.
+        router: receiver expression (``app``, ``router``, ``this.app``) or
+            ``None`` for ``url.pathname`` checks.
+        target: for ``USE``, the identifier of the mounted router, if any.
+        target_spec: for ``USE`` with an inline ``require('./x')``, its spec.
+        match: ``exact`` or ``prefix`` (``pathname.startsWith('/x')``, ``USE``).
+        source: ``call`` (``app.get(…)``) or ``pathname`` (``url.pathname`` checks).
+        prefix: mount prefix. The parser sets it only for routes inside an
+            inline plugin (``fastify.register(function (i) { i.get(…) }, { prefix })``);
+            the code graph derives the others from ``USE`` mounts across files.
+    """
+
+    method: str
+    path: str
+    line: int
+    router: str | None = None
+    target: str | None = None
+    target_spec: str | None = None
+    match: str = "exact"
+    source: str = "call"
+    prefix: str | None = None
+
+    @property
+    def full_path(self) -> str:
+        """``prefix + path`` with exactly one ``/`` at the seam (``/api`` + ``/users``)."""
+        if not self.prefix:
+            return self.path
+        if self.path in ("", "/"):
+            return self.prefix
+        return self.prefix.rstrip("/") + "/" + self.path.lstrip("/")
+
+
+@dataclass(slots=True)
+class PathRef:
+    """A ``path.join``/``path.resolve`` call: ``parts`` are the literal strings,
+    ``__dirname``/``__filename`` kept by name, anything else as ``*``."""
+
+    line: int
+    parts: list[str] = field(default_factory=list)
+
+
+_RECORD_TYPES: dict[str, type] = {
+    "imports": Import,
+    "exports": Export,
+    "definitions": Definition,
+    "calls": Call,
+    "env_vars": EnvVar,
+    "routes": Route,
+    "path_refs": PathRef,
+}
+
+
+@dataclass(slots=True)
+class FileStructure:
+    """Everything the parser extracted from one file.
+
+    ``has_error`` is ``True`` when the file had syntax errors; the lists then
+    hold everything that still parsed (see ``rag/parse/repair.py``).
+    """
+
+    path: str
+    language: str
+    imports: list[Import] = field(default_factory=list)
+    exports: list[Export] = field(default_factory=list)
+    definitions: list[Definition] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    env_vars: list[EnvVar] = field(default_factory=list)
+    routes: list[Route] = field(default_factory=list)
+    path_refs: list[PathRef] = field(default_factory=list)
+    has_error: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-serialisable dict (``json.dumps`` ready) including ``version``."""
+        out: dict[str, Any] = {"version": PARSE_VERSION, "path": self.path, "language": self.language}
+        for name in _RECORD_TYPES:
+            out[name] = [asdict(item) for item in getattr(self, name)]
+        out["has_error"] = self.has_error
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FileStructure:
+        """Rebuild from :meth:`to_json` output.
+
+        Raises:
+            ValueError: the document was written by another ``PARSE_VERSION``
+                or is not a structure document (re-parse the file instead).
+        """
+        if not isinstance(data, dict) or data.get("version") != PARSE_VERSION:
+            raise ValueError("stored file structure has another parser version; re-parse the file")
+        try:
+            lists = {}
+            for name, record_type in _RECORD_TYPES.items():
+                allowed = {f.name for f in fields(record_type)}
+                lists[name] = [
+                    record_type(**{k: v for k, v in item.items() if k in allowed})
+                    for item in data.get(name, [])
+                ]
+            return cls(
+                path=data["path"],
+                language=data["language"],
+                has_error=bool(data.get("has_error", False)),
+                **lists,
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"malformed file structure document: {exc}") from exc

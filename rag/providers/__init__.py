@@ -1,0 +1,6 @@
+"""Model-provider clients: chat model, embeddings and reranker over HTTP, and their shared helpers."""
+from __future__ import annotations
+
+from rag.lazy import lazy_exports
+
+__getattr__, __dir__ = lazy_exports(__name__, {})  # submodules load on first attribute access

@@ -1,0 +1,310 @@
+"""Optional reranking of the fused top candidates by a cross-encoder service (off by default).
+
+BM25, vectors and the structure signals pick the candidates; a reranker reads
+each candidate *together with* the question and scores how well it answers it,
+which is what first-stage retrievers cannot do. It is slow and remote, so only
+the fused top ``RetrievalPolicy.rerank_top`` (20) chunks are sent, once per
+question, under a short deadline; any failure keeps the fused order.
+
+    Reranker                     the protocol (``name``, ``rerank``)
+    └── HttpReranker             the de-facto ``POST {base}/rerank`` JSON API
+                                 (Cohere, Jina, Voyage, vLLM, LiteLLM; ``RERANK_URL``
+                                 / ``RERANK_API_KEY`` / ``RERANK_MODEL``)
+
+Wire format (Cohere v2 ``/rerank``, mirrored by the others)::
+
+    → {"model": "...", "query": "...", "documents": ["...", ...], "top_n": N}
+    ← {"results": [{"index": 0, "relevance_score": 0.93}, ...]}     ("score" accepted too)
+
+Contract:
+
+* ``rerank(query, documents)`` returns one float per document, in input order,
+  higher = more relevant; a document the server left out gets ``-inf``.
+* Every failure is a :class:`rag.errors.ProviderError` with a one-line message
+  that never contains the API key or the query text (server error details are
+  reduced to their message fields and scrubbed of both).
+* Retries (connection errors, timeouts, HTTP 408/409/429/5xx, honouring a
+  numeric ``Retry-After``) happen inside one overall deadline
+  (``DEFAULT_DEADLINE_S``): a reranker can delay an answer by that much, never more.
+
+Why the standard library's ``urllib.request`` rather than an HTTP client
+package: ``httpx`` is not a dependency of this project (the openai SDK brings
+``httpx2``, an implementation detail of the SDK), and one small JSON POST per
+question needs no connection pool. Redirects are refused so the bearer key is
+never forwarded to another host. ``urlopen``'s timeout bounds each socket
+operation, so one attempt is capped at ``min(request_timeout_s, time left)``
+per read; a server trickling bytes could overrun the deadline by at most one
+such timeout.
+
+The engine's reranking stage, which reorders the top of a ranked candidate
+list with a :class:`Reranker`, is :func:`rag.search.rerank.rerank_candidates`.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import math
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from rag.errors import ProviderError
+from rag.providers.base import one_line, provider_base_url
+
+__all__ = [
+    "Reranker", "HttpReranker", "reranker_from_env", "rerank_text",
+    "DEFAULT_DEADLINE_S", "DEFAULT_REQUEST_TIMEOUT_S", "DEFAULT_MAX_RETRIES", "DEFAULT_RERANK_TEXT_CHARS",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DEADLINE_S = 5.0            # one rerank() call, retries included: the answer waits this long at most
+DEFAULT_REQUEST_TIMEOUT_S = 4.0     # one HTTP attempt (per socket operation, see module docstring)
+DEFAULT_MAX_RETRIES = 2             # extra attempts after the first, inside the deadline
+DEFAULT_BACKOFF_S = 0.25            # first retry delay, doubled each attempt ...
+MAX_BACKOFF_S = 2.0                 # ... up to this, and never past the deadline
+DEFAULT_RERANK_TEXT_CHARS = 1500
+"""Characters of chunk text sent per document (after the path line). Chunks may hold
+3,500; ~1,500 characters of code is ~400–500 tokens, the window of small cross-encoders
+(bge-reranker-base: 512 tokens for query + document); larger models read it whole."""
+MAX_RESPONSE_BYTES = 1 << 20        # a results list for 20 documents is a few KB
+RETRYABLE_STATUS = frozenset({408, 409, 429})   # plus every 5xx
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """What the engine needs from a reranker.
+
+    Attributes:
+        name: model identity for logs (``"rerank:<model>"``).
+    """
+
+    name: str
+
+    def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
+        """Relevance of each document to ``query``, in input order (higher is better). Raises ``ProviderError``."""
+        ...
+
+
+def rerank_text(path: str, text: str, *, max_chars: int = DEFAULT_RERANK_TEXT_CHARS) -> str:
+    """The document sent for one chunk: its path, a newline, then its first ``max_chars`` characters.
+
+    Same shape as :func:`rag.search.vector_stream.embed_text` (the path tells the model what file it reads).
+    """
+    return f"{path}\n{text[:max_chars]}"
+
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Refuse redirects: urllib would resend the Authorization header to the new location."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 (urllib API)
+        return None
+
+
+class HttpReranker:
+    """A reranker behind ``POST {base_url}/rerank`` (Cohere/Jina-style JSON, bearer auth).
+
+    Example::
+
+        reranker = HttpReranker(base_url="https://api.jina.ai/v1", api_key=key,
+                                model="jina-reranker-v2-base-multilingual")
+        reranker.rerank("how are routes matched?", ["lib/router.js\\n...", "README.md\\n..."])
+        # → [0.91, 0.12]
+
+    Args:
+        base_url: endpoint root; a trailing ``/`` or ``/rerank`` is dropped.
+        api_key: bearer key, or ``None`` for servers without auth (no header sent).
+        model: model name sent with each request; omitted when ``None`` (servers
+            hosting one model, such as vLLM, use theirs).
+        request_timeout_s: timeout of one HTTP attempt, seconds.
+        deadline_s: overall deadline of one ``rerank`` call, seconds.
+        max_retries: extra attempts after a retryable failure.
+        min_score: relevance floor on the service's own scale (``RERANK_MIN_SCORE``): when
+            every reranked chunk scores below it, retrieval abstains (nothing really matches).
+            ``None`` (the default): never abstain on reranker scores. A cross-encoder's scores
+            are calibrated per model (Cohere and Jina return 0..1 relevance), so the floor is
+            the operator's choice for the model they run.
+
+    Raises:
+        ProviderError: bad ``base_url`` (at construction); any failure in ``rerank``.
+    """
+
+    def __init__(self, *, base_url: str, api_key: str | None = None, model: str | None = None,
+                 request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float = DEFAULT_DEADLINE_S,
+                 max_retries: int = DEFAULT_MAX_RETRIES, min_score: float | None = None) -> None:
+        self.base_url = provider_base_url(base_url, suffix="rerank", variable="RERANK_URL",
+                                          example="https://api.cohere.com/v2")
+        self.url = self.base_url + "/rerank"
+        self.model = model or None
+        self.name = f"rerank:{self.model or 'default'}"
+        self.request_timeout_s = request_timeout_s
+        self.deadline_s = deadline_s
+        self.max_retries = max(0, max_retries)
+        self.min_score = min_score
+        self._api_key = api_key or None
+        self._opener = urllib.request.build_opener(_NoRedirect)
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"HttpReranker(url={self.url!r}, model={self.model!r})"
+
+    def rerank(self, query: str, documents: Sequence[str]) -> list[float]:
+        """Score ``documents`` against ``query`` (see the module contract).
+
+        Returns:
+            One float per document, input order; ``[]`` for no documents (no request).
+
+        Raises:
+            ProviderError: HTTP error, timeout, deadline exceeded, or a malformed
+                response (not JSON, no ``results`` list, an index out of range or
+                repeated, a non-numeric or non-finite score).
+        """
+        if not documents:
+            return []
+        body: dict[str, Any] = {"query": query, "documents": list(documents), "top_n": len(documents)}
+        if self.model:
+            body["model"] = self.model
+        payload = json.dumps(body).encode("utf-8")
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        secrets = [s for s in (self._api_key, query, json.dumps(query)[1:-1]) if s]
+        deadline = time.monotonic() + self.deadline_s
+        last_reason = "no attempt made"
+        for attempt in range(self.max_retries + 1):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            timeout = min(self.request_timeout_s, remaining)
+            started = time.monotonic()
+            retry_after: float | None = None
+            request = urllib.request.Request(self.url, data=payload, headers=headers, method="POST")
+            try:
+                with self._opener.open(request, timeout=timeout) as response:
+                    raw = response.read(MAX_RESPONSE_BYTES + 1)
+            except urllib.error.HTTPError as exc:
+                last_reason = _status_reason(exc, secrets)
+                exc.close()
+                if not (exc.code in RETRYABLE_STATUS or exc.code >= 500):
+                    raise ProviderError(f"reranker refused the request: {last_reason}") from None
+                retry_after = _retry_after_s(exc.headers)
+            except (OSError, http.client.HTTPException) as exc:  # URLError and TimeoutError are OSErrors
+                reason = getattr(exc, "reason", exc)
+                if isinstance(exc, TimeoutError) or isinstance(reason, TimeoutError):
+                    last_reason = f"request timed out after {timeout:.1f} s"
+                else:
+                    last_reason = f"cannot connect to {self.base_url} ({one_line(_scrub(str(reason), secrets), 100)})"
+            else:
+                scores = _parse(raw, expected=len(documents))
+                log.debug("rerank ok: model=%s n=%d attempt=%d ms=%.0f",
+                          self.model, len(documents), attempt + 1, (time.monotonic() - started) * 1000)
+                return scores
+            log.warning("rerank attempt failed: model=%s n=%d attempt=%d reason=%s",
+                        self.model, len(documents), attempt + 1, last_reason)
+            if attempt == self.max_retries:
+                raise ProviderError(f"reranker failed after {attempt + 1} attempts: {last_reason}")
+            delay = retry_after if retry_after is not None else min(DEFAULT_BACKOFF_S * 2**attempt, MAX_BACKOFF_S)
+            time.sleep(max(0.0, min(delay, deadline - time.monotonic())))
+        raise ProviderError(f"reranker deadline of {self.deadline_s:g} s exceeded ({last_reason})")
+
+
+def _scrub(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "[hidden]")
+    return text
+
+
+def _error_detail(raw: bytes) -> str:
+    """The message fields of an error body (never echoed inputs such as FastAPI's ``input``)."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return "" if raw.lstrip()[:1] in (b"<", b"{", b"[") else raw.decode("utf-8", "replace")
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, str):
+            return err
+        if isinstance(err, dict):
+            for key in ("message", "detail", "msg"):
+                value = err.get(key)
+                if isinstance(value, str):
+                    return value
+                if isinstance(value, list):  # FastAPI/pydantic: [{"loc": [...], "msg": "..."}]
+                    return "; ".join(f"{'.'.join(map(str, v.get('loc', [])))}: {v.get('msg', '')}"
+                                     for v in value if isinstance(v, dict))
+    return ""
+
+
+def _status_reason(exc: urllib.error.HTTPError, secrets: Sequence[str]) -> str:
+    """``HTTP 401: invalid api key`` from an HTTP error, one line, bounded, scrubbed."""
+    try:
+        detail = _error_detail(exc.read(8192))
+    except OSError:
+        detail = ""
+    detail = one_line(_scrub(detail, secrets), 120)
+    return f"HTTP {exc.code}" + (f": {detail}" if detail else "")
+
+
+def _retry_after_s(headers: Any) -> float | None:
+    """Seconds from a numeric ``Retry-After`` header (capped at ``MAX_BACKOFF_S``), else ``None``."""
+    try:
+        value = float(headers.get("Retry-After", ""))
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return min(max(value, 0.0), MAX_BACKOFF_S)
+
+
+def _parse(raw: bytes, *, expected: int) -> list[float]:
+    """``{"results": [{"index", "relevance_score" | "score"}]}`` → scores in input order."""
+    if len(raw) > MAX_RESPONSE_BYTES:
+        raise ProviderError("reranker returned a malformed response (larger than 1 MiB)")
+    try:
+        results = json.loads(raw)["results"]
+        scores = [-math.inf] * expected
+        seen: set[int] = set()
+        for item in results:
+            index = item["index"]
+            value = item["relevance_score"] if "relevance_score" in item else item["score"]
+            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < expected or index in seen:
+                raise ProviderError(f"reranker returned an invalid document index for {expected} documents")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ProviderError("reranker returned a non-numeric or non-finite score")
+            seen.add(index)
+            scores[index] = float(value)
+    except ProviderError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProviderError(f"reranker returned a malformed response ({type(exc).__name__})") from None
+    if len(seen) < expected:
+        log.debug("rerank: server scored %d of %d documents", len(seen), expected)
+    return scores
+
+
+def reranker_from_env(env: Mapping[str, str]) -> HttpReranker | None:
+    """The reranker configured by ``RERANK_URL`` (+ ``RERANK_API_KEY``, ``RERANK_MODEL``,
+    ``RERANK_MIN_SCORE``), else ``None``.
+
+    Reranking is off by default: with ``RERANK_URL`` unset or blank this returns
+    ``None`` and retrieval is unchanged.
+
+    Args:
+        env: the settings mapping (``os.environ`` or ``Settings.rerank_env()``).
+
+    Raises:
+        ProviderError: ``RERANK_URL`` is not an http(s) URL, or ``RERANK_MIN_SCORE`` is not a number.
+    """
+    url = (env.get("RERANK_URL") or "").strip()
+    if not url:
+        return None
+    raw_floor = (env.get("RERANK_MIN_SCORE") or "").strip()
+    try:
+        floor = float(raw_floor) if raw_floor else None
+    except ValueError:
+        raise ProviderError(f"RERANK_MIN_SCORE must be a number, got {raw_floor[:40]!r}") from None
+    if floor is not None and not math.isfinite(floor):
+        raise ProviderError("RERANK_MIN_SCORE must be a finite number")
+    return HttpReranker(base_url=url, api_key=(env.get("RERANK_API_KEY") or "").strip() or None,
+                        model=(env.get("RERANK_MODEL") or "").strip() or None, min_score=floor)

@@ -1,0 +1,474 @@
+"""Lexical retrieval: BM25 candidates from FTS5, re-ranked with repository signals.
+
+Pipeline for one question (all inside one read transaction, so one generation):
+
+1. :func:`rag.search.query.analyze` → terms, identifiers, path mentions, intents.
+2. FTS5 BM25 over chunks (``bm25()``; SQLite's constants k1 = 1.2, b = 0.75,
+   Robertson & Zaragoza 2009) with column weights body/path/heading/symbols,
+   the top ``candidate_chunks`` kept.
+3. Each candidate chunk gets a coverage score: the IDF-weighted share of the
+   question's terms found in the chunk text, its path or its heading (IDF from
+   FTS5 document frequencies, ``log((N - df + 0.5) / (df + 0.5) + 1)`` as in
+   BM25). Coverage is what separates "mentions one common word" from "is about
+   this"; it also drives abstention.
+4. Files are scored from their best chunks plus path-token matches, explicit
+   path mentions (forced first), symbol definitions, and intent priors (docs
+   for "how do I…", source for "where is…", tests demoted unless asked for).
+5. Results are diversified per file (best chunk of each file first), cut by a
+   relative threshold, and empty when the best coverage is below
+   ``min_coverage``: no real match → no results rather than noise.
+"""
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from rag.ingest.manifests import is_manifest
+from rag.search.query import Query, fts_expression
+from rag.text import index_text, light_stem, synonyms_of
+from rag.types import Source
+
+__all__ = ["RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "rank_chunks",
+           "fuse_streams", "diversify", "focus_line", "META_TERMS"]
+
+_DOC_TYPES = frozenset({"md", "markdown", "mdx", "rst", "txt"})
+# Words that name the repository's own parts rather than a topic ("which module
+# handles…", "where in the framework…"): they never decide coverage.
+META_TERMS = frozenset(
+    "app application code codebase component file files folder framework function functions handled handles "
+    "implement implemented implementation lib library logic method methods module modules package project "
+    "repo repository source src class classes keep kept place part".split()
+)
+
+
+_LOW_VALUE_DIRS = re.compile(r"(^|/)(tests?|__tests__|spec|specs|benchmarks?|bench|fixtures?|examples?|e2e)(/|$)", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalPolicy:
+    """Retrieval knobs (named constants; see module docstring for their role).
+
+    Attributes:
+        candidate_chunks: BM25 candidates read from FTS5.
+        fts_weights: BM25 column weights (body, path, heading, symbols).
+        per_file: at most this many chunks of one file in a result list.
+        relative_threshold: drop files scoring below this share of the best file.
+        abstain_max_matched, abstain_min_terms, abstain_below_coverage: abstain when the
+            best-covering chunk shares at most ``abstain_max_matched`` topical words with a
+            question of at least ``abstain_min_terms`` of them and covers less than
+            ``abstain_below_coverage`` of their IDF mass: a repository that answers a
+            question shares three or more of its content words somewhere, one that does
+            not usually hits one or two generic words ("requests", "server"). Also when
+            nothing matches at all. Calibrated on the dev set (6 + 5 ``none`` questions).
+        rrf_k, rrf_weights: Reciprocal Rank Fusion of the lexical and vector streams,
+            ``Σ w_s / (k + rank_s + 1)`` with k = 60 (Cormack, Clarke & Büttcher 2009)
+            and weights (lexical 0.6, vectors 0.4).
+        stream_pool: candidates taken from each stream before fusion (≥ 20).
+        structure_weight: RRF weight of the structure stream (files defining a symbol
+            the question names).
+        min_vector_margin: with vectors, a question the lexical evidence would abstain
+            on is still answered when its best chunk's cosine exceeds the 11th best by
+            this much (the best match stands out; absolute cosines of answerable and
+            unanswerable questions overlap). Calibrated once on the dev set for
+            all-MiniLM-L6-v2; another model may want another value.
+        vector_floor_ratio: vector hits below this share of the best hit's cosine are
+            not fused (they would only add unrelated files).
+        rerank_top: with a reranker configured (:mod:`rag.providers.rerank`), the fused top this
+            many distinct chunks are reordered by its scores (hard structural boosts stay first).
+    """
+
+    candidate_chunks: int = 300
+    fts_weights: tuple[float, float, float, float] = (1.0, 3.0, 2.0, 6.0)
+    per_file: int = 2
+    relative_threshold: float = 0.3
+    abstain_max_matched: int = 2
+    abstain_min_terms: int = 4
+    abstain_below_coverage: float = 0.45
+    rrf_k: int = 60
+    rrf_weights: tuple[float, float] = (0.6, 0.4)
+    stream_pool: int = 50
+    structure_weight: float = 0.5
+    min_vector_margin: float = 0.08
+    vector_floor_ratio: float = 0.6
+    rerank_top: int = 20
+
+
+DEFAULT_RETRIEVAL_POLICY = RetrievalPolicy()
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """How well the repository matches a question as a whole.
+
+    Attributes:
+        coverage: best chunk's share of topical IDF mass matched (0..1).
+        absent_share: share of topical terms found nowhere in the index (0..1).
+        explicit_path: the question names an indexed file.
+        matched_terms: distinct topical terms the best-covering chunk matches.
+        topical_terms: topical terms in the question (meta words excluded).
+    """
+
+    coverage: float
+    absent_share: float
+    explicit_path: bool = False
+    matched_terms: int = 0
+    topical_terms: int = 0
+
+    def abstain(self, policy: "RetrievalPolicy") -> bool:
+        """No real match (see :class:`RetrievalPolicy`): nothing matched at all, or a question of
+        several topical words of which the best chunk shares only one or two, with low coverage."""
+        if self.explicit_path:
+            return False
+        if self.matched_terms == 0:
+            return True
+        return (self.matched_terms <= policy.abstain_max_matched
+                and self.topical_terms >= policy.abstain_min_terms
+                and self.coverage < policy.abstain_below_coverage)
+
+
+NO_EVIDENCE = Evidence(0.0, 1.0, False, 0, 0)
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A chunk under consideration, with its signals (all ≥ 0)."""
+
+    id: int
+    path: str
+    start: int
+    end: int
+    file_type: str
+    kind: str
+    heading: str | None
+    text: str
+    bm25: float
+    stems: str = ""
+    lexical: bool = True
+    coverage: float = 0.0
+    score: float = 0.0
+    matched: set[str] = field(default_factory=set)
+
+
+def _document_frequencies(conn: sqlite3.Connection, terms: list[str], cache: dict) -> dict[str, int]:
+    """Chunk document frequency of each term (its synonym group counted as one term)."""
+    out: dict[str, int] = {}
+    for term in terms:
+        if term not in cache:
+            expr = fts_expression([term])
+            cache[term] = conn.execute("SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expr,)).fetchone()[0]
+        out[term] = cache[term]
+    return out
+
+
+def _bm25_idf(df: int, total: int) -> float:
+    """BM25 IDF, ``log((N - df + 0.5) / (df + 0.5) + 1)`` (Robertson & Zaragoza 2009)."""
+    return math.log((total - df + 0.5) / (df + 0.5) + 1.0)
+
+
+def _term_stems(term: str) -> set[str]:
+    return {light_stem(t) for t in synonyms_of(term)}
+
+
+def rank_chunks(
+    conn: sqlite3.Connection,
+    query: Query,
+    *,
+    policy: RetrievalPolicy = DEFAULT_RETRIEVAL_POLICY,
+    kind: str | None = None,
+    idf_cache: dict | None = None,
+    total_chunks: int | None = None,
+    symbol_files: dict[str, float] | None = None,
+    known_paths: list[str] | None = None,
+    extra_ids: list[int] | None = None,
+    meta_terms: frozenset[str] = frozenset(),
+) -> tuple[list[Candidate], Evidence]:
+    """Score candidate chunks for ``query``.
+
+    Args:
+        conn: a connection inside a read transaction.
+        query: the analysed question.
+        policy: knobs.
+        kind: keep only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``).
+        idf_cache: per-generation cache (mutated): term → chunk document frequency, path → stems.
+        total_chunks: number of chunks in the index (for IDF).
+        symbol_files: path → score bonus from the code structure (files defining a
+            symbol the question names, dependants of a named file, ...); such files
+            are pulled into the candidates even when BM25 missed them.
+        known_paths: every indexed path (for explicit path mentions).
+        extra_ids: chunk ids found by another stream (vectors), scored here too.
+        meta_terms: words that name the repository itself (its package name, from
+            :func:`rag.ingest.manifests.repository_names`): they rank like any word but are not evidence that the
+            repository answers the question (the :class:`Evidence` leaves them out).
+
+    Returns:
+        ``(candidates sorted by score desc, Evidence)``; empty when nothing matches.
+    """
+    expr = fts_expression(query.terms)
+    if not expr:
+        return [], NO_EVIDENCE
+    if total_chunks is None:
+        total_chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+    w = policy.fts_weights
+    # Rank inside FTS5 first, then join: SQLite would otherwise join every match.
+    kind_filter = "AND c.kind = ? " if kind else ""
+    sql = (
+        "SELECT c.id, c.path, c.start, c.end, c.file_type, c.kind, c.heading, c.text, t.s, c.stems FROM ("
+        f"SELECT rowid AS id, -bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}, {w[3]}) AS s FROM chunks_fts "
+        "WHERE chunks_fts MATCH ? ORDER BY s DESC LIMIT ?) t JOIN chunks c ON c.id = t.id "
+        f"WHERE 1 {kind_filter}ORDER BY t.s DESC"
+    )
+    # With a kind filter, read deeper so the filter still leaves enough candidates.
+    params: list = [expr, policy.candidate_chunks * (4 if kind else 1)]
+    if kind:
+        params.append(kind)
+    rows = conn.execute(sql, params).fetchall()
+    explicit = _explicit_paths(query, known_paths or [])
+    vector_rows: list = []
+    if extra_ids:
+        have_ids = {r[0] for r in rows}
+        missing = [i for i in extra_ids if i not in have_ids]
+        for i in range(0, len(missing), 500):
+            part = missing[i : i + 500]
+            vector_rows += conn.execute(
+                "SELECT id, path, start, end, file_type, kind, heading, text, 0.0, stems FROM chunks "
+                f"WHERE id IN ({','.join('?' * len(part))}) AND (? IS NULL OR kind=?)", (*part, kind, kind),
+            ).fetchall()
+    if not rows and not vector_rows and not explicit:
+        return [], NO_EVIDENCE
+    dfs = _document_frequencies(conn, query.terms, idf_cache if idf_cache is not None else {})
+    idf = {t: _bm25_idf(df, max(total_chunks, 1)) for t, df in dfs.items()}
+    topical = [t for t in query.terms if t not in META_TERMS] or list(query.terms)
+    idf_total = sum(idf[t] for t in topical) or 1.0
+    # Evidence (abstention) leaves out the package's own name too: "koa" in a question about
+    # koa matches everywhere. Ranking keeps it ("scheduler" still finds src/scheduler.js).
+    evidence_terms = [t for t in topical if t not in meta_terms] or topical
+    evidence_total = sum(idf[t] for t in evidence_terms) or 1.0
+    path_idf = _path_idf(query.terms, known_paths or [], idf_cache if idf_cache is not None else {})
+    path_total = sum(path_idf[t] for t in topical) or 1.0
+    stems = {t: _term_stems(t) for t in query.terms}
+    structural = set(explicit) | set(symbol_files or ())
+    cands = [Candidate(*row) for row in rows]
+    cands += [Candidate(*row, lexical=row[1] in structural) for row in vector_rows]
+    pull_in = list(explicit) + [p for p in (symbol_files or {}) if p not in explicit]
+    if pull_in:
+        have = {c.path for c in cands}
+        for path in pull_in:
+            if path not in have:
+                for row in conn.execute(
+                    "SELECT id, path, start, end, file_type, kind, heading, text, 0.0, stems FROM chunks "
+                    "WHERE path=? AND (? IS NULL OR kind=?) ORDER BY start LIMIT 3",
+                    (path, kind, kind),
+                ):
+                    cands.append(Candidate(*row))
+    best_bm25 = max((c.bm25 for c in cands), default=0.0) or 1.0
+    path_cache: dict[str, tuple[float, set[str]]] = {}
+    best_cov = 0.0
+    best_matched = 0
+    cache = idf_cache if idf_cache is not None else {}
+    for c in cands:
+        chunk_stems = set(c.stems.split())
+        c.stems = ""
+        if c.path not in path_cache:
+            path_cache[c.path] = _path_match(c.path, topical, stems, path_idf, path_total, cache)
+        path_cov, matched_path = path_cache[c.path]
+        matched = {t for t in topical if stems[t] & chunk_stems}
+        c.matched = matched | matched_path
+        c.coverage = sum(idf[t] for t in c.matched) / idf_total
+        evident = [t for t in evidence_terms if t in c.matched]
+        evidence_cov = sum(idf[t] for t in evident) / evidence_total
+        if evidence_cov > best_cov or (evidence_cov == best_cov and len(evident) > best_matched):
+            best_cov, best_matched = evidence_cov, len(evident)
+        c.score = 0.45 * (c.bm25 / best_bm25) + 0.55 * c.coverage + 0.35 * path_cov
+        c.score *= _prior(c, query)
+        if symbol_files and c.path in symbol_files:
+            c.score += symbol_files[c.path]
+        if c.path in explicit:
+            c.score += 10.0
+            best_cov = max(best_cov, 1.0)
+    cands.sort(key=lambda c: c.score, reverse=True)
+    absent = sum(1 for t in evidence_terms if dfs[t] == 0) / len(evidence_terms)
+    return cands, Evidence(best_cov, absent, bool(explicit), best_matched, len(evidence_terms))
+
+
+def _path_idf(terms: list[str], paths: list[str], cache: dict) -> dict[str, float]:
+    """IDF of each term over file paths: ``log(1 + N / (1 + df_path))`` (df = paths containing its stem)."""
+    key = ("__path_stems__",)
+    if key not in cache:
+        cache[key] = [{light_stem(w) for w in index_text(p).split()} for p in paths]
+    path_stems: list[set[str]] = cache[key]
+    n = len(path_stems)
+    out = {}
+    for t in terms:
+        k = ("__path__", t)
+        if k not in cache:
+            st = _term_stems(t)
+            df = sum(1 for ps in path_stems if st & ps)
+            cache[k] = math.log(1.0 + n / (1.0 + df))
+        out[t] = cache[k]
+    return out
+
+
+def _path_stems(path: str) -> tuple[set[str], set[str]]:
+    """``(file-name stems, directory stems)`` of a path (extension dropped)."""
+    name = path.rsplit("/", 1)[-1]
+    base = name.rsplit(".", 1)[0]
+    directory = path[: -len(name)]
+    return ({light_stem(w) for w in index_text(base).split()},
+            {light_stem(w) for w in index_text(directory).split()})
+
+
+def _path_match(path: str, terms: list[str], stems: dict[str, set[str]], path_idf: dict[str, float],
+                total: float, cache: dict) -> tuple[float, set[str]]:
+    """Share of path-IDF mass of ``terms`` found in ``path`` (file name counts fully, directories half)."""
+    key = ("__pathstems__", path)
+    if key not in cache:
+        cache[key] = _path_stems(path)
+    base_stems, dir_stems = cache[key]
+    score = 0.0
+    matched: set[str] = set()
+    for t in terms:
+        if stems[t] & base_stems:
+            score += path_idf[t]
+            matched.add(t)
+        elif stems[t] & dir_stems:
+            score += 0.5 * path_idf[t]
+            matched.add(t)
+    return score / total, matched
+
+
+def _prior(c: Candidate, query: Query) -> float:
+    """Intent priors: a multiplier in (0, 1.5]."""
+    intents = query.intents
+    factor = 1.0
+    is_doc = c.file_type in _DOC_TYPES
+    low_value = c.kind == "test" or bool(_LOW_VALUE_DIRS.search(c.path))
+    if low_value and "test" not in intents:
+        factor *= 0.55
+    if c.path.endswith(".d.ts") and "types" not in intents:
+        factor *= 0.7
+    if is_manifest(c.path):  # manifests match many words but answer only questions about themselves
+        factor *= 1.25 if "config" in intents else 0.7
+    if is_doc:
+        if "docs" in intents or "release" in intents:
+            factor *= 1.25
+        elif "location" in intents:
+            factor *= 0.85
+    elif "location" in intents and c.kind == "source":
+        factor *= 1.1
+    if "release" in intents and re.search(r"(^|/)(changelog|history|changes|releases?|migrat)", c.path, re.I):
+        factor *= 1.3
+    return factor
+
+
+def _explicit_paths(query: Query, known_paths: list[str]) -> list[str]:
+    """Indexed paths the question names (exact, or a unique ``/``-suffix such as ``view.js``)."""
+    if not query.paths:
+        return []
+    known = set(known_paths)
+    out: list[str] = []
+    for mention in query.paths:
+        if mention in known:
+            out.append(mention)
+            continue
+        suffix = [p for p in known_paths if p.endswith("/" + mention)]
+        if 0 < len(suffix) <= 3:
+            out.extend(sorted(suffix, key=len))
+    return list(dict.fromkeys(out))
+
+
+def focus_line(text: str, start: int, query: Query) -> int | None:
+    """The line of a chunk matching the most distinct query terms (by light stem); ``None`` if none does.
+
+    Ties go to the earlier line. Costs one tokenisation per line of the chunk.
+    """
+    wanted = {t: {light_stem(x) for x in synonyms_of(t)} for t in query.terms if t not in META_TERMS}
+    if not wanted:
+        return None
+    best, best_hits = None, 0
+    for offset, line in enumerate(text.split("\n")):
+        if not line.strip():
+            continue
+        stems = {light_stem(w) for w in index_text(line).split()}
+        hits = sum(1 for group in wanted.values() if group & stems)
+        if hits > best_hits:
+            best, best_hits = start + offset, hits
+    return best
+
+
+HARD_BOOST = 10.0
+"""Lexical scores at or above this come from explicit structure (a named file, its dependants)."""
+
+
+def fuse_streams(cands: list[Candidate], vector_ids: list[int], *, policy: RetrievalPolicy,
+                 structure: dict[str, float] | None = None) -> list[Candidate]:
+    """Re-score ``cands`` by Reciprocal Rank Fusion of the lexical, vector and structure streams, per file.
+
+    The lexical stream holds the candidates BM25 or the structure found (not
+    those only the vectors brought in). Each stream is first reduced to a ranking of files (a file ranks where its
+    best chunk does), so one long file cannot take several places of a stream;
+    RRF then fuses the two file rankings, and a chunk's score is its file's
+    fused score plus a small chunk-level RRF term that orders chunks inside a
+    file. The structure stream ranks the files that define a symbol the question
+    names (``structure``: path → bonus, highest first; weight
+    ``policy.structure_weight``). Candidates with a hard structural boost
+    (≥ :data:`HARD_BOOST`) stay above every fused score. Returns the candidates
+    sorted by the new score.
+    """
+    from rag.search.fusion import reciprocal_rank_fusion
+
+    by_id = {c.id: c for c in cands}
+    lexical = [c.id for c in cands if c.lexical][: policy.stream_pool]
+    vectors = [i for i in dict.fromkeys(vector_ids) if i in by_id][: policy.stream_pool]
+    w_lex, w_vec = policy.rrf_weights
+    weights = {"bm25": w_lex, "vectors": w_vec}
+
+    def files(ids: list[int]) -> list[str]:
+        return list(dict.fromkeys(by_id[i].path for i in ids))
+
+    file_rankings = {"bm25": files(lexical), "vectors": files(vectors)}
+    soft = {p: b for p, b in (structure or {}).items() if b < HARD_BOOST}
+    if soft:
+        file_rankings["structure"] = sorted(soft, key=lambda p: (-soft[p], p))
+        weights = {**weights, "structure": policy.structure_weight}
+    file_scores = dict(reciprocal_rank_fusion(file_rankings, weights=weights, k=policy.rrf_k))
+    chunk_scores = dict(reciprocal_rank_fusion({"bm25": lexical, "vectors": vectors},
+                                               weights={"bm25": w_lex, "vectors": w_vec}, k=policy.rrf_k))
+    for c in cands:
+        hard = 1.0 + c.score / 100.0 if c.score >= HARD_BOOST else 0.0
+        c.score = (file_scores.get(c.path, 0.0) + 0.01 * chunk_scores.get(c.id, 0.0) + hard
+                   if c.id in chunk_scores or hard or c.path in soft else 0.0)
+    kept = [c for c in cands if c.score > 0.0]
+    kept.sort(key=lambda c: c.score, reverse=True)
+    return kept
+
+
+def diversify(cands: list[Candidate], *, limit: int, per_file: int, relative_threshold: float) -> list[Source]:
+    """Pick up to ``limit`` chunks: every file's best chunk first (in file-score order), then seconds.
+
+    Files scoring below ``relative_threshold`` × the best score are dropped.
+    """
+    if not cands:
+        return []
+    top = cands[0].score
+    by_file: dict[str, list[Candidate]] = defaultdict(list)
+    order: list[str] = []
+    for c in cands:
+        if c.path not in by_file:
+            if c.score < relative_threshold * top:
+                continue
+            order.append(c.path)
+        if len(by_file[c.path]) < per_file:
+            by_file[c.path].append(c)
+    picked: list[Candidate] = []
+    for rank in range(per_file):
+        for path in order:
+            if len(by_file[path]) > rank:
+                picked.append(by_file[path][rank])
+    picked = picked[:limit]
+    # Keep file order stable: a file's chunks together, files in score order.
+    position = {p: i for i, p in enumerate(order)}
+    picked.sort(key=lambda c: (position[c.path], -c.score))
+    return [Source(c.path, c.start, c.end, c.score, c.file_type, c.kind, c.text, c.heading) for c in picked]

@@ -1,0 +1,125 @@
+"""Question analysis: content terms, code identifiers, path mentions and intent.
+
+Everything here is pure string work on the question; nothing touches the
+index. The retriever uses a :class:`Query` to build a safe FTS5 expression
+(every term double-quoted, so user text never reaches ``MATCH`` raw) and to
+weigh its ranking signals.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from rag.text import STOPWORDS, light_stem, query_terms, synonyms_of
+
+__all__ = ["Query", "analyze", "fts_expression", "MAX_QUERY_TERMS"]
+
+MAX_QUERY_TERMS = 40
+
+# A path-like mention: "lib/view.js", "./src/a.ts", "README.md", "docs/api".
+_PATH_MENTION = re.compile(r"(?<![\w@])(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z0-9]{1,6}\b|(?<![\w@])(?:[\w.-]+/)+[\w.-]+")
+# A code identifier as written: camelCase, PascalCase with a lower→upper hump,
+# snake_case, SCREAMING_CASE, $-prefixed, or letters mixed with digits.
+_IDENTIFIER = re.compile(
+    r"\b(?:[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[A-Za-z0-9]*_[A-Za-z0-9_]+|[A-Z][A-Z0-9]{2,}|[A-Za-z]+[0-9]+[A-Za-z0-9]*)\b"
+)
+
+_INTENTS: dict[str, re.Pattern[str]] = {
+    # The user wants prose: how to use, whether to, what is supported.
+    "docs": re.compile(
+        r"\b(how (do|can|should|would) (i|we|you)|should (i|we)|is it (a )?good|recommend\w*|best practice|"
+        r"guide|tutorial|documentation|docs?|readme|getting started|supported|support|install\w*|"
+        r"scaffold\w*|generator|good idea|when to|lts)\b",
+        re.I,
+    ),
+    # Version history.
+    "release": re.compile(
+        r"\b(release[sd]?|changelog|history|version|v\d+|\d+\.\d+|changed|upgrad\w*|migrat\w*|"
+        r"deprecat\w*|breaking|removed|taken out)\b",
+        re.I,
+    ),
+    # The user wants the code location.
+    "location": re.compile(
+        r"\b(where|which (file|module|function|class|method)|defined?|defines|implemented|"
+        r"implementation|implements|declared|raised|thrown|emitted|set up|read)\b",
+        re.I,
+    ),
+    # The user asks about the package's manifest or build configuration.
+    "config": re.compile(
+        r"\b(dependenc(y|ies)|devdependencies|peer ?dependenc\w*|npm scripts?|package\.json|package manifest|"
+        r"tsconfig|config(uration)? files?|build (setup|config\w*)|exports map)\b",
+        re.I,
+    ),
+    "test": re.compile(r"\b(tests?|testing|spec|specs|test suite|unit tests?|fixtures?)\b", re.I),
+    "types": re.compile(r"\b(types?|typescript|typings|d\.ts|interface|generic)\b", re.I),
+    "architecture": re.compile(r"\b(architecture|overview|structure|design|layers?|components?|how is .* organi[sz]ed)\b", re.I),
+    "security": re.compile(r"\b(security|secure|secrets?|vulnerab\w*|sanitiz\w*|escape\w*|inject\w*|xss|csrf)\b", re.I),
+    "deploy": re.compile(r"\b(deploy\w*|webhook\w*|systemd|docker\w*|ci|pipeline|release process)\b", re.I),
+}
+
+
+@dataclass(slots=True)
+class Query:
+    """An analysed question.
+
+    Attributes:
+        text: the question as given (already length-capped by the caller).
+        terms: content terms (lower-case, identifier-split, stopwords out).
+        identifiers: code identifiers written in the question, as written.
+        paths: path-like mentions (``lib/view.js``), without a leading ``./``.
+        intents: subset of ``docs release location config test types architecture security deploy``.
+        stems: light stems of ``terms`` (for path and heading comparisons).
+    """
+
+    text: str
+    terms: list[str]
+    identifiers: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    intents: set[str] = field(default_factory=set)
+    stems: dict[str, str] = field(default_factory=dict)
+
+
+def analyze(question: str) -> Query:
+    """Analyse ``question`` into a :class:`Query` (never raises)."""
+    paths = []
+    for match in _PATH_MENTION.finditer(question):
+        mention = match.group(0).rstrip(".")
+        while mention.startswith("./") or mention.startswith("../"):
+            mention = mention.split("/", 1)[1]
+        if "/" in mention or re.search(r"\.[A-Za-z]{1,5}$", mention):
+            # "e.g" / "i.e" and version numbers are not paths.
+            if not re.fullmatch(r"(?:[a-z]\.){1,3}[a-z]?|v?\d+(?:\.\d+)+", mention, re.I):
+                paths.append(mention)
+    identifiers = [m for m in _IDENTIFIER.findall(question) if len(m) >= 3 and m.lower() not in STOPWORDS]
+    terms = query_terms(question)
+    # A mentioned file's extension ("js" of lib/view.js) is not a topic word.
+    extensions = {m.rsplit(".", 1)[1].lower() for m in paths if "." in m.rsplit("/", 1)[-1]}
+    written = {w.lower() for w in re.findall(r"[A-Za-z0-9_$]+", _PATH_MENTION.sub(" ", question))}
+    terms = [t for t in terms if t not in extensions or t in written][:MAX_QUERY_TERMS]
+    intents = {name for name, pattern in _INTENTS.items() if pattern.search(question)}
+    return Query(
+        text=question,
+        terms=terms,
+        identifiers=list(dict.fromkeys(identifiers)),
+        paths=list(dict.fromkeys(paths)),
+        intents=intents,
+        stems={t: light_stem(t) for t in terms},
+    )
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts_expression(terms: list[str]) -> str:
+    """An FTS5 MATCH expression: every term and its synonyms quoted, OR-ed.
+
+    ``["db", "pool"]`` → ``"database" OR "db" OR "pool"``. Quoting makes FTS5
+    syntax in user text (``NEAR``, ``*``, ``:``, ``-``, parentheses) inert.
+    Returns ``""`` for no terms.
+    """
+    seen: dict[str, None] = {}
+    for term in terms:
+        for t in sorted(synonyms_of(term)):
+            seen.setdefault(t, None)
+    return " OR ".join(_quote(t) for t in seen)

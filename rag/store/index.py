@@ -1,0 +1,405 @@
+"""The persistent index: one SQLite file with FTS5.
+
+Layout (``<repo>/.rag/index.sqlite`` unless told otherwise)::
+
+    migrations(name, applied_at)          ordered, named schema migrations (llm-style)
+    meta(key, value)                      generation counter, repo root, last update
+    files(path, size, mtime_ns, hash, file_type, kind, lines, redactions, structure)
+    chunks(id, path, start, end, heading, symbol, file_type, kind, text, hash, stems)
+    chunks_fts(body, path, heading, symbols)   FTS5, porter+unicode61, rowid = chunks.id
+    chunk_vectors(chunk_hash, model, dim, vec) embeddings keyed by chunk content hash
+
+Consistency: the database runs in WAL mode. Every update is one ``BEGIN
+IMMEDIATE`` … ``COMMIT`` transaction that also bumps ``meta.generation``;
+readers run each query inside one read transaction, so they see the old
+generation or the new one, never a mix, and an exception or a killed process
+mid-update leaves the previous generation intact (SQLite's atomic commit).
+
+A file that is not a SQLite database, has a foreign schema, or a schema newer
+than this code knows is moved aside and rebuilt (never fatal).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag.errors import IndexUnavailableError
+from rag.text import index_text, light_stem
+from rag.types import Chunk
+
+__all__ = ["Index", "FileRow", "FileUpdate", "SCHEMA_VERSION"]
+
+log = logging.getLogger(__name__)
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[tuple[str, Migration]] = []
+
+
+def migration(fn: Migration) -> Migration:
+    """Register ``fn`` as the next schema migration (applied in definition order)."""
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+def _script(conn: sqlite3.Connection, sql: str) -> None:
+    """Run ``;``-separated DDL inside the caller's transaction.
+
+    (``executescript`` would COMMIT first, breaking the migration's atomicity.)
+    """
+    for statement in sql.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+@migration
+def m001_initial(conn: sqlite3.Connection) -> None:
+    _script(conn, 
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE files (
+            path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+            hash TEXT NOT NULL, file_type TEXT NOT NULL, kind TEXT NOT NULL,
+            lines INTEGER NOT NULL, redactions INTEGER NOT NULL DEFAULT 0, structure TEXT
+        );
+        CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY, path TEXT NOT NULL, start INTEGER NOT NULL,
+            end INTEGER NOT NULL, heading TEXT, symbol TEXT, file_type TEXT NOT NULL,
+            kind TEXT NOT NULL, text TEXT NOT NULL, hash TEXT NOT NULL
+        );
+        CREATE INDEX chunks_path ON chunks(path);
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(
+            body, path, heading, symbols, tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        CREATE TABLE images (path TEXT PRIMARY KEY);
+        """
+    )
+
+
+@migration
+def m002_vectors(conn: sqlite3.Connection) -> None:
+    _script(conn, 
+        """
+        CREATE TABLE chunk_vectors (
+            chunk_hash TEXT NOT NULL, model TEXT NOT NULL, dim INTEGER NOT NULL,
+            vec BLOB NOT NULL, PRIMARY KEY (chunk_hash, model)
+        );
+        """
+    )
+
+
+@migration
+def m003_chunk_stems(conn: sqlite3.Connection) -> None:
+    """Per-chunk light stems for coverage scoring; existing rows lack them, so they are dropped
+    (the next update re-reads every file)."""
+    conn.execute("ALTER TABLE chunks ADD COLUMN stems TEXT NOT NULL DEFAULT ''")
+    conn.execute("DELETE FROM chunks")
+    conn.execute("DELETE FROM chunks_fts")
+    conn.execute("DELETE FROM files")
+
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+@dataclass(frozen=True, slots=True)
+class FileRow:
+    """What the index remembers of one file: ``(size, mtime_ns, hash)``."""
+
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+@dataclass(slots=True)
+class FileUpdate:
+    """A new or changed file, ready to be written.
+
+    Attributes:
+        path, size, mtime_ns, hash, file_type, kind: as in ``files``.
+        lines: number of lines.
+        redactions: secrets redacted in this file's text.
+        chunks: its chunks (text already redacted).
+        structure: parsed code structure as a JSON-ready dict, or ``None``.
+        chunk_symbols: per chunk, space-separated names of symbols defined in it.
+    """
+
+    path: str
+    size: int
+    mtime_ns: int
+    hash: str
+    file_type: str
+    kind: str
+    lines: int
+    redactions: int
+    chunks: list[Chunk]
+    structure: dict | None = None
+    chunk_symbols: list[str] | None = None
+
+
+class Index:
+    """A handle on one index file; safe to share across threads.
+
+    Each thread gets its own SQLite connection (SQLite connections must not be
+    shared between threads without locking); writes are serialised by SQLite's
+    own lock (``BEGIN IMMEDIATE``) plus an in-process lock.
+
+    Raises:
+        IndexUnavailableError: the location cannot be created or opened.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        self._write_lock = threading.Lock()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise IndexUnavailableError(f"cannot create the index directory {self.path.parent}: {exc.strerror}") from exc
+        self._open_or_rebuild()
+
+    # -- connections -------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise IndexUnavailableError(f"cannot open the index at {self.path}: {exc}") from exc
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=OFF")
+        with self._connections_lock:
+            self._connections.append(conn)
+        return conn
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection (autocommit mode; use :meth:`read` / :meth:`write`)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        """Close every connection this handle opened."""
+        with self._connections_lock:
+            for conn in self._connections:
+                try:
+                    conn.close()
+                except sqlite3.Error:  # pragma: no cover - closing is best effort
+                    pass
+            self._connections.clear()
+        self._local = threading.local()
+
+    def _open_or_rebuild(self) -> None:
+        if self.path.exists() and not self.path.is_file():
+            raise IndexUnavailableError(
+                f"the index path {self.path} exists and is not a regular file; choose another --index path")
+        if self.path.exists() and not os.access(self.path, os.W_OK):
+            raise IndexUnavailableError(f"the index at {self.path} is read-only; it cannot be updated")
+        try:
+            self._migrate(self.conn)
+            check = self.conn.execute("PRAGMA quick_check").fetchall()
+            if check != [("ok",)]:
+                raise _ForeignSchema(f"integrity check failed: {check[0][0] if check else 'no answer'}")
+        except sqlite3.OperationalError as exc:
+            if not _is_corruption(exc):  # locked, read-only, disk full, I/O: never throw the index away
+                self.close()
+                raise IndexUnavailableError(f"cannot open the index at {self.path}: {exc}") from exc
+            self._rebuild(exc)
+        except (sqlite3.DatabaseError, _ForeignSchema) as exc:
+            self._rebuild(exc)
+
+    def _rebuild(self, exc: Exception) -> None:
+        """Move the unusable file aside (``<name>.broken-<time>``, nothing deleted) and start afresh."""
+        log.warning("index at %s is unusable (%s); rebuilding it", self.path, exc)
+        self.close()
+        aside = self.path.with_name(f"{self.path.name}.broken-{int(time.time())}")
+        for suffix in ("", "-wal", "-shm"):
+            src = Path(str(self.path) + suffix)
+            if src.exists():
+                try:
+                    os.replace(src, Path(str(aside) + suffix))
+                except OSError as move_exc:
+                    raise IndexUnavailableError(f"cannot replace the broken index at {self.path}: {move_exc}") from move_exc
+        try:
+            self._migrate(self.conn)
+        except sqlite3.Error as exc2:
+            raise IndexUnavailableError(f"cannot create the index at {self.path}: {exc2}") from exc2
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if tables and "migrations" not in tables:
+                raise _ForeignSchema("the file holds tables this program did not create")
+            conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+            done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
+            known = {name for name, _ in MIGRATIONS}
+            if done - known:
+                raise _ForeignSchema(f"the index was written by a newer version ({sorted(done - known)})")
+            for name, fn in MIGRATIONS:
+                if name not in done:
+                    fn(conn)
+                    conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    # -- transactions ------------------------------------------------------------------------
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: every statement inside sees one generation."""
+        conn = self.conn
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+
+    @contextmanager
+    def write(self, *, bump: str = "generation") -> Iterator[sqlite3.Connection]:
+        """A write transaction that bumps a counter on commit; rolls back on any exception.
+
+        Args:
+            bump: the ``meta`` counter to increment: ``generation`` for index
+                content (also stamps ``updated_at``), ``vectors_version`` for
+                embeddings added in the background (content unchanged).
+        """
+        conn = self.conn
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("INSERT OR IGNORE INTO meta VALUES (?, '0')", (bump,))
+                conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = ?", (bump,))
+                if bump == "generation":
+                    conn.execute(
+                        "INSERT OR REPLACE INTO meta VALUES ('updated_at', ?)", (repr(time.time()),)
+                    )
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def generation(self, conn: sqlite3.Connection | None = None) -> int:
+        """The committed generation number (0 for a never-filled index)."""
+        row = (conn or self.conn).execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+        return int(row[0]) if row else 0
+
+    def meta(self, key: str) -> str | None:
+        """A value from ``meta``, or ``None``."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def file_rows(self) -> dict[str, FileRow]:
+        """``{path: FileRow}`` for every indexed file."""
+        return {
+            path: FileRow(size, mtime, digest)
+            for path, size, mtime, digest in self.conn.execute("SELECT path, size, mtime_ns, hash FROM files")
+        }
+
+    def image_paths(self) -> list[str]:
+        """Indexed image paths, sorted."""
+        return [r[0] for r in self.conn.execute("SELECT path FROM images ORDER BY path")]
+
+    def counts(self) -> tuple[int, int]:
+        """``(files, chunks)`` currently indexed."""
+        with self.read() as conn:
+            files = conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+            chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        return files, chunks
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def apply(
+        self,
+        *,
+        updates: list[FileUpdate],
+        removed: list[str],
+        images: list[str] | None = None,
+        full: bool = False,
+        meta: dict[str, str] | None = None,
+    ) -> int:
+        """Write one update as a single transaction and return the new generation.
+
+        Args:
+            updates: new or changed files (their old chunks are replaced).
+            removed: paths to forget.
+            images: the complete current list of image paths (``None`` keeps it).
+            full: drop everything first (a full rebuild).
+            meta: extra ``meta`` keys to set.
+        """
+        with self.write() as conn:
+            if full:
+                conn.execute("DELETE FROM files")
+                conn.execute("DELETE FROM chunks")
+                conn.execute("DELETE FROM chunks_fts")
+            for path in [*removed, *(u.path for u in updates)]:
+                ids = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE path=?", (path,))]
+                if ids:
+                    conn.executemany("DELETE FROM chunks_fts WHERE rowid=?", [(i,) for i in ids])
+                    conn.execute("DELETE FROM chunks WHERE path=?", (path,))
+                conn.execute("DELETE FROM files WHERE path=?", (path,))
+            for u in updates:
+                conn.execute(
+                    "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?)",
+                    (u.path, u.size, u.mtime_ns, u.hash, u.file_type, u.kind, u.lines, u.redactions,
+                     json.dumps(u.structure, separators=(",", ":")) if u.structure is not None else None),
+                )
+                path_text = index_text(u.path)
+                symbols = u.chunk_symbols or [""] * len(u.chunks)
+                for chunk, syms in zip(u.chunks, symbols):
+                    body = index_text(chunk.text)
+                    heading = index_text(chunk.heading or "")
+                    stems = " ".join(sorted({light_stem(w) for w in set(f"{body} {heading}".split())}))
+                    cur = conn.execute(
+                        "INSERT INTO chunks (path, start, end, heading, symbol, file_type, kind, text, hash, stems)"
+                        " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                        (chunk.path, chunk.start, chunk.end, chunk.heading, chunk.symbol, chunk.file_type,
+                         chunk.kind, chunk.text, _chunk_hash(chunk.text), stems),
+                    )
+                    conn.execute(
+                        "INSERT INTO chunks_fts (rowid, body, path, heading, symbols) VALUES (?,?,?,?,?)",
+                        (cur.lastrowid, body, path_text, heading, index_text(syms)),
+                    )
+            if images is not None:
+                conn.execute("DELETE FROM images")
+                conn.executemany("INSERT INTO images VALUES (?)", [(p,) for p in images])
+            for key, value in (meta or {}).items():
+                conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+        return self.generation()
+
+
+def _chunk_hash(text: str) -> str:
+    import hashlib
+
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _is_corruption(exc: sqlite3.OperationalError) -> bool:
+    """Whether an OperationalError means the file's content is bad (rather than access or locking)."""
+    message = str(exc).lower()
+    return any(word in message for word in ("malformed", "not a database", "no such table", "no such column",
+                                             "duplicate column", "corrupt"))
+
+
+class _ForeignSchema(Exception):
+    """The file is a SQLite database but not one of ours (or from a newer version)."""

@@ -1,0 +1,372 @@
+"""Vector storage and similarity search for the embeddings stream.
+
+Three small pieces, each usable alone:
+
+* **BLOB codec** — ``pack_vector`` / ``unpack_vector``: a vector is stored as
+  its raw little-endian float32 bytes (``ndarray.tobytes()``, read back with
+  ``np.frombuffer``), 4 × dim bytes, no header; the ``dim`` column says how
+  to read it.
+* **Search** — :class:`VectorMatrix` holds ``(ids, matrix)`` in memory and
+  answers cosine top-k by numpy brute force: one matrix-vector product
+  (rows are unit vectors, so the dot product is the cosine) and
+  ``np.argpartition`` for the k best, sorted afterwards. Measured on this
+  machine (OpenBLAS, 100,000 × 384 float32, k = 20): p50 10.9 ms / p95
+  11.5 ms with one BLAS thread, p50 5.5 ms / p95 7.6 ms with two; the
+  product is 90 % of it, ``argpartition`` 0.4 ms. The matrix takes
+  4 × dim bytes per chunk (154 MB at 100k × 384; float16 would halve that
+  but numpy's float16 product is ~8× slower). Exact results, nothing to
+  maintain; an ANN index is only worth it if it measures better end to end.
+* **Table helpers and planning** against the index's table::
+
+      chunk_vectors(chunk_hash TEXT, model TEXT, dim INT, vec BLOB,
+                    PRIMARY KEY(chunk_hash, model))
+
+  Vectors are keyed by chunk content hash *and* model name: unchanged chunks
+  are never re-embedded, and a model change finds no vectors under the new
+  name, so everything is re-embedded. ``plan_embedding`` and
+  ``embed_missing`` are storage-agnostic: the caller passes callbacks that
+  fetch texts and store vectors, so they can run in a background thread
+  with their own connection.
+
+None of the helpers commits: writes join the caller's transaction.
+"""
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Collection, Iterable, Sequence
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from rag.providers.embeddings import EmbeddingProvider
+from rag.errors import ProviderError
+
+__all__ = [
+    "VECTOR_DTYPE",
+    "CHUNK_VECTORS_DDL",
+    "DEFAULT_EMBED_BATCH",
+    "pack_vector",
+    "unpack_vector",
+    "VectorMatrix",
+    "store_vectors",
+    "load_vectors",
+    "vector_hashes",
+    "prune_vectors",
+    "plan_embedding",
+    "EmbedReport",
+    "embed_missing",
+]
+
+log = logging.getLogger(__name__)
+
+VECTOR_DTYPE = np.dtype("<f4")   # little-endian float32, whatever the host
+CHUNK_VECTORS_DDL = (
+    "CREATE TABLE IF NOT EXISTS chunk_vectors(chunk_hash TEXT, model TEXT, dim INT, vec BLOB, "
+    "PRIMARY KEY(chunk_hash, model))"
+)
+DEFAULT_EMBED_BATCH = 64         # chunks per provider call in embed_missing (≈ 1–3 s on CPU MiniLM)
+
+
+def pack_vector(vector: np.ndarray | Sequence[float]) -> bytes:
+    """Encode a 1-D vector as little-endian float32 bytes (4 × dim bytes).
+
+    Raises:
+        ValueError: the vector is not 1-D or is empty.
+    """
+    arr = np.asarray(vector, dtype=VECTOR_DTYPE)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"expected a non-empty 1-D vector, got shape {arr.shape}")
+    return arr.tobytes()
+
+
+def unpack_vector(blob: bytes, *, dim: int) -> np.ndarray:
+    """Decode ``pack_vector`` bytes into a read-only float32 array of shape ``(dim,)``.
+
+    Raises:
+        ValueError: ``len(blob) != 4 * dim``.
+    """
+    if len(blob) != dim * VECTOR_DTYPE.itemsize:
+        raise ValueError(f"vector blob has {len(blob)} bytes, expected {dim * VECTOR_DTYPE.itemsize} for dim {dim}")
+    return np.frombuffer(blob, dtype=VECTOR_DTYPE).astype(np.float32, copy=False)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorMatrix:
+    """Vectors of one model in memory, for exact cosine top-k by brute force.
+
+    Attributes:
+        ids: the id of each row (chunk content hashes), ``len(ids) == matrix.shape[0]``.
+        matrix: C-contiguous float32 ``(n, dim)``; rows are expected to be unit
+            vectors (providers return them so), making ``matrix @ q`` the cosine.
+
+    Example::
+
+        vm = VectorMatrix.from_pairs([("h1", v1), ("h2", v2)])
+        vm.top_k(query_vector, k=20)        # [("h2", 0.71), ("h1", 0.33)]
+    """
+
+    ids: tuple[str, ...]
+    matrix: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.matrix.ndim != 2 or self.matrix.shape[0] != len(self.ids):
+            raise ValueError(f"matrix shape {self.matrix.shape} does not match {len(self.ids)} ids")
+        if self.matrix.dtype != np.float32 or not self.matrix.flags.c_contiguous:
+            object.__setattr__(self, "matrix", np.ascontiguousarray(self.matrix, dtype=np.float32))
+
+    @classmethod
+    def empty(cls, dim: int = 0) -> VectorMatrix:
+        """A matrix with no rows (every search returns ``[]``)."""
+        return cls((), np.zeros((0, dim), dtype=np.float32))
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[tuple[str, np.ndarray]]) -> VectorMatrix:
+        """Build from ``(id, vector)`` pairs; all vectors must share one dimension.
+
+        Raises:
+            ValueError: vectors of different dimensions.
+        """
+        ids: list[str] = []
+        rows: list[np.ndarray] = []
+        for ident, vec in pairs:
+            ids.append(ident)
+            rows.append(np.asarray(vec, dtype=np.float32).reshape(-1))
+        if not rows:
+            return cls.empty()
+        if len({row.shape[0] for row in rows}) != 1:
+            raise ValueError("vectors of different dimensions cannot share a VectorMatrix")
+        return cls(tuple(ids), np.stack(rows))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension (0 for an empty matrix built without one)."""
+        return int(self.matrix.shape[1])
+
+    def scores(self, query: np.ndarray) -> np.ndarray:
+        """Cosine similarity of ``query`` to every row, float32 ``(n,)``.
+
+        The query is normalised here (a zero query scores 0 everywhere).
+
+        Raises:
+            ValueError: the query's dimension differs from the matrix's.
+        """
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if len(self) and q.shape[0] != self.dim:
+            raise ValueError(f"query has dimension {q.shape[0]}, vectors have {self.dim}")
+        norm = float(np.linalg.norm(q))
+        if norm > 0:
+            q = q / norm
+        if not len(self):
+            return np.zeros(0, dtype=np.float32)
+        # One BLAS thread: a multi-threaded matrix-vector product wakes OpenBLAS's
+        # spinning workers, which then fight the embedding model's threads (measured:
+        # a hybrid query went from ~80 ms to ~23 ms on 2 cores with this limit).
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self.matrix @ q
+
+    def top_k(self, query: np.ndarray, *, k: int, min_score: float | None = None) -> list[tuple[str, float]]:
+        """The ``k`` rows most similar to ``query``, best first.
+
+        Args:
+            query: 1-D vector of the matrix's dimension (normalised here).
+            k: how many results at most (``k <= 0`` → ``[]``).
+            min_score: if set, drop results whose cosine is below it.
+
+        Returns:
+            ``[(id, cosine)]`` sorted by cosine descending, ties by row order.
+
+        Raises:
+            ValueError: dimension mismatch.
+        """
+        n = len(self)
+        if k <= 0 or n == 0:
+            return []
+        sims = self.scores(query)
+        if k < n:
+            picked = np.argpartition(-sims, k - 1)[:k]
+        else:
+            picked = np.arange(n)
+        order = picked[np.lexsort((picked, -sims[picked]))]   # by -score, then row index
+        out = [(self.ids[i], float(sims[i])) for i in order]
+        if min_score is not None:
+            out = [pair for pair in out if pair[1] >= min_score]
+        return out
+
+
+# --------------------------------------------------------------------------- chunk_vectors table
+
+
+def store_vectors(conn: sqlite3.Connection, *, model: str, pairs: Iterable[tuple[str, np.ndarray]]) -> int:
+    """Insert or replace ``(chunk_hash, vector)`` pairs for ``model``; return the number written.
+
+    Runs inside the caller's transaction (no commit here).
+    """
+    rows = [(chunk_hash, model, int(np.asarray(vec).size), pack_vector(vec)) for chunk_hash, vec in pairs]
+    conn.executemany(
+        "INSERT OR REPLACE INTO chunk_vectors(chunk_hash, model, dim, vec) VALUES (?, ?, ?, ?)", rows)
+    return len(rows)
+
+
+def vector_hashes(conn: sqlite3.Connection, *, model: str) -> set[str]:
+    """Chunk hashes that already have a vector for ``model``."""
+    return {row[0] for row in conn.execute("SELECT chunk_hash FROM chunk_vectors WHERE model = ?", (model,))}
+
+
+def load_vectors(conn: sqlite3.Connection, *, model: str, only: Collection[str] | None = None) -> VectorMatrix:
+    """Load every vector of ``model`` (optionally only hashes in ``only``) into a :class:`VectorMatrix`.
+
+    Rows are read in ``chunk_hash`` order. Rows whose ``dim`` differs from the
+    most common one, or whose blob has the wrong length, are skipped with a
+    warning (they cannot share a matrix); pass ``set(result.ids)`` as ``have``
+    to ``plan_embedding`` to get them re-embedded.
+    """
+    wanted = set(only) if only is not None else None
+    rows: list[tuple[str, int, bytes]] = [
+        row for row in conn.execute(
+            "SELECT chunk_hash, dim, vec FROM chunk_vectors WHERE model = ? ORDER BY chunk_hash", (model,))
+        if wanted is None or row[0] in wanted
+    ]
+    if not rows:
+        return VectorMatrix.empty()
+    counts = Counter(dim for _, dim, _ in rows)
+    dim = counts.most_common(1)[0][0]
+    size = dim * VECTOR_DTYPE.itemsize
+    good = [row for row in rows if row[1] == dim and len(row[2]) == size]
+    if len(good) != len(rows):
+        log.warning("chunk_vectors: skipped %d malformed rows for model %s", len(rows) - len(good), model)
+    buffer = b"".join(blob for _, _, blob in good)
+    matrix = np.frombuffer(buffer, dtype=VECTOR_DTYPE).reshape(len(good), dim).astype(np.float32, copy=True)
+    return VectorMatrix(tuple(chunk_hash for chunk_hash, _, _ in good), matrix)
+
+
+def prune_vectors(conn: sqlite3.Connection, *, keep_model: str, live_hashes: Collection[str] | None = None) -> int:
+    """Delete vectors of every other model, and of ``keep_model`` for hashes not in ``live_hashes``.
+
+    Args:
+        keep_model: the current model name; other models' rows are removed.
+        live_hashes: chunk hashes still in the index; ``None`` keeps all of
+            ``keep_model``'s rows.
+
+    Returns:
+        Number of rows deleted. Runs inside the caller's transaction.
+    """
+    deleted = conn.execute("DELETE FROM chunk_vectors WHERE model <> ?", (keep_model,)).rowcount
+    if live_hashes is not None:
+        stale = vector_hashes(conn, model=keep_model) - set(live_hashes)
+        conn.executemany("DELETE FROM chunk_vectors WHERE chunk_hash = ? AND model = ?",
+                         [(h, keep_model) for h in stale])
+        deleted += len(stale)
+    return deleted
+
+
+# --------------------------------------------------------------------------- planning and filling
+
+
+def plan_embedding(chunk_hashes: Iterable[str], have: Collection[str]) -> list[str]:
+    """Hashes that need a vector: those not in ``have``, deduplicated, in first-seen order."""
+    have_set = have if isinstance(have, (set, frozenset)) else set(have)
+    seen: set[str] = set()
+    todo: list[str] = []
+    for chunk_hash in chunk_hashes:
+        if chunk_hash not in have_set and chunk_hash not in seen:
+            seen.add(chunk_hash)
+            todo.append(chunk_hash)
+    return todo
+
+
+@dataclass(slots=True)
+class EmbedReport:
+    """What one ``embed_missing`` run did.
+
+    Attributes:
+        model: provider name the vectors were stored under.
+        planned: hashes that needed a vector.
+        embedded: hashes embedded and stored.
+        batches: provider calls that succeeded.
+        seconds: wall time of the run.
+        error: the provider's one-line reason if the run stopped on a failure, else ``None``.
+        stopped: ``True`` if ``should_stop`` ended the run early.
+    """
+
+    model: str
+    planned: int = 0
+    embedded: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+    stopped: bool = False
+    durations_s: list[float] = field(default_factory=list, repr=False)
+
+    @property
+    def complete(self) -> bool:
+        """Every planned hash got its vector."""
+        return self.embedded == self.planned and self.error is None
+
+
+def embed_missing(
+    *,
+    provider: EmbeddingProvider,
+    chunk_hashes: Iterable[str],
+    have: Collection[str],
+    fetch_texts: Callable[[list[str]], Sequence[str]],
+    store: Callable[[list[tuple[str, np.ndarray]]], None],
+    batch_size: int = DEFAULT_EMBED_BATCH,
+    should_stop: Callable[[], bool] | None = None,
+) -> EmbedReport:
+    """Embed the chunks that have no vector yet, batch by batch, storing each batch as it completes.
+
+    Storage-agnostic: ``fetch_texts(hashes)`` returns the text to embed for
+    each hash (same order), ``store(pairs)`` persists ``[(hash, vector)]`` (and
+    commits, if it wants progress to survive a crash). A ``ProviderError``
+    stops the run and is recorded in the report, never raised: what was
+    stored stays stored and BM25 keeps working.
+
+    Args:
+        provider: the embeddings provider (its ``name`` is the model key).
+        chunk_hashes: hashes of the current chunks (duplicates allowed).
+        have: hashes that already have a vector for ``provider.name``.
+        fetch_texts: hashes → texts, called once per batch.
+        store: called once per embedded batch.
+        batch_size: hashes per provider call.
+        should_stop: polled before each batch; returning ``True`` ends the run.
+
+    Returns:
+        An :class:`EmbedReport`.
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    started = time.monotonic()
+    todo = plan_embedding(chunk_hashes, have)
+    report = EmbedReport(model=provider.name, planned=len(todo))
+    for start in range(0, len(todo), batch_size):
+        if should_stop is not None and should_stop():
+            report.stopped = True
+            break
+        batch = todo[start : start + batch_size]
+        texts = list(fetch_texts(batch))
+        if len(texts) != len(batch):
+            raise ValueError(f"fetch_texts returned {len(texts)} texts for {len(batch)} hashes")
+        t0 = time.monotonic()
+        try:
+            vectors = provider.embed(texts)
+        except ProviderError as exc:
+            report.error = str(exc)
+            log.warning("embedding stopped: model=%s embedded=%d/%d reason=%s",
+                        provider.name, report.embedded, report.planned, exc)
+            break
+        report.durations_s.append(time.monotonic() - t0)
+        store(list(zip(batch, vectors)))
+        report.embedded += len(batch)
+        report.batches += 1
+    report.seconds = time.monotonic() - started
+    log.info("embedding run: model=%s planned=%d embedded=%d batches=%d s=%.2f error=%s",
+             provider.name, report.planned, report.embedded, report.batches, report.seconds,
+             report.error is not None)
+    return report

@@ -1,0 +1,357 @@
+"""Live tools: the model's read-only window on the running bot, plus safe commands.
+
+``rag`` must not import ``bot`` or ``commands``, so the data comes from
+callables injected by ``bot/`` in a :class:`ToolHandlers`. The
+:class:`ToolAdapter` turns a model's tool call (name + JSON argument text) into
+a :class:`ToolResult` and never raises for bad input or handler failures:
+
+    adapter = ToolAdapter(handlers)                       # 5 s deadline, 32 KiB cap
+    result = await adapter.call("getLogs", '{"limit": 3}', identity=user)
+    result.content    # JSON text for the model: {"tool", "ok", "result" | "error"}
+
+Per call: arguments parsed and validated against the tool's schema (rag.tools.schemas);
+the handler runs under ``deadline_s`` — async handlers are cancelled by
+``asyncio.wait_for``; sync handlers run in a worker thread
+(``asyncio.to_thread``) and the wait is abandoned at the deadline, but **a
+Python thread cannot be killed**: a stuck sync handler keeps its thread until
+it returns, so handlers that may block should be ``async`` or bound their own
+I/O. Output is sanitised (rag.tools.sanitize) and capped at ``max_output_bytes``
+with a valid-JSON truncation object; one :class:`rag.activities.Activity`
+describes the call (``api_request`` with the matching ``/api/*`` endpoint, or
+``command_tool`` with ``/sz-<id>``).
+
+``runCommand`` refuses ``ask`` (no recursion into answering), unknown ids and,
+when the model asks, any command whose ``ai_safe`` is false — checked here from
+``get_commands`` metadata before ``run_command`` is called. Admin checks stay
+with the registry's ``run_command``, which receives the caller's identity.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rag.activities import Activity, new_activity
+from rag.tools.sanitize import DEFAULT_MAX_OUTPUT_BYTES, cap_json, sanitize
+from rag.tools.schemas import MAX_LOG_ENTRIES, TOOL_NAMES, TOOL_SPECS, tool_definitions, validate_arguments
+
+__all__ = ["DEFAULT_TOOL_DEADLINE_S", "ToolHandlers", "ToolResult", "ToolAdapter", "normalize_command_id"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TOOL_DEADLINE_S = 5.0
+"""Deadline for one tool call, handler and metadata lookups included (DESIGN.md section 3)."""
+ENVELOPE_RESERVE_BYTES = 256
+"""Room kept for the ``{"tool","ok","result"}`` envelope inside the output cap."""
+STACK_KEYS = frozenset({"stack", "stack_trace", "stacktrace", "traceback", "exc_info", "exception"})
+REFUSED_COMMANDS = frozenset({"ask"})
+MAX_TOOL_NAME_CHARS = 64
+
+
+@dataclass
+class ToolHandlers:
+    """Callables that read the running bot's state; each may be sync or ``async``.
+
+    ``bot/`` fills these in; a handler left ``None`` makes its tool answer
+    "not available here". They are called with keyword arguments:
+
+    - ``get_status()``, ``get_release_info()``, ``get_metrics()``, ``get_routes()`` → JSON-able value
+    - ``get_commands()`` → list of ``{id, name, description, category, usage, admin_only, ai_safe}``
+    - ``run_command(command_id=str, text=str, identity=Any)`` → JSON-able result
+      (the registry applies its admin checks to ``identity``)
+    - ``get_logs(limit=int, level=str | None, include_stack=bool)`` → list of records
+    - ``get_errors(limit=int, include_stack=bool)`` → list of records
+    """
+
+    get_status: Callable[..., Any] | None = None
+    get_commands: Callable[..., Any] | None = None
+    get_release_info: Callable[..., Any] | None = None
+    run_command: Callable[..., Any] | None = None
+    get_logs: Callable[..., Any] | None = None
+    get_errors: Callable[..., Any] | None = None
+    get_metrics: Callable[..., Any] | None = None
+    get_routes: Callable[..., Any] | None = None
+
+
+@dataclass
+class ToolResult:
+    """The outcome of one tool call.
+
+    Attributes:
+        name: tool name as requested.
+        ok: True when the handler returned normally.
+        content: JSON text given to the model (≤ the adapter's cap), always valid JSON.
+        error_code: ``invalid_arguments``, ``unknown_tool``, ``unavailable``, ``refused``,
+            ``unknown_command``, ``timeout`` or ``handler_error``; ``None`` when ok.
+        error: one-line reason, ``None`` when ok.
+        duration_ms: wall time of the call.
+        redactions: values redacted from the output.
+        truncated: the output was cut to the cap.
+        activity: the activity describing the call.
+    """
+
+    name: str
+    ok: bool
+    content: str
+    error_code: str | None
+    error: str | None
+    duration_ms: float
+    redactions: int
+    truncated: bool
+    activity: Activity
+
+    def to_json(self) -> dict:
+        """``{"tool", "ok", "error", "duration_ms", "redactions", "truncated", "output"}``."""
+        return {
+            "tool": self.name,
+            "ok": self.ok,
+            "error": self.error,
+            "duration_ms": round(self.duration_ms, 1),
+            "redactions": self.redactions,
+            "truncated": self.truncated,
+            "output": json.loads(self.content),
+        }
+
+
+class ToolFailure(Exception):
+    """Internal: a structured refusal or error (code + one-line message)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def normalize_command_id(value: str) -> str:
+    """``"/sz-Hash"`` → ``"hash"``: lower-case, without a leading ``/`` or ``sz-``."""
+    text = value.strip().lower().lstrip("/")
+    return text[3:] if text.startswith("sz-") else text
+
+
+async def _invoke(handler: Callable[..., Any], **kwargs: Any) -> Any:
+    if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(getattr(handler, "__call__", None)):
+        return await handler(**kwargs)
+    result = await asyncio.to_thread(handler, **kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _entries(value: Any, limit: int, include_stack: bool) -> Any:
+    """At most ``limit`` records; stack fields removed unless asked for."""
+    def strip(record: Any) -> Any:
+        if include_stack or not isinstance(record, dict):
+            return record
+        return {k: v for k, v in record.items() if str(k).lower() not in STACK_KEYS}
+
+    if isinstance(value, list):
+        return [strip(r) for r in value[:limit]]
+    if isinstance(value, dict):
+        return {k: _entries(v, limit, include_stack) if isinstance(v, list) else v for k, v in value.items()}
+    return value
+
+
+class ToolAdapter:
+    """Runs live tools for the model (and for ``slackzilla tool NAME``).
+
+    Args:
+        handlers: the injected :class:`ToolHandlers`.
+        deadline_s: per-call deadline in seconds (default 5).
+        max_output_bytes: cap on ``ToolResult.content`` in UTF-8 bytes (default 32 KiB).
+    """
+
+    def __init__(self, handlers: ToolHandlers, *, deadline_s: float = DEFAULT_TOOL_DEADLINE_S,
+                 max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> None:
+        if deadline_s <= 0:
+            raise ValueError(f"deadline_s must be positive, got {deadline_s}")
+        self.handlers = handlers
+        self.deadline_s = deadline_s
+        self.max_output_bytes = max_output_bytes
+
+    def definitions(self) -> list[dict]:
+        """OpenAI tool definitions for every live tool (``additionalProperties: false``)."""
+        return tool_definitions()
+
+    def describe(self, name: str) -> str:
+        """Help text for one tool (``slackzilla tool NAME --help``).
+
+        Raises:
+            KeyError: unknown tool name (the message lists the known ones).
+        """
+        spec = TOOL_SPECS.get(name)
+        if spec is None:
+            raise KeyError(f"unknown tool {name!r}; known tools: {', '.join(TOOL_NAMES)}")
+        lines = [f"{spec.name} — {spec.description}", f"endpoint: {spec.endpoint}"]
+        for param, schema in spec.parameters["properties"].items():
+            required = " (required)" if param in spec.parameters.get("required", []) else ""
+            lines.append(f"  {param}: {schema['type']}{required} — {schema.get('description', '')}")
+        return "\n".join(lines)
+
+    async def command_ids(self) -> list[str]:
+        """Registered command ids (for command inference); ``[]`` when unavailable or failing."""
+        if self.handlers.get_commands is None:
+            return []
+        try:
+            commands = await asyncio.wait_for(_invoke(self.handlers.get_commands), self.deadline_s)
+        except Exception:  # inference is best effort; the answer goes on without it
+            log.warning("get_commands failed during command inference", exc_info=True)
+            return []
+        return [str(c.get("id")) for c in commands or [] if isinstance(c, dict) and c.get("id")]
+
+    async def call(self, name: str, arguments_json: str | None, *, identity: Any = None) -> ToolResult:
+        """Run tool ``name`` with the model's raw argument text. Never raises for bad input.
+
+        Args:
+            name: tool name (see rag.tools.schemas.TOOL_NAMES).
+            arguments_json: JSON object text; empty or ``None`` means ``{}``.
+            identity: the asking user, passed to ``run_command`` only.
+        """
+        return await self._run(name, arguments_json, identity=identity, requested_by="model")
+
+    async def run_command(self, command_id: str, text: str, *, identity: Any = None,
+                          requested_by: str = "user") -> ToolResult:
+        """Run a command the user named in the question (``/sz-hash …``).
+
+        Same path and checks as the model's ``runCommand`` except that
+        ``ai_safe`` is not required when ``requested_by == "user"``: the person
+        asked for it. ``ask`` and unknown ids are always refused.
+        """
+        arguments = json.dumps({"commandId": command_id, "text": text})
+        return await self._run("runCommand", arguments, identity=identity, requested_by=requested_by)
+
+    async def _run(self, name: str, arguments_json: str | None, *, identity: Any, requested_by: str) -> ToolResult:
+        started = time.perf_counter()
+        name = str(name)[:MAX_TOOL_NAME_CHARS]
+        spec = TOOL_SPECS.get(name)
+        endpoint = spec.endpoint if spec else "-"
+        call_type = spec.call_type if spec else "api_request"
+        value: Any = None
+        code = message = None
+        try:
+            if spec is None:
+                raise ToolFailure("unknown_tool", f"unknown tool {name!r}; available: {', '.join(TOOL_NAMES)}")
+            args = self._parse(spec.name, arguments_json)
+            if name == "runCommand":
+                endpoint = f"/sz-{normalize_command_id(args['commandId'])}"
+            value = await asyncio.wait_for(self._dispatch(name, args, identity, requested_by), self.deadline_s)
+        except ToolFailure as failure:
+            code, message = failure.code, str(failure)
+        except (asyncio.TimeoutError, TimeoutError):
+            code, message = "timeout", f"{name} did not finish within {self.deadline_s:g} s and was cancelled"
+        except Exception as exc:  # a handler bug must reach the model as data, not crash the answer
+            log.warning("tool %s failed", name, exc_info=True)
+            code, message = "handler_error", f"{name} failed: {type(exc).__name__}"
+        return self._result(name, value, code, message, started, endpoint, call_type)
+
+    def _parse(self, name: str, arguments_json: str | None) -> dict:
+        text = (arguments_json or "").strip() or "{}"
+        try:
+            args = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ToolFailure("invalid_arguments", f"arguments are not valid JSON ({exc.msg} at character "
+                                                   f"{exc.pos}); send a JSON object") from None
+        errors = validate_arguments(TOOL_SPECS[name].parameters, args)
+        if errors:
+            raise ToolFailure("invalid_arguments", "; ".join(errors[:5]))
+        return args
+
+    def _handler(self, attribute: str) -> Callable[..., Any]:
+        handler = getattr(self.handlers, attribute)
+        if handler is None:
+            raise ToolFailure("unavailable", f"{attribute} is not available in this context")
+        return handler
+
+    async def _dispatch(self, name: str, args: dict, identity: Any, requested_by: str) -> Any:
+        if name == "getCommands":
+            return self._filter_commands(await _invoke(self._handler("get_commands")), args)
+        if name == "runCommand":
+            return await self._run_command(args, identity, requested_by)
+        if name == "getLogs":
+            limit, include_stack = int(args.get("limit", MAX_LOG_ENTRIES)), bool(args.get("includeStack", False))
+            raw = await _invoke(self._handler("get_logs"), limit=limit, level=args.get("level"),
+                                include_stack=include_stack)
+            return _entries(raw, limit, include_stack)
+        if name == "getErrors":
+            limit, include_stack = int(args.get("limit", MAX_LOG_ENTRIES)), bool(args.get("includeStack", False))
+            raw = await _invoke(self._handler("get_errors"), limit=limit, include_stack=include_stack)
+            return _entries(raw, limit, include_stack)
+        if name == "getRoutes":
+            routes = await _invoke(self._handler("get_routes"))
+            return self._filter_routes(routes, args)
+        attribute = {"getStatus": "get_status", "getReleaseInfo": "get_release_info",
+                     "getMetrics": "get_metrics"}[name]
+        return await _invoke(self._handler(attribute))
+
+    @staticmethod
+    def _filter_commands(commands: Any, args: dict) -> dict:
+        records = [c for c in commands or [] if isinstance(c, dict)]
+        if not any(args.get(k) for k in ("id", "name", "description", "category", "usage", "fuzzy")):
+            return {"count": len(records), "ids": [c.get("id") for c in records],
+                    "hint": "Filter by id, name, description, category, usage or fuzzy for full records."}
+
+        def has(record: dict, field: str, needle: str) -> bool:
+            return needle.lower() in str(record.get(field) or "").lower()
+
+        matches = []
+        for record in records:
+            if args.get("id") and normalize_command_id(str(record.get("id", ""))) != normalize_command_id(args["id"]):
+                continue
+            if not all(has(record, f, args[f]) for f in ("name", "description", "category", "usage") if args.get(f)):
+                continue
+            if args.get("fuzzy") and not any(has(record, f, args["fuzzy"]) for f in
+                                             ("id", "name", "description", "category", "usage")):
+                continue
+            matches.append(record)
+        return {"count": len(matches), "commands": matches}
+
+    @staticmethod
+    def _filter_routes(routes: Any, args: dict) -> Any:
+        if not isinstance(routes, list) or not (args.get("path") or args.get("method")):
+            return routes
+        path, method = str(args.get("path") or "").lower(), str(args.get("method") or "").lower()
+        return [r for r in routes if isinstance(r, dict)
+                and path in str(r.get("path") or r.get("route") or "").lower()
+                and (not method or str(r.get("method") or "").lower() == method)]
+
+    async def _run_command(self, args: dict, identity: Any, requested_by: str) -> Any:
+        command_id = normalize_command_id(args["commandId"])
+        if command_id in REFUSED_COMMANDS:
+            raise ToolFailure("refused", f"runCommand never runs '{command_id}'")
+        commands = await _invoke(self._handler("get_commands"))
+        record = next((c for c in commands or [] if isinstance(c, dict)
+                       and normalize_command_id(str(c.get("id", ""))) == command_id), None)
+        if record is None:
+            safe = sorted(str(c.get("id")) for c in commands or [] if isinstance(c, dict) and c.get("ai_safe"))
+            raise ToolFailure("unknown_command", f"no command with id '{command_id}'; commands the model may run: "
+                                                 f"{', '.join(safe) or 'none'}")
+        if requested_by == "model" and not record.get("ai_safe"):
+            raise ToolFailure("refused", f"command '{command_id}' is not marked safe for the model")
+        return await _invoke(self._handler("run_command"), command_id=str(record.get("id")),
+                             text=str(args.get("text") or ""), identity=identity)
+
+    def _result(self, name: str, value: Any, code: str | None, message: str | None, started: float,
+                endpoint: str, call_type: str) -> ToolResult:
+        redactions = 0
+        truncated = False
+        if code is None:
+            clean, redactions = sanitize(value)
+            inner, truncated = cap_json(clean, max_bytes=self.max_output_bytes - ENVELOPE_RESERVE_BYTES)
+            content = f'{{"tool":{json.dumps(name)},"ok":true,"result":{inner}}}'
+        else:
+            clean_message, redactions = sanitize(message)
+            content = json.dumps({"tool": name, "ok": False, "error": {"code": code, "message": clean_message}},
+                                 ensure_ascii=False)
+            message = clean_message
+        duration_ms = (time.perf_counter() - started) * 1000
+        status = "completed" if code is None else "failed"
+        summary = f"{name} → {endpoint} ({duration_ms:.0f} ms)" + ("" if code is None else f": {code}")
+        activity = new_activity("tool", status, summary, {
+            "tool": name, "type": call_type, "endpoint": endpoint, "status": "ok" if code is None else "error",
+            "duration_ms": round(duration_ms, 1), "error_code": code, "truncated": truncated,
+            "redactions": redactions,
+        })
+        return ToolResult(name, code is None, content, code, message, duration_ms, redactions, truncated, activity)

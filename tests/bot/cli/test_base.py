@@ -1,0 +1,459 @@
+"""The ``slackzilla`` CLI (DESIGN.md §6 contract, issue 2): index, retrieve
+(single, --batch, --type, --json), ask (--no-ai, --json), eval and bench, the
+error paths (one line on stderr, non-zero exit, no traceback), and planted
+secrets absent from every output. One real subprocess run of the console script."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fixtures_engine import PLANTED_SECRETS, SECRET_FRAGMENTS, make_sample_repo
+from bot.cli.base import cli
+
+SOURCE_KEYS = {"path", "start", "end", "score", "type", "heading"}
+CLEAN_ENV = {"REPO_PATH": None, "RAG_INDEX_PATH": None, "AI_API_KEY": None, "AI_URL": None, "AI_MODEL": None}
+
+
+@pytest.fixture()
+def repo(tmp_path):
+    return make_sample_repo(tmp_path / "repo")
+
+
+@pytest.fixture()
+def index_path(tmp_path):
+    return tmp_path / "idx" / "index.sqlite"
+
+
+def run(*args, env=None):
+    """Invoke the CLI in-process; stdout and stderr are captured separately (click ≥ 8.2)."""
+    runner = CliRunner(env={**CLEAN_ENV, **(env or {})})
+    return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def run_repo(repo, index_path, command, *args):
+    """``slackzilla COMMAND --repo R --index I ARGS…`` (options first, so ``--`` may end ARGS)."""
+    return run(command, "--repo", repo, "--index", index_path, *args)
+
+
+def assert_one_line_error(result, code=None):
+    assert result.exit_code != 0, result.stdout
+    if code is not None:
+        assert result.exit_code == code
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ") and len(lines[0]) > len("error: ") + 10
+    assert result.stdout == ""
+    return lines[0]
+
+
+def assert_no_secrets(text: str) -> None:
+    low = text.lower()
+    for secret in PLANTED_SECRETS:
+        assert secret.lower() not in low
+    for fragment in SECRET_FRAGMENTS:
+        assert fragment not in low
+
+
+# -- index ---------------------------------------------------------------------------------------
+
+
+def test_index_json_then_incremental(repo, index_path):
+    result = run_repo(repo, index_path, "index", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""  # no progress bar when stderr is not a terminal
+    stats = json.loads(result.stdout)
+    assert {"files", "chunks", "added", "changed", "removed", "skipped", "seconds"} <= set(stats)
+    assert (stats["files"], stats["added"], stats["changed"], stats["removed"]) == (12, 12, 0, 0)
+    assert isinstance(stats["skipped"], dict) and stats["skipped"].get("secret", 0) >= 1
+    assert index_path.is_file() and not (repo / ".rag").exists()
+
+    (repo / "src" / "util" / "format.js").unlink()
+    again = json.loads(run_repo(repo, index_path, "index", "--json").stdout)
+    assert (again["added"], again["changed"], again["removed"], again["files"]) == (0, 0, 1, 11)
+    full = json.loads(run_repo(repo, index_path, "index", "--full", "--json").stdout)
+    assert (full["added"], full["files"]) == (11, 11)
+
+
+def test_index_text_summary(repo, index_path):
+    result = run_repo(repo, index_path, "index")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("12 files, ") and "12 added" in result.stdout
+    assert "secrets redacted: 2" in result.stdout
+
+
+def test_repo_and_index_from_environment(repo, index_path):
+    result = run("index", "--json", env={"REPO_PATH": str(repo), "RAG_INDEX_PATH": str(index_path)})
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["files"] == 12 and index_path.is_file()
+
+
+# -- retrieve ------------------------------------------------------------------------------------
+
+
+def test_retrieve_json_shape(repo, index_path):
+    result = run_repo(repo, index_path, "retrieve", "database connection pool", "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert set(data) == {"sources", "images"}
+    assert data["sources"][0]["path"] == "src/db/pool.js"
+    for s in data["sources"]:
+        assert set(s) == SOURCE_KEYS
+        assert 1 <= s["start"] <= s["end"] and isinstance(s["score"], float)
+
+
+def test_retrieve_text_and_limit(repo, index_path):
+    result = run_repo(repo, index_path, "retrieve", "checkout order", "--limit", "2")
+    assert result.exit_code == 0
+    lines = result.stdout.strip().splitlines()
+    assert 1 <= len(lines) <= 2
+    assert all(":" in ln and "-" in ln for ln in lines)
+
+
+def test_retrieve_images_in_json(repo, index_path):
+    data = json.loads(run_repo(repo, index_path, "retrieve", "architecture diagram", "--json").stdout)
+    assert [i["path"] for i in data["images"]] == ["docs/images/architecture-diagram.png"]
+    assert set(data["images"][0]) == {"path", "url", "score"}
+
+
+def test_retrieve_nothing_matches(repo, index_path):
+    result = run_repo(repo, index_path, "retrieve", "sourdough bread with rye flour", "--json")
+    assert json.loads(result.stdout) == {"sources": [], "images": []}
+    text = run_repo(repo, index_path, "retrieve", "sourdough bread with rye flour")
+    assert text.exit_code == 0 and text.stdout.strip() == "No matching sources."
+
+
+@pytest.mark.parametrize(("kind", "suffixes"), [("documentation", (".md",)), ("test", (".test.js",)), ("source", (".js",))])
+def test_retrieve_type_filter(repo, index_path, kind, suffixes):
+    data = json.loads(run_repo(repo, index_path, "retrieve", "checkout discount", "--type", kind, "--json").stdout)
+    assert data["sources"]
+    assert all(s["path"].endswith(suffixes) for s in data["sources"])
+    if kind == "source":
+        assert not any(s["path"].startswith(("test/", "examples/")) for s in data["sources"])
+
+
+def test_retrieve_unknown_type_is_a_usage_error(repo, index_path):
+    result = run_repo(repo, index_path, "retrieve", "checkout", "--type", "images")
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert "images" in result.stderr
+
+
+def test_retrieve_batch(repo, index_path, tmp_path):
+    batch = tmp_path / "q.jsonl"
+    items = [
+        {"id": "pool", "question": "database connection pool"},
+        {"id": 7, "question": "what does src/util/format.js do?"},
+        {"id": "none", "question": "sourdough bread with rye flour"},
+        {"id": "hostile", "question": 'NEAR( "pool* AND -connection:'},
+        {"id": "empty", "question": ""},
+    ]
+    batch.write_text("\n".join(json.dumps(i) for i in items) + "\n\n", encoding="utf-8")
+    result = run_repo(repo, index_path, "retrieve", "--batch", batch, "--limit", "3")
+    assert result.exit_code == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["id"] for r in rows] == ["pool", 7, "none", "hostile", "empty"]
+    assert rows[0]["sources"][0]["path"] == "src/db/pool.js"
+    assert rows[1]["sources"][0]["path"] == "src/util/format.js"
+    assert rows[2]["sources"] == [] and rows[4]["sources"] == []
+    assert all(len(r["sources"]) <= 3 and all(set(s) == SOURCE_KEYS for s in r["sources"]) for r in rows)
+
+
+def test_retrieve_batch_with_a_bad_line_is_one_error_line(repo, index_path, tmp_path):
+    batch = tmp_path / "bad.jsonl"
+    batch.write_text('{"id": 1, "question": "pool"}\n{not json\n', encoding="utf-8")
+    line = assert_one_line_error(run_repo(repo, index_path, "retrieve", "--batch", batch))
+    assert "bad.jsonl:2" in line
+
+
+def test_retrieve_batch_with_a_non_object_line_is_one_error_line(repo, index_path, tmp_path):
+    batch = tmp_path / "strings.jsonl"
+    batch.write_text('"just a question"\n', encoding="utf-8")
+    runner = CliRunner(env=CLEAN_ENV)
+    result = runner.invoke(cli, ["retrieve", "--repo", str(repo), "--index", str(index_path), "--batch", str(batch)])
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "strings.jsonl:1" in assert_one_line_error(result)
+
+
+@pytest.mark.parametrize("question", ['"', "NEAR(", "AND", "OR NOT", "col:pool", "(((", ")", "^", "*", "über 日本 😀", "-pool"])
+def test_hostile_questions_through_the_cli(repo, index_path, question):
+    result = run_repo(repo, index_path, "retrieve", "--json", "--", question)
+    assert result.exit_code == 0, result.stderr
+    assert set(json.loads(result.stdout)) == {"sources", "images"}
+
+
+# -- ask -------------------------------------------------------------------------------------------
+
+
+def test_ask_no_ai_text(repo, index_path):
+    result = run_repo(repo, index_path, "ask", "--no-ai", "how does the database connection pool run a transaction?")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    found = next(i for i, ln in enumerate(lines) if ln.startswith("Found "))
+    assert lines[found + 1].startswith("1. src/db/pool.js:1-")
+    assert any("connection pool" in ln for ln in lines[found + 2 : found + 6])
+
+
+def test_ask_json(repo, index_path):
+    result = run_repo(repo, index_path, "ask", "--no-ai", "--json", "how is a session cookie verified?")
+    data = json.loads(result.stdout)
+    assert set(data) >= {"answer", "sources", "images"}
+    assert data["sources"][0]["path"] == "src/auth/session.js"
+    assert all(set(s) >= SOURCE_KEYS for s in data["sources"])
+
+
+def test_ask_with_no_match_says_so(repo, index_path):
+    result = run_repo(repo, index_path, "ask", "--no-ai", "how do I bake sourdough bread?")
+    assert result.exit_code == 0
+    assert result.stdout.strip().endswith("This is not documented in the repository.")
+
+
+SECRET_QUESTIONS = [
+    "what is the slack bot token?",
+    "SLACK_BOT_TOKEN in config.example",
+    "show me src/config.js",
+    "what is the payment apiKey?",
+    "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e",
+    "xoxb token",
+    "EnvFileSecretValue1 .env",
+]
+
+
+@pytest.mark.parametrize("question", SECRET_QUESTIONS)
+def test_planted_secrets_absent_from_every_cli_output(repo, index_path, question):
+    outputs = []
+    for args in (("retrieve", "--json"), ("retrieve",), ("ask", "--no-ai"), ("ask", "--no-ai", "--json"), ("ask", "--json")):
+        result = run_repo(repo, index_path, *args, "--limit", "20", "--", question)
+        assert result.exit_code == 0, result.stderr
+        outputs.append(result.stdout + result.stderr)
+    assert_no_secrets("\n".join(outputs))
+
+
+def test_config_question_shows_redaction_marker(repo, index_path):
+    out = run_repo(repo, index_path, "ask", "--no-ai", "SLACK_BOT_TOKEN in config.example").stdout
+    assert "SLACK_BOT_TOKEN=[REDACTED]" in out
+    out = run_repo(repo, index_path, "ask", "--no-ai", "what does src/config.js do").stdout
+    assert 'const apiKey = "[REDACTED]";' in out
+
+
+# -- error paths -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [("ask",), ("ask", "--no-ai"), ("retrieve",), ("retrieve", "--json")])
+@pytest.mark.parametrize("question", [None, "", "   ", "\n\t"])
+def test_empty_question_is_one_line_usage_error(repo, index_path, command, question):
+    args = [*command] + ([question] if question is not None else [])
+    line = assert_one_line_error(run_repo(repo, index_path, *args), code=2)
+    assert "question is empty" in line
+    assert not index_path.exists()  # rejected before any work
+
+
+@pytest.mark.parametrize("command", [("index",), ("index", "--json"), ("retrieve", "pool"), ("ask", "pool"), ("bench",)])
+def test_missing_repo_is_one_line_error(tmp_path, command):
+    line = assert_one_line_error(run(*command, "--repo", tmp_path / "does-not-exist"))
+    assert "does-not-exist" in line and "not found" in line.lower()
+
+
+def test_repo_that_is_a_file_is_one_line_error(tmp_path):
+    (tmp_path / "file.js").write_text("x")
+    assert "file.js" in assert_one_line_error(run("ask", "pool", "--repo", tmp_path / "file.js"))
+
+
+def _parent_is_file(tmp_path: Path) -> Path:
+    (tmp_path / "blocker").write_text("not a directory")
+    return tmp_path / "blocker" / "index.sqlite"
+
+
+def _index_is_directory(tmp_path: Path) -> Path:
+    (tmp_path / "dir.sqlite").mkdir()
+    return tmp_path / "dir.sqlite"
+
+
+@pytest.mark.parametrize("make_location", [_parent_is_file, _index_is_directory])
+@pytest.mark.parametrize("command", [("index",), ("index", "--json"), ("retrieve", "pool", "--json"), ("ask", "pool")])
+def test_unusable_index_location_is_one_line_error(repo, tmp_path, make_location, command):
+    location = make_location(tmp_path)
+    line = assert_one_line_error(run(*command, "--repo", repo, "--index", location))
+    assert "index" in line.lower()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_index_under_read_only_directory_is_one_line_error(repo, tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        assert_one_line_error(run("index", "--repo", repo, "--index", ro / "sub" / "index.sqlite"))
+    finally:
+        ro.chmod(0o700)
+
+
+def test_read_only_repository_with_index_elsewhere_works(repo, index_path):
+    # DESIGN.md §6: with --index elsewhere the repository may be read-only.
+    for p in [repo, *repo.rglob("*")]:
+        if p.is_dir():
+            p.chmod(0o555)
+    try:
+        result = run_repo(repo, index_path, "retrieve", "database connection pool", "--json")
+        assert result.exit_code == 0, result.stderr
+        assert json.loads(result.stdout)["sources"][0]["path"] == "src/db/pool.js"
+    finally:
+        for p in [repo, *repo.rglob("*")]:
+            if p.is_dir():
+                p.chmod(0o755)
+
+
+@pytest.mark.parametrize("content", [b"\x00garbage" * 500, b"SQLite format 3\x00" + b"\xff" * 4000, "foreign"])
+def test_corrupt_or_foreign_index_file_is_rebuilt_by_the_cli(repo, index_path, content):
+    index_path.parent.mkdir()
+    if content == "foreign":
+        conn = sqlite3.connect(index_path)
+        conn.execute("CREATE TABLE accounts (id INTEGER)")
+        conn.commit()
+        conn.close()
+    else:
+        index_path.write_bytes(content)
+    result = run_repo(repo, index_path, "retrieve", "database connection pool", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["sources"][0]["path"] == "src/db/pool.js"
+    assert "Traceback" not in result.stderr
+
+
+def test_damaged_index_is_not_a_traceback(repo, index_path):
+    assert run_repo(repo, index_path, "index").exit_code == 0
+    conn = sqlite3.connect(index_path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name='files'").fetchone()[0]
+    conn.close()
+    data = bytearray(index_path.read_bytes())
+    data[(root - 1) * page_size : root * page_size] = b"\xa5" * page_size
+    index_path.write_bytes(bytes(data))
+    runner = CliRunner(env=CLEAN_ENV)
+    result = runner.invoke(cli, ["retrieve", "pool", "--json", "--repo", str(repo), "--index", str(index_path)])
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    if result.exit_code == 0:
+        assert json.loads(result.stdout)["sources"][0]["path"] == "src/db/pool.js"  # rebuilt
+    else:
+        assert_one_line_error(result)
+
+
+# -- eval and bench ----------------------------------------------------------------------------------
+
+
+def test_eval_scores_a_small_set(repo, tmp_path):
+    corpora = tmp_path / "corpora"
+    corpora.mkdir()
+    shutil.copytree(repo, corpora / "shop")
+    qs = [
+        {"id": "s1", "corpus": "shop", "kind": "path", "question": "What does src/util/format.js export?", "gold": ["src/util/format.js"]},
+        {"id": "s2", "corpus": "shop", "kind": "concept", "question": "database connection pool transaction", "gold": ["src/db/pool.js"]},
+        {"id": "s3", "corpus": "shop", "kind": "none", "question": "How do I bake sourdough bread?", "gold": []},
+    ]
+    set_path = tmp_path / "set.jsonl"
+    set_path.write_text("\n".join(json.dumps(q) for q in qs) + "\n", encoding="utf-8")
+    result = run("eval", "--set", set_path, "--corpora", corpora, "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["all"] == {"n": 2, "r1": 1.0, "r5": 1.0, "mrr10": 1.0}
+    assert data["abstain"] == {"n": 1, "rate": 1.0}
+    text = run("eval", "--set", set_path, "--corpora", corpora)
+    assert text.exit_code == 0 and "ALL" in text.stdout and "abstain rate 1.000" in text.stdout
+
+
+def test_eval_with_missing_corpus_is_one_line_error(tmp_path):
+    set_path = tmp_path / "set.jsonl"
+    set_path.write_text(json.dumps({"id": "x", "corpus": "ghost", "kind": "path", "question": "q", "gold": ["a"]}) + "\n")
+    (tmp_path / "corpora").mkdir()
+    assert "ghost" in assert_one_line_error(run("eval", "--set", set_path, "--corpora", tmp_path / "corpora"))
+
+
+def test_eval_with_a_malformed_set_line_is_one_error_line(tmp_path):
+    set_path = tmp_path / "set.jsonl"
+    set_path.write_text(json.dumps({"id": "x", "question": "q"}) + "\n")
+    (tmp_path / "corpora").mkdir()
+    runner = CliRunner(env=CLEAN_ENV)
+    result = runner.invoke(cli, ["eval", "--set", str(set_path), "--corpora", str(tmp_path / "corpora")])
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "corpus" in assert_one_line_error(result)
+
+
+def test_bench_json_shape(repo):
+    result = run("bench", "--repo", repo, "--queries", "5", "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert {"files", "chunks", "bytes", "full_index_s", "noop_update_s", "one_file_update_s",
+            "query_p50_ms", "query_p95_ms", "peak_rss_mb"} <= set(data)
+    assert data["files"] == 12 and data["query_p95_ms"] >= data["query_p50_ms"] > 0
+    assert not (repo / ".rag").exists()  # bench works on a scratch copy
+
+
+# -- the real console script -------------------------------------------------------------------------
+
+
+def _script() -> str:
+    found = shutil.which("slackzilla") or str(Path(sys.executable).with_name("slackzilla"))
+    assert Path(found).exists(), "the slackzilla console script is not installed (pip install -e .)"
+    return found
+
+
+def test_console_script_subprocess(repo, index_path):
+    env = {k: v for k, v in os.environ.items() if k not in CLEAN_ENV}
+    ok = subprocess.run(
+        [_script(), "retrieve", "database connection pool", "--json", "--repo", str(repo), "--index", str(index_path)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert ok.returncode == 0, ok.stderr
+    data = json.loads(ok.stdout)
+    assert data["sources"][0]["path"] == "src/db/pool.js"
+    assert_no_secrets(ok.stdout + ok.stderr)
+
+    bad = subprocess.run(
+        [_script(), "ask", "   ", "--repo", str(repo), "--index", str(index_path)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
+def _run_with_tty_stderr(args: list[str]) -> tuple[int, str, str]:
+    """Run the console script with stderr on a pseudo-terminal; return (code, stdout, terminal text)."""
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k not in CLEAN_ENV}
+    proc = subprocess.Popen([_script(), *args], stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    try:
+        out = proc.stdout.read()
+        proc.wait(timeout=120)
+        term = b""
+        while select.select([master], [], [], 0.2)[0]:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # the other side closed
+                break
+            if not data:
+                break
+            term += data
+    finally:
+        proc.stdout.close()
+        os.close(master)
+    return proc.returncode, out.decode(), term.decode(errors="replace")
+
+
+def test_progress_bar_on_a_terminal_only_without_json(repo, index_path):
+    code, out, term = _run_with_tty_stderr(["index", "--repo", str(repo), "--index", str(index_path)])
+    assert code == 0 and out.startswith("12 files")
+    assert "indexing" in term and "100%" in term
+    code, out, term = _run_with_tty_stderr(["index", "--full", "--json", "--repo", str(repo), "--index", str(index_path)])
+    assert code == 0 and json.loads(out)["files"] == 12
+    assert term == ""

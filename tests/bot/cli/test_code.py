@@ -1,0 +1,62 @@
+"""``slackzilla code …`` and ``slackzilla context …`` on the code fixture repository (real CLI, real index)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bot.cli.base import _load_subcommands, cli
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "code-repo"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    dest = tmp_path_factory.mktemp("code") / "repo"
+    shutil.copytree(FIXTURE, dest)
+    _load_subcommands()
+    return dest
+
+
+def run(repo: Path, *args: str):
+    result = CliRunner().invoke(cli, [*args, "--repo", str(repo), "--index", str(repo.parent / "i.sqlite")])
+    return result
+
+
+def test_code_routes_json_has_full_paths(repo):
+    result = run(repo, "code", "routes", "--json")
+    assert result.exit_code == 0, result.output
+    routes = {(r["path"], r["line"], r["method"], r["route"]) for r in json.loads(result.stdout)}
+    assert ("src/routes/users.js", 7, "GET", "/api/users") in routes
+
+
+def test_code_symbols_json_shape(repo):
+    records = json.loads(run(repo, "code", "symbols", "--json").stdout)
+    create = next(r for r in records if r["name"] == "createUser")
+    assert (create["path"], create["line"], create["end"]) == ("src/routes/users.js", 14, 17)
+    assert create["kind"] in {"function", "arrow"}
+
+
+def test_code_env_lists_destructured_names(repo):
+    records = json.loads(run(repo, "code", "env", "--json").stdout)
+    found = {(r["name"], r["path"], r["line"]) for r in records}
+    assert {("DATABASE_URL", "src/server.js", 8), ("API_KEY", "src/server.js", 8), ("DB_HOST", "src/lib/db.js", 1)} <= found
+
+
+def test_code_deps(repo):
+    data = json.loads(run(repo, "code", "deps", "src/lib/store.js", "--json").stdout)
+    assert data == {"dependencies": [], "dependants": ["src/routes/users.js"]}
+
+
+def test_code_deps_unknown_path_is_a_usage_error(repo):
+    result = run(repo, "code", "deps", "src/nope.js")
+    assert result.exit_code == 2 and "not an indexed file" in result.output
+
+
+def test_context_respects_the_budget(repo):
+    data = json.loads(run(repo, "context", "how is a user created?", "--budget", "300", "--json").stdout)
+    assert data["budget"] == 300 and 0 < data["tokens_used"] <= 300
+    assert "src/routes/users.js" in data["files"]

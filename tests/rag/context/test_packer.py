@@ -1,0 +1,153 @@
+"""Code context and the context packer on the fixture repository tests/fixtures/code-repo/.
+
+The golden file tests/fixtures/code-repo-context.txt is the packed context for
+one question; regenerate it with ``SZ_UPDATE_GOLDEN=1 pytest tests/test_context.py``
+after an intended change, and review the diff.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from repo_helpers import code_repo_graph
+
+from rag.context.codegraph import CodeGraph
+from rag.context.packer import (
+    KIND_BONUS,
+    STRUCTURE_SCORE,
+    CodeEntry,
+    code_context,
+    pack_context,
+)
+from rag.errors import UserError
+from rag.tokens import estimate_tokens
+from rag.types import Source
+
+REPO = Path(__file__).resolve().parents[2] / "fixtures" / "code-repo"
+GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "code-repo-context.txt"
+QUESTION = "How does POST /api/users create a user with createUser?"
+
+
+def read_lines(path: str, start: int, end: int) -> str:
+    """Lines start..end (1-based, inclusive, clamped) of a fixture file."""
+    lines = (REPO / path).read_text(encoding="utf-8").splitlines()
+    return "\n".join(lines[start - 1 : end])
+
+
+def source(path: str, start: int, end: int, score: float) -> Source:
+    return Source(path=path, start=start, end=end, score=score, file_type=path.rsplit(".", 1)[-1],
+                  kind="documentation" if path.endswith(".md") else "source", text=read_lines(path, start, end))
+
+
+@pytest.fixture(scope="module")
+def graph() -> CodeGraph:
+    return code_repo_graph(REPO)
+
+
+@pytest.fixture
+def retrieved() -> list[Source]:
+    return [source("src/routes/users.js", 1, 26, 3.2), source("README.md", 1, 12, 1.5)]
+
+
+def test_estimate_tokens_rule():
+    assert [estimate_tokens(t) for t in ("", "a", "abcd", "abcde", "é" * 8)] == [0, 1, 1, 2, 2]
+
+
+def test_code_context_entries(graph, retrieved):
+    entries = code_context(QUESTION, graph=graph, retrieved=retrieved, read_lines=read_lines)
+    assert [(e.kind, e.path, e.start, e.end, e.score, e.reason) for e in entries] == [
+        ("code", "src/routes/users.js", 8, 10, 170, "route POST /api/users"),  # 100 + 3 tokens + method; up to next route
+        ("code", "src/routes/users.js", 7, 7, 160, "route GET /api/users"),
+        ("code", "src/routes/users.js", 14, 17, 140, "symbol createUser"),
+        ("code", "src/routes/users.js", 11, 11, 60, "route GET /api/users/:id"),
+        ("code", "src/routes/users.js", 12, 13, 60, "route DELETE /api/users/:id"),
+        ("code", "src/lib/store.js", 1, 41, 40, "symbol UserStore"),  # "user" + "users" in "userstore"
+        ("structure", None, None, None, STRUCTURE_SCORE, "environment variables"),
+        ("structure", "src/routes/users.js", None, None, STRUCTURE_SCORE, "retrieved (400)"),
+        # dependencies: root − 120; dependants: root − 150 (seed)
+        ("structure", "src/lib/audit.js", None, None, STRUCTURE_SCORE, "dependency of src/routes/users.js (280)"),
+        ("structure", "src/lib/store.js", None, None, STRUCTURE_SCORE, "dependency of src/routes/users.js (280)"),
+        ("structure", "src/server.js", None, None, STRUCTURE_SCORE, "dependant of src/routes/users.js (250)"),
+    ]
+    assert entries[2].text == read_lines("src/routes/users.js", 14, 17)
+    # The #users field (2-2) lies inside the UserStore class snippet (1-41): dropped.
+    assert all(e.start != 2 for e in entries)
+    # Env vars used by the selected files (server.js) are listed even if the question names none.
+    assert entries[6].text == (
+        "Environment variables (process.env):\n"
+        "DATABASE_URL: src/server.js:8\n"
+        "API_KEY: src/server.js:8\n"
+        "PORT: src/server.js:9"
+    )
+
+
+def test_code_context_env_question_and_expansion_floors(graph):
+    entries = code_context("Where is DB_TIMEOUT_MS read?", graph=graph, retrieved=[], read_lines=read_lines)
+    structures = [(e.path, e.reason) for e in entries if e.kind == "structure"]
+    assert structures[0] == (None, "environment variables")
+    assert entries[0].text.splitlines()[1] == "DB_TIMEOUT_MS: src/lib/db.js:4"
+    assert ("src/lib/db.js", "reads DB_TIMEOUT_MS (250)") in structures
+    # db.js (250) has no dependencies; its dependant server.js gets max(250 − 150, 90) = 100
+    assert ("src/server.js", "dependant of src/lib/db.js (100)") in structures
+
+
+def test_code_context_caps_and_unreadable_files(graph, retrieved):
+    assert len(code_context(QUESTION, graph=graph, retrieved=retrieved, read_lines=read_lines, max_entries=3)) == 3
+
+    def failing(path: str, start: int, end: int) -> str:
+        raise OSError("gone")
+
+    entries = code_context(QUESTION, graph=graph, retrieved=retrieved, read_lines=failing)
+    assert entries and all(e.kind == "structure" for e in entries)
+
+
+def test_pack_priorities_and_metadata(graph, retrieved):
+    entries = code_context(QUESTION, graph=graph, retrieved=retrieved, read_lines=read_lines)
+    packed = pack_context(QUESTION, sources=retrieved, code_entries=entries, budget_tokens=4000)
+    kinds = [item.kind for item in packed.items]
+    assert kinds[:2] == ["source", "source"]  # base 1000 + score beats everything else
+    for item in packed.items:
+        bonus = KIND_BONUS[item.kind]
+        assert item.priority == pytest.approx(item.score + bonus - min(item.tokens / 20, 100))
+    assert [i.priority for i in packed.items] == sorted((i.priority for i in packed.items), reverse=True)
+    # Code snippets of users.js lie inside the retrieved users.js:1-26 source: skipped as duplicates.
+    assert not [i for i in packed.items if i.kind == "code" and i.path == "src/routes/users.js"]
+    assert packed.tokens_used == estimate_tokens(packed.text) <= packed.budget == 4000
+    assert packed.files[:2] == ["README.md", "src/routes/users.js"]
+    assert packed.code_contexts == sum(1 for i in packed.items if i.kind != "source")
+    assert set(packed.to_json()) == {"text", "tokens_used", "budget", "files", "code_contexts", "items"}
+
+
+def test_pack_skips_what_does_not_fit_and_never_truncates():
+    big = Source(path="big.js", start=1, end=400, score=9.0, file_type="js", kind="source", text="x" * 4000)
+    small = Source(path="small.js", start=1, end=3, score=1.0, file_type="js", kind="source", text="small body")
+    code = CodeEntry(kind="code", path="c.js", start=1, end=2, score=100, text="code body", reason="symbol c")
+    packed = pack_context("q", sources=[big, small], code_entries=[code], budget_tokens=100)
+    assert [i.path for i in packed.items] == ["small.js", "c.js"]  # big does not fit; later items still do
+    assert packed.text == "--- small.js:1-3\nsmall body\n\n--- c.js:1-2 (symbol c)\ncode body"
+    assert packed.tokens_used <= 100
+
+
+def test_pack_duplicates_are_skipped():
+    a = Source(path="a.js", start=1, end=10, score=2.0, file_type="js", kind="source", text="same text")
+    again = Source(path="a.js", start=1, end=10, score=1.0, file_type="js", kind="source", text="same text")
+    inner = CodeEntry(kind="code", path="a.js", start=3, end=4, score=500, text="other", reason="symbol f")
+    outer = CodeEntry(kind="code", path="b.js", start=1, end=1, score=10, text="same text", reason="symbol g")
+    packed = pack_context("q", sources=[a, again], code_entries=[inner, outer], budget_tokens=1000)
+    assert [(i.kind, i.path) for i in packed.items] == [("source", "a.js")]
+
+
+@pytest.mark.parametrize("budget", [0, -5, 2.5, True, "100"])
+def test_pack_rejects_bad_budgets(budget):
+    with pytest.raises(UserError, match="budget"):
+        pack_context("q", sources=[], code_entries=[], budget_tokens=budget)
+
+
+def test_golden_packed_context(graph, retrieved):
+    entries = code_context(QUESTION, graph=graph, retrieved=retrieved, read_lines=read_lines)
+    packed = pack_context(QUESTION, sources=retrieved, code_entries=entries, budget_tokens=700)
+    if os.environ.get("SZ_UPDATE_GOLDEN") == "1":
+        GOLDEN.write_text(packed.text + "\n", encoding="utf-8")
+    assert packed.text + "\n" == GOLDEN.read_text(encoding="utf-8")
+    assert packed.tokens_used <= 700

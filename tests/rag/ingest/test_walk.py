@@ -1,0 +1,319 @@
+"""Walker rules (DESIGN.md section 3, "Walk"), with git itself as the reference for ignore rules."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rag.errors import RepoNotFoundError
+from rag.ingest.walk import (
+    DEFAULT_WALK_POLICY,
+    IMAGE_EXTENSIONS,
+    TEXT_EXTENSIONS,
+    WalkPolicy,
+    classify_kind,
+    read_text,
+    walk,
+)
+
+ESLINT = Path.home() / ".cache" / "sz-eval" / "eslint"
+
+
+def make_tree(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+
+def paths(root: Path, policy: WalkPolicy = DEFAULT_WALK_POLICY) -> list[str]:
+    return [f.path for f in walk(root, policy).files]
+
+
+def git(repo: Path, *args: str, stdin: str | None = None) -> str:
+    env = {
+        **os.environ,
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "HOME": str(repo),
+        "XDG_CONFIG_HOME": str(repo / ".xdg-none"),
+    }
+    result = subprocess.run(["git", *args], cwd=repo, env=env, input=stdin, capture_output=True, text=True)
+    assert result.returncode in (0, 1), result.stderr  # check-ignore exits 1 when nothing is ignored
+    return result.stdout
+
+
+# A tree exercising git's ignore semantics. Every file is a text type outside any
+# skipped directory, so the walker must accept exactly what git would add.
+IGNORE_TREE: dict[str, str] = {
+    ".gitignore": "\n".join([
+        "# comment line",
+        "*.log.js",               # glob anywhere
+        "/root-only.js",          # anchored to the root
+        "stuff.js/",              # directory-only: a *file* named stuff.js stays
+        "notes.md",               # name anywhere
+        "**/gen/**/*.js",         # ** patterns
+        "secret-dir/",            # excluded directory ...
+        "!secret-dir/keep.js",    # ... whose negated file stays excluded (git does not descend)
+        "docs/*.md",
+        "!docs/keep.md",          # negation of a file
+        "foo/*",
+        "!foo/bar/",              # re-include one directory of an excluded glob
+        "\\#hash.js",             # escaped leading #
+        "trailing-space.js   ",   # trailing spaces are ignored
+        "",
+    ]),
+    "root-only.js": "x", "sub/root-only.js": "x",
+    "a.log.js": "x", "sub/b.log.js": "x", "sub/c.log.js": "x",
+    "a/stuff.js": "x", "b/stuff.js/inner.js": "x",
+    "notes.md": "x", "sub/notes.md": "x", "sub/notes.md.txt": "x",
+    "src/gen/a/b.js": "x", "src/gen/c.js": "x", "src/gen.js": "x", "src/gen/d.md": "x",
+    "secret-dir/keep.js": "x", "secret-dir/x.js": "x", "secret-dir/.gitignore": "!*\n",
+    "docs/a.md": "x", "docs/keep.md": "x", "docs/sub/c.md": "x",
+    "foo/y.js": "x", "foo/bar/z.js": "x", "foo/baz/w.js": "x",
+    "#hash.js": "x", "trailing-space.js": "x",
+    # nested .gitignore: overrides the parent with !, anchors to its own directory
+    "sub/.gitignore": "!b.log.js\n/local.js\n*.tmp.js\n",
+    "sub/local.js": "x", "sub/deeper/local.js": "x", "sub/x.tmp.js": "x", "sub/deeper/y.tmp.js": "x",
+    "sub/deeper/.gitignore": "!y.tmp.js\n",
+    "kept.js": "x", "README.md": "x",
+}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_ignore_rules_agree_with_git(tmp_path: Path) -> None:
+    make_tree(tmp_path, IGNORE_TREE)
+    make_tree(tmp_path, {"logo.png": b"\x89PNG", "sub/b.log.png": b"\x89PNG", "secret-dir/i.png": b"\x89PNG",
+                         "info-excluded.js": "x"})
+    git(tmp_path, "init", "-q", ".")
+    (tmp_path / ".git" / "info" / "exclude").write_text("info-excluded.js\n")
+
+    git_added = set(git(tmp_path, "ls-files", "--others", "--exclude-standard").splitlines())
+    all_files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")
+                       if p.is_file() and ".git" not in p.relative_to(tmp_path).parts)
+    git_ignored = set(git(tmp_path, "check-ignore", "--stdin", stdin="\n".join(all_files) + "\n").splitlines())
+    assert git_added | git_ignored == set(all_files) and not git_added & git_ignored
+
+    report = walk(tmp_path)
+    accepted = {f.path for f in report.files}
+    is_text = lambda p: Path(p).suffix in TEXT_EXTENSIONS  # noqa: E731
+    assert accepted == {p for p in git_added if is_text(p)}
+    assert set(report.images) == {p for p in git_added if Path(p).suffix in IMAGE_EXTENSIONS}
+    # spot checks so a failure reads clearly
+    assert "sub/b.log.js" in accepted and "sub/c.log.js" not in accepted
+    assert "secret-dir/keep.js" not in accepted and "foo/bar/z.js" in accepted and "foo/y.js" not in accepted
+    assert "sub/root-only.js" in accepted and "root-only.js" not in accepted
+    assert "a/stuff.js" in accepted and "b/stuff.js/inner.js" not in accepted
+    assert "sub/deeper/local.js" in accepted and "sub/deeper/y.tmp.js" in accepted
+    assert report.skipped["ignored"] >= 10
+
+
+def test_szignore_applies_like_gitignore(tmp_path: Path) -> None:
+    make_tree(tmp_path, {
+        ".szignore": "private-notes/\n*.draft.md\n",
+        "private-notes/a.md": "x", "x.draft.md": "x", "ok.md": "x",
+        "sub/.gitignore": "*.gen.js\n", "sub/.szignore": "!keep.gen.js\n",  # .szignore lines come last
+        "sub/a.gen.js": "x", "sub/keep.gen.js": "x",
+    })
+    assert paths(tmp_path) == ["ok.md", "sub/keep.gen.js"]
+
+
+def test_skipped_directories_are_case_insensitive(tmp_path: Path) -> None:
+    dirs = [".git", ".rag", "Node_Modules", "logs", "archive", ".vscode", "priv", "prompts",
+            "coverage", "target", "vendor", "__pycache__", ".next", ".idea", ".svn", ".hg", ".ssh",
+            ".aws", ".gnupg", ".kube", ".gradle", "sub/node_modules"]
+    make_tree(tmp_path, {f"{d}/x.js": "x" for d in dirs} | {"src/ok.js": "x"})
+    report = walk(tmp_path)
+    assert [f.path for f in report.files] == ["src/ok.js"]
+    assert report.skipped == {"skipped_dir": len(dirs)}
+
+
+def test_build_output_is_read_only_for_code_found_nowhere_else(tmp_path: Path) -> None:
+    make_tree(tmp_path, {
+        "src/a.ts": "x", "src/util.ts": "x",
+        "dist/a.js": "x", "dist/a.d.ts": "x",           # compiled copies of src/a.ts
+        "dist/extra.js": "x", "dist/esm/extra.js": "x",  # code found nowhere else: one copy
+        "BUILD/tool.js": "x",                            # a real script (case-insensitive name)
+        "out/style.css": "x", "dist/README.md": "x",     # not code
+        "dist/bundles/pkg.umd.js": "x", "dist/pkg.bundle.js": "x",  # the whole package again
+        "dist/app.min.js": "x", "public/vendor.min.js": "x", "public/site.min.css": "x",
+    })
+    report = walk(tmp_path)
+    assert [f.path for f in report.files] == ["BUILD/tool.js", "dist/extra.js", "src/a.ts", "src/util.ts"]
+    assert report.skipped == {"build_output": 7, "minified": 3}
+
+
+def test_minified_build_output_is_skipped_by_its_content(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"src/page.js": "x", "out/_next/static/chunks/main-3f2a.js": "var a=1;" * 200,
+                         "out/_next/static/chunks/readable.js": "const a = 1;\n" * 200})
+    report = walk(tmp_path)
+    assert [f.path for f in report.files] == ["out/_next/static/chunks/readable.js", "src/page.js"]
+    assert report.skipped == {"minified": 1}
+
+
+def test_a_package_that_ships_only_compiled_code_is_indexed(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"README.md": "x", "package.json": "{}", "dist/index.js": "x", "dist/index.d.ts": "x",
+                         "dist/v4.js": "x", "dist/types.d.ts": "x"})
+    assert paths(tmp_path) == ["README.md", "dist/index.js", "dist/types.d.ts", "dist/v4.js", "package.json"]
+
+
+def test_ignored_build_output_stays_ignored(tmp_path: Path) -> None:
+    make_tree(tmp_path, {".gitignore": "dist/\n", "dist/only.js": "x", "src/a.js": "x"})
+    report = walk(tmp_path)
+    assert [f.path for f in report.files] == ["src/a.js"]
+    assert report.skipped == {"ignored": 1, "unsupported_type": 1}  # dist/ and the .gitignore file itself
+
+
+def test_secret_and_lock_files_are_skipped_anywhere(tmp_path: Path) -> None:
+    secrets = [".env", ".env.local", ".ENV.production", "prod.env", "id_rsa", "id_rsa.pub", "id_ed25519",
+               "id_ecdsa_work", "id_dsa", "server.pem", "tls.key", ".npmrc", ".netrc", ".pypirc",
+               ".git-credentials", "deep/dir/.env", "deep/dir/id_rsa"]
+    locks = ["package-lock.json", "yarn.lock", "pnpm-lock.yaml", "npm-shrinkwrap.json", "poetry.lock",
+             "Cargo.lock", "composer.lock", "Gemfile.lock", "uv.lock", "sub/package-lock.json"]
+    make_tree(tmp_path, {p: "SECRET=1" for p in secrets} | {p: "{}" for p in locks} | {
+        ".env.example": "SECRET=", ".env.sample": "SECRET=", "config.example": "x", "package.json": "{}",
+    })
+    report = walk(tmp_path)
+    assert [f.path for f in report.files] == [".env.example", ".env.sample", "config.example", "package.json"]
+    assert [f.file_type for f in report.files] == ["example", "sample", "example", "json"]
+    assert report.skipped == {"secret": len(secrets), "lockfile": len(locks)}
+
+
+def test_text_types_and_images(tmp_path: Path) -> None:
+    text = ["a.js", "a.jsx", "a.mjs", "a.cjs", "a.json", "a.md", "a.css", "a.html", "a.yml", "a.service",
+            "a.conf", "a.ts", "a.tsx", "a.py", "a.yaml", "a.toml", "a.txt", "a.sh", "a.rst", "a.ini",
+            "types.d.ts", "Dockerfile", "Makefile", "UPPER.JS"]
+    images = ["img/a.png", "img/b.JPG", "img/c.jpeg", "img/d.gif", "img/e.webp", "img/f.svg"]
+    other = ["a.exe", "a.bin", "LICENSE", "a.lock2", ".gitattributes"]
+    make_tree(tmp_path, {p: "x" for p in text + other} | {p: b"\x89PNG\x00" for p in images})
+    report = walk(tmp_path)
+    assert [f.path for f in report.files] == sorted(text)
+    by_path = {f.path: f.file_type for f in report.files}
+    assert by_path["types.d.ts"] == "ts" and by_path["Dockerfile"] == "dockerfile" and by_path["UPPER.JS"] == "js"
+    assert report.images == sorted(images)
+    assert report.skipped == {"unsupported_type": len(other)}
+    f = next(f for f in report.files if f.path == "a.js")
+    assert f.abs_path == tmp_path / "a.js" and f.size == 1
+    assert f.mtime_ns == (tmp_path / "a.js").stat().st_mtime_ns
+
+
+def test_symlinks_are_never_followed_and_loops_do_not_hang(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    make_tree(outside, {"leak.js": "x"})
+    repo = tmp_path / "repo"
+    make_tree(repo, {"a/real.js": "x", "a/b/real2.js": "x"})
+    os.symlink(repo, repo / "a" / "b" / "loop")             # directory loop
+    os.symlink("..", repo / "a" / "up")                      # relative loop
+    os.symlink(outside, repo / "out-link")                   # directory outside the repo
+    os.symlink(outside / "leak.js", repo / "a" / "file-link.js")  # file symlink
+    os.symlink(repo / "missing.js", repo / "dangling.js")    # dangling
+    report = walk(repo)
+    assert [f.path for f in report.files] == ["a/b/real2.js", "a/real.js"]
+    assert report.skipped == {"symlink": 5}
+
+
+def test_root_may_be_a_symlink(tmp_path: Path) -> None:
+    make_tree(tmp_path / "real", {"x.js": "x"})
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    assert paths(tmp_path / "link") == ["x.js"]
+
+
+def test_empty_and_missing_repository(tmp_path: Path) -> None:
+    report = walk(tmp_path)
+    assert (report.files, report.images, report.skipped) == ([], [], {})
+    with pytest.raises(RepoNotFoundError, match="does not exist"):
+        walk(tmp_path / "nope")
+    (tmp_path / "file.js").write_text("x")
+    with pytest.raises(RepoNotFoundError):
+        walk(tmp_path / "file.js")
+
+
+def test_output_is_sorted_by_path(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"b.js": "x", "a-c.js": "x", "a/b.js": "x", "A.js": "x", "a/a/z.md": "x"})
+    result = paths(tmp_path)
+    assert result == sorted(result) == ["A.js", "a-c.js", "a/a/z.md", "a/b.js", "b.js"]
+
+
+def test_caps(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"big.js": "x" * 101, "a.js": "x" * 40, "b.js": "x" * 40, "c.js": "x" * 40,
+                         "d1/d2/d3/deep.js": "x", "d1/shallow.js": "x"})
+    report = walk(tmp_path, WalkPolicy(max_file_bytes=100))
+    assert "big.js" not in [f.path for f in report.files] and report.skipped == {"too_large": 1}
+
+    report = walk(tmp_path, WalkPolicy(max_files=2))
+    assert [f.path for f in report.files] == ["a.js", "b.js"]       # visited in name order: deterministic
+    assert report.skipped == {"max_files": 4}
+
+    report = walk(tmp_path, WalkPolicy(max_total_bytes=100, max_file_bytes=100))
+    assert [f.path for f in report.files] == ["a.js", "b.js", "d1/d2/d3/deep.js", "d1/shallow.js"]
+    assert report.skipped == {"too_large": 1, "max_total_bytes": 1}
+
+    report = walk(tmp_path, WalkPolicy(max_depth=1))
+    assert "d1/shallow.js" in paths(tmp_path, WalkPolicy(max_depth=1))
+    assert "d1/d2/d3/deep.js" not in [f.path for f in report.files] and report.skipped == {"max_depth": 1}
+    assert walk(tmp_path, WalkPolicy(max_depth=0)).skipped == {"max_depth": 1}
+
+
+def test_policy_is_a_frozen_value_with_defaults() -> None:
+    assert WalkPolicy() == DEFAULT_WALK_POLICY
+    assert DEFAULT_WALK_POLICY.max_file_bytes == 1024 * 1024 and DEFAULT_WALK_POLICY.max_depth == 32
+    with pytest.raises(AttributeError):
+        DEFAULT_WALK_POLICY.max_files = 1  # type: ignore[misc]
+
+
+def test_read_text_binary_non_utf8_bom_and_crlf(tmp_path: Path) -> None:
+    make_tree(tmp_path, {
+        "bin.js": b"var a = 1;\x00\x01\x02",
+        "latin1.js": b"// caf\xe9\nvar x = 1;\n",
+        "bom.md": b"\xef\xbb\xbf# Title\n",
+        "crlf.js": b"a\r\nb\r\nc\r\n",
+        "lf.js": b"a\nb\nc\n",
+    })
+    assert read_text(tmp_path / "bin.js") is None
+    assert read_text(tmp_path / "latin1.js") == "// caf\ufffd\nvar x = 1;\n"
+    assert read_text(tmp_path / "bom.md") == "# Title\n"
+    crlf, lf = read_text(tmp_path / "crlf.js"), read_text(tmp_path / "lf.js")
+    assert crlf == "a\r\nb\r\nc\r\n" and crlf.splitlines() == lf.splitlines()
+    # binary files are still listed by the walk (detection happens on read)
+    assert "bin.js" in paths(tmp_path)
+    with pytest.raises(OSError):
+        read_text(tmp_path / "missing.js")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can read everything")
+def test_unreadable_directory_is_counted(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"locked/x.js": "x", "ok.js": "x"})
+    (tmp_path / "locked").chmod(0)
+    try:
+        report = walk(tmp_path)
+    finally:
+        (tmp_path / "locked").chmod(0o755)
+    assert [f.path for f in report.files] == ["ok.js"] and report.skipped == {"unreadable": 1}
+
+
+@pytest.mark.parametrize(("path", "kind"), [
+    ("README.md", "documentation"), ("docs/guide.rst", "documentation"), ("notes.txt", "documentation"),
+    ("tests/README.md", "documentation"),
+    ("lib/index.js", "source"), ("src/app.ts", "source"), ("Dockerfile", "source"),
+    ("test/a.js", "test"), ("tests/fixtures/x.json", "test"), ("src/__tests__/a.js", "test"),
+    ("lib/a.test.js", "test"), ("lib/a.spec.ts", "test"), ("test_walk.py", "test"),
+    ("examples/basic.js", "example"), ("example/app/index.js", "example"), ("config.example", "example"),
+    (".env.example", "config"), ("package.json", "config"), ("ci.yml", "config"), ("a.yaml", "config"),
+    ("pyproject.toml", "config"), ("nginx.conf", "config"), ("bot.service", "config"), ("setup.ini", "config"),
+    ("contest/a.js", "source"), ("latest.js", "source"),
+])
+def test_classify_kind(path: str, kind: str) -> None:
+    assert classify_kind(path) == kind
+
+
+@pytest.mark.skipif(not ESLINT.is_dir(), reason="eval corpus not fetched")
+def test_walk_eslint_corpus() -> None:
+    report = walk(ESLINT)
+    assert len(report.files) >= 400
+    assert all(f.path.endswith((".js", ".ts", ".json", ".md")) for f in report.files)

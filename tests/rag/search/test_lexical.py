@@ -1,0 +1,437 @@
+"""Retrieval (issue 2): text analysis, safe FTS5 expressions, hostile questions,
+explicit file paths, abstention, the kind filter, images and diversification."""
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import pytest
+
+from fixtures_engine import make_sample_repo
+from repo_helpers import indexed_engine, write_repo
+from rag.engine import MAX_QUESTION_CHARS, Engine
+from rag.search.query import analyze, fts_expression
+from rag.text import identifier_parts, index_text, light_stem, query_terms, synonyms_of
+
+HOSTILE = [
+    "", " ", "\n\t", '"', '""', '"unbalanced quote', "'", "*", "pool*", "NEAR(", "NEAR(pool connection, 2)",
+    "near(pool", "AND", "OR", "NOT", "AND pool", "pool OR", "pool AND NOT", "a AND b OR NOT c", "-", "-pool",
+    "pool -connection", ":", "body:pool", "path:src", "chunks_fts:pool", "{body path}: pool", "(", ")", "((pool",
+    "pool))", ")(", "^", "^pool", "+pool", "[pool]", "{}", "'; DROP TABLE chunks; --", "%", "_", "\\", "$", "$$$",
+    "über naïve café", "日本語の質問です", "😀🔥", "emoji 😀 pool", "\x00", "pool\x00pool", "\ud800", "pool \udfff",
+    "\u202e\u200b\ufeff", "a" * 100_000, "pool " * 20_000, "src/db/pool.js" * 5000, "../../../../etc/passwd",
+    "/etc/passwd", "C:\\Windows\\system32", "NEAR/3", '"pool" NEAR "connection"', "bm25(chunks_fts)", "rowid = 1",
+]
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    repo = make_sample_repo(tmp_path_factory.mktemp("retrieve") / "repo")
+    eng = Engine.open(repo)
+    eng.update()
+    yield eng
+    eng.close()
+
+
+def paths(sources) -> list[str]:
+    return [s.path for s in sources]
+
+
+# -- text analysis -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("identifier", "parts"),
+    [
+        ("getUserById", ["get", "user", "by", "id"]),
+        ("handle_request", ["handle", "request"]),
+        ("HTTPServer2", ["http", "server", "2"]),
+        ("kRegisteredPlugins", ["k", "registered", "plugins"]),
+        ("SCREAMING_CASE_NAME", ["screaming", "case", "name"]),
+        ("$scope", ["scope"]),
+        ("plain", ["plain"]),
+    ],
+)
+def test_identifier_parts(identifier, parts):
+    assert identifier_parts(identifier) == parts
+
+
+def test_index_text_keeps_parts_and_joined_form():
+    assert index_text("const getUserById = x") == "const getuserbyid get user by id x"
+    assert index_text("MAX_RETRIES") == "maxretries max retries"
+    assert index_text("") == ""
+
+
+def test_query_terms_drop_stopwords_and_split_identifiers():
+    assert query_terms("How does getUserById work?") == ["getuserbyid", "user", "id"]
+    assert query_terms("how does it work?") == []
+    assert query_terms("what is this?") == []
+
+
+def test_synonym_groups_are_symmetric():
+    pairs = [("db", "database"), ("auth", "authentication"), ("auth", "authorization"), ("config", "configuration"),
+             ("env", "environment"), ("repo", "repository"), ("req", "request"), ("res", "response"),
+             ("err", "error"), ("msg", "message"), ("fn", "function"), ("param", "parameter"),
+             ("impl", "implementation"), ("perf", "performance"), ("async", "asynchronous"), ("sync", "synchronous")]
+    for short, long in pairs:
+        assert long in synonyms_of(short) and short in synonyms_of(long), (short, long)
+    assert synonyms_of("zebra") == frozenset({"zebra"})
+
+
+def test_fts_expression_quotes_every_term():
+    assert fts_expression(["db", "pool"]) == '"database" OR "db" OR "pool"'
+    assert fts_expression([]) == ""
+    assert fts_expression(['say "hi"']) == '"say ""hi"""'
+
+
+def test_light_stem():
+    assert light_stem("routes") == light_stem("routing") == "rout"
+    assert light_stem("parsers") == "pars"
+    assert light_stem("api") == "api"
+
+
+def test_analyze_finds_path_mentions_but_not_versions():
+    assert analyze("what does ./src/db/pool.js do").paths == ["src/db/pool.js"]
+    assert analyze("see lib/router/ and README.md.").paths == ["lib/router", "README.md"]
+    assert analyze("e.g. version 1.2.3, i.e. the latest").paths == []
+
+
+@pytest.mark.parametrize("question", HOSTILE)
+def test_hostile_text_gives_a_valid_fts5_expression(question):
+    """Whatever the question, the MATCH expression compiles in a real FTS5 table."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='porter unicode61 remove_diacritics 2')")
+    conn.execute("INSERT INTO t VALUES ('the database connection pool')")
+    expr = fts_expression(analyze(question).terms)
+    if expr:
+        conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (expr,)).fetchall()
+
+
+# -- hostile questions against the engine ------------------------------------------------------
+
+
+@pytest.mark.parametrize("question", HOSTILE)
+def test_hostile_questions_never_raise(engine, question):
+    started = time.perf_counter()
+    sources = engine.retrieve(question)
+    images = engine.retrieve_images(question)
+    assert isinstance(sources, list) and isinstance(images, list)
+    assert time.perf_counter() - started < 2.0
+    for s in sources:
+        assert s.path in engine.index.file_rows() and 1 <= s.start <= s.end
+
+
+def test_hostile_questions_leave_the_index_untouched(engine):
+    before = (engine.generation, engine.index.counts())
+    for question in HOSTILE:
+        engine.retrieve(question)
+    assert (engine.generation, engine.index.counts()) == before
+
+
+def test_question_is_capped_not_rejected(engine):
+    long_question = "database connection pool " + "x" * (MAX_QUESTION_CHARS * 3)
+    assert paths(engine.retrieve(long_question))[0] == "src/db/pool.js"
+
+
+def test_fts_operators_in_a_question_are_plain_words(engine):
+    # "NOT" / "-" must not exclude anything, "*" must not be a prefix query.
+    assert paths(engine.retrieve("database pool NOT connection"))[0] == "src/db/pool.js"
+    assert paths(engine.retrieve("-database -pool"))[0] == "src/db/pool.js"
+    assert engine.retrieve("quokk*") == []
+
+
+# -- explicit paths, abstention, kinds --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "first"),
+    [
+        ("what does src/util/format.js do?", "src/util/format.js"),
+        ("explain ./examples/basic.js", "examples/basic.js"),
+        ("How is the database connection pool used in src/server.js?", "src/server.js"),
+        ("is checkout described in docs/architecture.md", "docs/architecture.md"),
+        ("what is in package.json", "package.json"),
+        ("what does pricing.test.js check", "test/pricing.test.js"),
+        ("summarise README.md", "README.md"),
+        ("what happens at src/db/pool.js:12-20", "src/db/pool.js"),
+        ("explain `src/cart/pricing.js`", "src/cart/pricing.js"),
+        ("see (src/auth/session.js) for details", "src/auth/session.js"),
+        ("What does format.js do", "src/util/format.js"),
+    ],
+)
+def test_explicit_file_path_is_first(engine, question, first):
+    assert paths(engine.retrieve(question))[0] == first
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "how do I bake sourdough bread with rye flour?",
+        "kubernetes helm chart autoscaling",
+        "quantum entanglement of photons",
+        "what does lib/missing/nowhere.js do",
+        "how does it work?",
+        "quokkanator",
+    ],
+)
+def test_nothing_in_the_repository_returns_nothing(engine, question):
+    assert engine.retrieve(question) == []
+
+
+def test_empty_question_and_zero_limit_return_nothing(engine):
+    assert engine.retrieve("") == []
+    assert engine.retrieve("   ") == []
+    assert engine.retrieve("database connection pool", limit=0) == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "question"),
+    [
+        ("documentation", "checkout order"),
+        ("source", "checkout order"),
+        ("config", "express dependencies and npm scripts"),
+        ("example", "price a cart from the command line"),
+        ("test", "bulk discount"),
+    ],
+)
+def test_kind_filter_returns_only_that_kind(engine, kind, question):
+    sources = engine.retrieve(question, kind=kind, limit=20)
+    assert sources, kind
+    assert {s.kind for s in sources} == {kind}
+
+
+def test_kind_filter_changes_the_answer(engine):
+    assert paths(engine.retrieve("bulk discount", kind="test")) == ["test/pricing.test.js"]
+    assert {s.path for s in engine.retrieve("checkout", kind="documentation")} <= {"README.md", "docs/architecture.md"}
+    assert engine.retrieve("checkout", kind="no-such-kind") == []
+
+
+def test_kind_filter_also_applies_to_an_explicitly_named_file(engine):
+    sources = engine.retrieve("what does src/util/format.js do?", kind="documentation")
+    assert all(s.kind == "documentation" for s in sources), [(s.path, s.kind) for s in sources]
+
+
+def test_concept_questions_find_their_files(engine):
+    assert paths(engine.retrieve("database connection pool"))[0] == "src/db/pool.js"
+    assert paths(engine.retrieve("create connection pool"))[0] == "src/db/pool.js"
+    assert paths(engine.retrieve("how are session cookies verified?"))[0] == "src/auth/session.js"
+    assert paths(engine.retrieve("request flow"))[0] == "docs/architecture.md"
+
+
+def test_results_are_deterministic(engine):
+    q = "how does checkout compute the discount?"
+    first = [(s.path, s.start, s.end, s.score) for s in engine.retrieve(q)]
+    assert first == [(s.path, s.start, s.end, s.score) for s in engine.retrieve(q)]
+
+
+# -- images --------------------------------------------------------------------------------------
+
+
+def test_images_match_path_tokens(engine):
+    hits = engine.retrieve_images("show me the architecture diagram")
+    assert [h.path for h in hits] == ["docs/images/architecture-diagram.png"]
+    assert hits[0].to_json()["path"] == "docs/images/architecture-diagram.png"
+    assert engine.retrieve_images("sourdough bread") == []
+    assert engine.retrieve_images("") == []
+
+
+# -- synonyms and diversification on small generated repositories ---------------------------------
+
+
+def _engine_for(tmp_path, files: dict[str, str]) -> Engine:
+    eng = Engine.open(write_repo(tmp_path / "repo", files), index_path=tmp_path / "index.sqlite")
+    eng.update()
+    return eng
+
+
+def test_coding_synonyms_bridge_question_and_code(tmp_path):
+    eng = _engine_for(tmp_path, {
+        "src/store.js": "// Opens the database handle used by every worker.\nfunction openStore() {}\n",
+        "src/login.js": "// Authentication of users with passwords.\nfunction checkLogin() {}\n",
+        "src/colors.js": "// Terminal colours for the log output.\nconst red = 1;\n",
+    })
+    try:
+        assert paths(eng.retrieve("where is the db handle opened?"))[0] == "src/store.js"
+        assert paths(eng.retrieve("auth of users"))[0] == "src/login.js"
+    finally:
+        eng.close()
+
+
+def test_results_are_diversified_and_limited(tmp_path):
+    body = "".join(f"const gizmo{i} = makeGizmo('widget gizmo {i}');\n" for i in range(200))
+    eng = _engine_for(tmp_path, {f"src/g{n}.js": body for n in range(6)})
+    try:
+        sources = eng.retrieve("gizmo widget", limit=8)
+        assert 1 <= len(sources) <= 8
+        per_file: dict[str, int] = {}
+        for s in sources:
+            per_file[s.path] = per_file.get(s.path, 0) + 1
+        assert max(per_file.values()) <= 2
+        assert len(per_file) >= 4  # several files, not one file's many chunks
+        assert len(eng.retrieve("gizmo widget", limit=1)) == 1
+        # A file's chunks stay together in the list.
+        order = paths(sources)
+        assert order == sorted(order, key=order.index)
+    finally:
+        eng.close()
+
+
+# -- the repository's own name -------------------------------------------------------------------
+
+def test_repository_names_come_from_the_manifests():
+    from rag.ingest.manifests import repository_names
+    assert repository_names({"package.json": '{"name": "@acme/quokka-server"}'}) == {"quokka", "server"}
+    assert repository_names({"pyproject.toml": '[project]\nname = "slackzilla"\n',
+                             "Cargo.toml": '[package]\nname = "ripgrep"\n',
+                             "go.mod": "module github.com/acme/gizmo\n\ngo 1.22\n"}) == {"slackzilla", "ripgrep", "gizmo"}
+    assert repository_names({"package.json": "{not json", "pyproject.toml": "= broken", "go.mod": "go 1.22"}) == set()
+    assert repository_names({"package.json": '["a list"]', "Cargo.toml": "[package]\nname = 3\n"}) == set()
+    assert repository_names({}) == set()
+    assert repository_names({"go.mod": "module github.com/go-chi/chi/v5\n"}) == {"chi"}
+    assert repository_names({"go.mod": "module\n\ngo 1.21\n"}) == set()
+    assert repository_names({"pyproject.toml": '[tool.poetry]\nname = "poems"\n'}) == {"poems"}
+    assert repository_names({"package.json": '\ufeff{"name": "bom"}'}) == {"bom"}
+    assert repository_names({"package.json": "[" * 5000 + "]" * 5000,
+                             "pyproject.toml": "a = " + "[" * 5000 + "]" * 5000}) == set()
+
+
+QUOKKA = {
+    "package.json": '{"name": "@acme/quokka", "version": "1.0.0", "main": "lib/quokka.js",\n'
+                    ' "description": "Quokka parses the JSON body of every request for its handlers",\n'
+                    ' "keywords": ["json", "body", "parse", "request"],\n'
+                    ' "dependencies": {"raw-body": "^3.0.0"}}\n',
+    "README.md": "# Quokka\n\nQuokka is a small web framework. A Quokka app sends requests to handlers.\n"
+                 "Install Quokka with npm and create a Quokka app.\n",
+    "lib/quokka.js": "// Quokka: the application. It dispatches incoming requests to handlers in order.\n"
+                     "class Quokka {\n  constructor() { this.handlers = []; }\n"
+                     "  use(fn) { this.handlers.push(fn); return this; }\n"
+                     "  handle(req, res) { for (const fn of this.handlers) fn(req, res); }\n}\n"
+                     "module.exports = Quokka;\n",
+    "lib/incoming.js": "// Turn the raw body of an incoming request into an object for Quokka handlers.\n"
+                       "function readJson(req) {\n  return JSON.parse(req.rawBody || '{}');\n}\n"
+                       "module.exports = { readJson };\n",
+}
+
+
+@pytest.fixture(scope="module")
+def quokka(tmp_path_factory):
+    with indexed_engine(tmp_path_factory.mktemp("quokka"), QUOKKA) as eng:
+        yield eng
+
+
+def test_the_package_name_is_not_a_topic_word(quokka):
+    # "Quokka" matches every file; counted as a topic word it would make the best chunk share
+    # three words with this question about something the repository does not do.
+    assert quokka.retrieve("Where does Quokka throttle clients that send too many requests?") == []
+    assert paths(quokka.retrieve("Where does Quokka read the JSON body of a request?"))[0] == "lib/incoming.js"
+
+
+def test_the_manifest_answers_manifest_questions_only(quokka):
+    # package.json repeats the words of the question in its description and keywords.
+    assert paths(quokka.retrieve("How does Quokka parse the JSON body of a request?"))[0] == "lib/incoming.js"
+    assert paths(quokka.retrieve("Which dependencies does Quokka declare?"))[0] == "package.json"
+
+
+# A package named like its main component (the shape of a reviewer's reproducer): three job
+# files say "pick the next job" word for word; the scheduler itself says "choose".
+JOB = """'use strict'
+// {name} job: picks the next batch of rows and processes each job item.
+module.exports = async function {name}Job (db, next) {{
+  const job = {{ name: '{name}', pick: 50 }}
+  const rows = await db.query('SELECT * FROM {name}_queue ORDER BY id LIMIT $1', [job.pick])
+  for (const row of rows) {{
+    // pick the next job row and hand it to the next handler
+    await next(job, row)
+  }}
+  return job
+}}
+"""
+SCHEDULER = {
+    **{f"src/jobs/{name}.js": JOB.format(name=name) for name in ("cleanup", "email", "report")},
+    'package.json': (
+        '{\n'
+        '  "name": "scheduler",\n'
+        '  "version": "1.0.0",\n'
+        '  "description": "Internal job runner service",\n'
+        '  "main": "src/index.js",\n'
+        '  "engines": { "node": ">=18.17" },\n'
+        '  "scripts": { "start": "node src/index.js", "lint": "eslint src", "test": "node --test" },\n'
+        '  "dependencies": { "pg": "^8.11.0", "pino": "^9.0.0" }\n'
+        '}\n'
+    ),
+    'src/scheduler.js': (
+        "'use strict'\n"
+        '// The scheduler keeps a heap of pending work ordered by priority and due time.\n'
+        "const Heap = require('./heap')\n"
+        '\n'
+        'class Scheduler {\n'
+        '  constructor (opts = {}) {\n'
+        '    this.heap = new Heap((a, b) => b.priority - a.priority || a.due - b.due)\n'
+        '    this.concurrency = opts.concurrency || 4\n'
+        '  }\n'
+        '\n'
+        '  add (task) {\n'
+        '    this.heap.push(task)\n'
+        '  }\n'
+        '\n'
+        '  // Choose what runs now: the highest priority entry whose due time has passed.\n'
+        '  choose (now = Date.now()) {\n'
+        '    const top = this.heap.peek()\n'
+        '    if (!top || top.due > now) return null\n'
+        '    return this.heap.pop()\n'
+        '  }\n'
+        '}\n'
+        '\n'
+        'module.exports = Scheduler\n'
+    ),
+    'src/heap.js': (
+        "'use strict'\n"
+        'class Heap { constructor (cmp) { this.cmp = cmp; this.items = [] }\n'
+        '  push (x) { this.items.push(x); this.items.sort(this.cmp) }\n'
+        '  peek () { return this.items[0] }\n'
+        '  pop () { return this.items.shift() } }\n'
+        'module.exports = Heap\n'
+    ),
+    'src/index.js': (
+        "'use strict'\n"
+        "const Scheduler = require('./scheduler')\n"
+        'const s = new Scheduler({ concurrency: Number(process.env.CONCURRENCY) || 4 })\n'
+        'module.exports = s\n'
+    ),
+    'README.md': (
+        '# scheduler\n'
+        '\n'
+        'Runs background jobs for the platform. See `src/jobs` for the jobs.\n'
+        '\n'
+        '## Running\n'
+        '\n'
+        'Use `npm start`. Set `CONCURRENCY` to run more jobs in parallel.\n'
+    ),
+    'docker-compose.yml': (
+        'services:\n'
+        '  worker:\n'
+        '    build: .\n'
+        '    environment:\n'
+        '      CONCURRENCY: "8"\n'
+        '      DATABASE_URL: postgres://db:5432/app\n'
+        '    ports:\n'
+        '      - "9464:9464"\n'
+        '  db:\n'
+        '    image: postgres:16\n'
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def scheduler_repo(tmp_path_factory):
+    with indexed_engine(tmp_path_factory.mktemp("scheduler"), SCHEDULER) as eng:
+        yield eng
+
+
+def test_a_package_named_like_its_main_component_still_finds_it(scheduler_repo):
+    # "scheduler" names the package and the file: it is no evidence, but it still ranks.
+    assert "src/scheduler.js" in paths(scheduler_repo.retrieve("How does the scheduler pick the next job?"))
+
+
+def test_only_manifests_are_ranked_down(scheduler_repo):
+    assert paths(scheduler_repo.retrieve("Which environment variables does the worker get?"))[0] == "docker-compose.yml"

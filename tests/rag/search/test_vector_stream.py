@@ -1,0 +1,483 @@
+"""Hybrid retrieval (issue 7): the embeddings stream, its background queue and RRF fusion.
+
+Everything runs the real engine (walk → chunk → index → BM25 → vectors →
+``fuse_streams`` → ``diversify``) against a real OpenAI-compatible
+``/v1/embeddings`` server on 127.0.0.1 (tests/embeddings_server.py). Its
+vectors are a deterministic bag of words with a small synonym map, standing in
+for a sentence-embedding model: the paraphrased question below shares no word
+with ``src/limits.js`` yet is close to it, because "refuse"/"body"/"large" and
+"reject"/"payload"/"oversized" map to the same features.
+
+The fusion tests build :class:`rag.search.lexical.Candidate` objects directly and
+compare with RRF scores written out by hand (k = 60, weights 0.6 / 0.4,
+structure 0.5). Tests marked ``xfail(strict=True)`` pin defects reported to
+the lead; they start passing (and must then lose the mark) once fixed.
+"""
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from embeddings_server import BagOfWords, EmbeddingsServer
+from repo_helpers import write_repo
+from rag.providers.embeddings import OpenAIEmbeddings
+from rag.engine import Engine
+from rag.errors import ProviderError
+from rag.search.vector_stream import embed_key, embed_text, safe_query_vector, safe_search
+from rag.ingest.reindexer import Reindexer
+from rag.search.query import analyze
+from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, Candidate, fuse_streams
+
+BOW_DIM = 512
+SYNONYMS = {"refuse": "reject", "rejects": "reject", "body": "payload", "large": "oversize",
+            "oversized": "oversize", "big": "oversize"}
+PARAPHRASE = "What makes the server refuse a body that is too large?"
+LEXICAL = "How does the cache evict old entries?"
+UNRELATED = "quantum entanglement of photons"
+ANSWER = "src/limits.js"
+
+LIMITS_JS = """\
+// Guard for oversized uploads.
+const maxPayloadBytes = 1048576;
+
+function rejectOversize(payload) {
+  if (payload.length > maxPayloadBytes) {
+    const err = new Error('payload exceeds the maximum');
+    err.statusCode = 413;
+    throw err;
+  }
+  return payload;
+}
+
+module.exports = { rejectOversize, maxPayloadBytes };
+"""
+
+
+def _js(comment: str, name: str, args: str, body: str) -> str:
+    return f"// {comment}\nfunction {name}({args}) {{\n  {body}\n}}\nmodule.exports = {{ {name} }};\n"
+
+
+# Fourteen one-chunk files: enough distinct similarities for the vector stream's
+# margin signal (best cosine vs the 11th best), one topic each.
+REPO_FILES = {
+    "README.md": "# Shop API\n\nThe server writes one log line per request to a rotating file.\n",
+    "docs/deploy.md": "# Deploying\n\nBuild the Docker image and run the container behind a reverse proxy.\n",
+    ANSWER: LIMITS_JS,
+    "src/logger.js": _js("Rotating log destination.", "rotateLogFile", "destination", "return destination + '.1';"),
+    "src/router.js": _js("Match a path against registered routes and extract params.", "matchRoute",
+                         "routes, path", "return routes.find((r) => r.pattern.test(path));"),
+    "src/cache.js": _js("LRU cache: evict the oldest entries when capacity is reached.", "evictOldest",
+                        "entries, capacity", "while (entries.size > capacity) entries.delete(entries.keys().next().value);"),
+    "src/session.js": _js("Cookie sessions signed with an HMAC.", "signCookie", "value, key",
+                          "return value + '.' + key.length;"),
+    "src/templates.js": _js("Render views with HTML escaping.", "escapeHtml", "text",
+                            "return text.replace(/&/g, '&amp;');"),
+    "src/retry.js": _js("Retry with exponential backoff and jitter.", "backoffDelay", "attempt",
+                        "return Math.min(8000, 100 * 2 ** attempt);"),
+    "src/metrics.js": _js("Counters and histograms for monitoring.", "observeLatency", "histogram, ms",
+                          "histogram.push(ms);"),
+    "src/mailer.js": _js("Send email notifications over SMTP.", "sendMail", "transport, message",
+                         "return transport.deliver(message);"),
+    "src/i18n.js": _js("Translate messages for the current locale.", "translate", "catalog, locale, key",
+                       "return (catalog[locale] || {})[key] || key;"),
+    "src/queue.js": _js("Job queue with a pool of workers.", "enqueueJob", "queue, job", "queue.push(job);"),
+    "src/scheduler.js": _js("Run periodic tasks on a cron-like timetable.", "nextRun", "cron, now",
+                            "return now + cron.intervalMs;"),
+}
+# 130 lines → chunks 1-60, 41-100, 81-130: an edit on line 10 touches only the first.
+BIG_JS = "".join(f"function step{i}() {{ return {i}; }}\n" for i in range(1, 131))
+
+
+
+
+
+@pytest.fixture()
+def server():
+    with EmbeddingsServer(embed_fn=BagOfWords(SYNONYMS), dim=BOW_DIM) as srv:
+        yield srv
+
+
+@pytest.fixture()
+def repo(tmp_path) -> Path:
+    return write_repo(tmp_path / "repo", REPO_FILES)
+
+
+@pytest.fixture()
+def open_engine(tmp_path):
+    """``open_engine(repo, embeddings=None)``: an Engine on one shared index file, closed at teardown."""
+    opened: list[Engine] = []
+
+    def make(repo: Path, embeddings=None) -> Engine:
+        engine = Engine.open(repo, index_path=tmp_path / "index.sqlite", embeddings=embeddings)
+        opened.append(engine)
+        return engine
+
+    yield make
+    for engine in opened:
+        engine.close()
+
+
+def provider(server: EmbeddingsServer, model: str = "bow-v1", **kwargs) -> OpenAIEmbeddings:
+    """A provider that fails fast (no retries, short deadlines) so failure tests stay quick."""
+    kwargs.setdefault("max_retries", 0)
+    kwargs.setdefault("request_timeout_s", 2.0)
+    kwargs.setdefault("deadline_s", 3.0)
+    return OpenAIEmbeddings(base_url=server.url, model=model, **kwargs)
+
+
+def paths(sources) -> list[str]:
+    return [s.path for s in sources]
+
+
+def chunk_rows(engine: Engine) -> list[tuple[int, str, int, int, str]]:
+    with engine.index.read() as conn:
+        return conn.execute("SELECT id, path, start, end, text FROM chunks ORDER BY path, start").fetchall()
+
+
+def live_keys(engine: Engine) -> set[str]:
+    return {embed_key(path, text) for _, path, _, _, text in chunk_rows(engine)}
+
+
+def vector_rows(engine: Engine) -> dict[str, int]:
+    with engine.index.read() as conn:
+        return dict(conn.execute("SELECT model, COUNT(*) FROM chunk_vectors GROUP BY model"))
+
+
+def stored_hashes(engine: Engine, model: str) -> set[str]:
+    with engine.index.read() as conn:
+        return {r[0] for r in conn.execute("SELECT chunk_hash FROM chunk_vectors WHERE model=?", (model,))}
+
+
+def cosine(a: str, b: str) -> float:
+    bow = BagOfWords(SYNONYMS)
+    va, vb = bow(a, BOW_DIM), bow(b, BOW_DIM)
+    return float(va @ vb / (np.linalg.norm(va) * np.linalg.norm(vb)))
+
+
+# --------------------------------------------------------------------------- the fake model's premise
+
+
+def test_the_paraphrase_shares_no_word_with_the_answer_but_is_near_it():
+    words = {w.lower() for w in re.findall(r"[A-Za-z]+", LIMITS_JS)}
+    assert not set(analyze(PARAPHRASE).terms) & words          # BM25 has nothing to match
+    answer = cosine(PARAPHRASE, embed_text(ANSWER, LIMITS_JS))
+    others = {p: cosine(PARAPHRASE, embed_text(p, t)) for p, t in REPO_FILES.items() if p != ANSWER}
+    assert answer > 0.4 and answer > max(others.values()) + 0.2
+    # The lexical question's file is near its question; unrelated files are not (bag collisions aside).
+    cache = cosine(LEXICAL, embed_text("src/cache.js", REPO_FILES["src/cache.js"]))
+    rest = [cosine(LEXICAL, embed_text(p, t)) for p, t in REPO_FILES.items() if p != "src/cache.js"]
+    assert cache > 0.4 and max(rest) < 0.1
+    assert BagOfWords(SYNONYMS)("same text", 16).tobytes() == BagOfWords(SYNONYMS)("same text", 16).tobytes()
+
+
+# --------------------------------------------------------------------------- 1. hybrid finds what BM25 misses
+
+
+def test_hybrid_finds_the_file_bm25_misses(repo, open_engine, server):
+    bm25 = open_engine(repo)
+    bm25.update()
+    assert ANSWER not in paths(bm25.retrieve(PARAPHRASE))
+
+    hybrid = open_engine(repo, embeddings=provider(server))
+    assert ANSWER not in paths(hybrid.retrieve(PARAPHRASE))      # no vectors yet: BM25 only
+    report = hybrid.embed_pending()
+    assert report.complete and report.planned == report.embedded == len(REPO_FILES)
+
+    with hybrid.index.read() as conn:
+        hits = hybrid.vectors.search(conn, hybrid.vectors.embed_query(PARAPHRASE), k=5)
+    by_id = {row[0]: row[1] for row in chunk_rows(hybrid)}
+    assert by_id[hits[0].chunk_id] == ANSWER                      # the vector stream alone ranks it first
+
+    found = hybrid.retrieve(PARAPHRASE)
+    assert ANSWER in paths(found)[:3]
+    source = next(s for s in found if s.path == ANSWER)
+    assert (source.start, source.end) == (1, LIMITS_JS.count("\n")) and "rejectOversize" in source.text
+
+
+def test_hybrid_abstains_when_neither_stream_matches(repo, open_engine, server):
+    engine = open_engine(repo, embeddings=provider(server))
+    engine.update()
+    engine.embed_pending()
+    before = len(server.requests)
+    assert engine.retrieve(UNRELATED) == []
+    assert server.requests[before]["body"]["input"] == [UNRELATED]   # the vector stream was consulted
+
+
+def test_type_filter_also_filters_vector_hits(repo, open_engine, server):
+    engine = open_engine(repo, embeddings=provider(server))
+    engine.update()
+    engine.embed_pending()
+    assert ANSWER in paths(engine.retrieve(PARAPHRASE))
+    assert set(paths(engine.retrieve(PARAPHRASE, kind="documentation"))) <= {"README.md", "docs/deploy.md"}
+    assert ANSWER in paths(engine.retrieve(PARAPHRASE, kind="source"))
+
+
+# --------------------------------------------------------------------------- 2. background embedding
+
+
+def test_lexical_index_serves_while_embedding_runs_after_it(repo, open_engine, server):
+    engine = open_engine(repo, embeddings=provider(server))
+    reindexer = Reindexer(engine)
+    server.default_action = "wait"                     # the first /embeddings call blocks until the gate opens
+    outcome: dict = {}
+    worker = threading.Thread(target=lambda: outcome.update(record=reindexer.run(trigger="cli")))
+    worker.start()
+    try:
+        assert server.arrived.wait(5), "embedding never started"
+        assert reindexer.running and engine.generation >= 1
+        requests = len(server.requests)
+        assert paths(engine.retrieve(LEXICAL))[0] == "src/cache.js"   # BM25 answers meanwhile
+        assert len(server.requests) == requests                        # no vectors yet → question not embedded
+    finally:
+        server.gate.set()
+        worker.join(10)
+    record = outcome["record"]
+    assert record.ok and record.error is None and record.added == len(REPO_FILES)
+    n = len(REPO_FILES)
+    assert set(record.embeddings) == {"model", "planned", "embedded", "seconds", "error"}
+    assert {k: v for k, v in record.embeddings.items() if k != "seconds"} == {
+        "model": "openai:bow-v1", "planned": n, "embedded": n, "error": None}
+    assert isinstance(record.embeddings["seconds"], float) and record.embeddings["seconds"] >= 0
+    assert sorted(server.texts()) == sorted(embed_text(p, t) for _, p, _, _, t in chunk_rows(engine))
+    assert vector_rows(engine) == {"openai:bow-v1": n}
+
+
+def test_unchanged_chunks_are_never_re_embedded_and_an_edit_re_embeds_only_its_chunks(
+        tmp_path, open_engine, server):
+    repo = write_repo(tmp_path / "repo", {**REPO_FILES, "src/big.js": BIG_JS})
+    engine = open_engine(repo, embeddings=provider(server))
+    reindexer = Reindexer(engine)
+    first = reindexer.run(trigger="cli")
+    total = len(chunk_rows(engine))
+    assert total == len(REPO_FILES) + 3
+    assert (first.embeddings["planned"], first.embeddings["embedded"]) == (total, total)
+
+    sent = len(server.texts())
+    second = reindexer.run(trigger="cli")
+    assert second.ok and (second.added, second.changed, second.removed) == (0, 0, 0)
+    assert (second.embeddings["planned"], second.embeddings["embedded"], second.embeddings["error"]) == (0, 0, None)
+    assert len(server.texts()) == sent                    # nothing sent at all
+
+    lines = BIG_JS.splitlines(keepends=True)
+    lines[9] = "function stepTen() { return 'edited'; }\n"
+    (repo / "src/big.js").write_text("".join(lines), encoding="utf-8")
+    third = reindexer.run(trigger="cli")
+    assert third.changed == 1
+    edited = [(p, t) for _, p, s, e, t in chunk_rows(engine) if p == "src/big.js" and s <= 10 <= e]
+    assert len(edited) == 1                               # only the 1-60 window holds line 10
+    assert (third.embeddings["planned"], third.embeddings["embedded"]) == (1, 1)
+    assert server.texts()[sent:] == [embed_text(*edited[0])]
+    assert stored_hashes(engine, "openai:bow-v1") == live_keys(engine)   # the old window's vector is gone
+
+
+def test_without_a_provider_nothing_is_embedded(repo, open_engine):
+    engine = open_engine(repo)
+    record = Reindexer(engine).run(trigger="cli")
+    assert record.ok and record.embeddings is None and engine.embed_pending() is None
+    assert vector_rows(engine) == {}
+
+
+def test_reindexer_with_embedding_off_leaves_vectors_for_later(repo, open_engine, server):
+    engine = open_engine(repo, embeddings=provider(server))
+    record = Reindexer(engine, embed=False).run(trigger="cli")
+    assert record.ok and record.embeddings is None and server.requests == []
+    assert engine.vectors.pending() == len(REPO_FILES)
+
+
+# --------------------------------------------------------------------------- 3. model change
+
+
+def test_a_model_change_re_embeds_everything_and_prunes_the_old_model(repo, open_engine, server):
+    old = open_engine(repo, embeddings=provider(server, model="bow-v1"))
+    old.update()
+    assert old.embed_pending().embedded == len(REPO_FILES)
+    assert vector_rows(old) == {"openai:bow-v1": len(REPO_FILES)}
+
+    sent = len(server.texts())
+    new = open_engine(repo, embeddings=provider(server, model="bow-v2"))
+    assert new.vectors.pending() == len(REPO_FILES)
+    report = new.embed_pending()
+    assert (report.model, report.planned, report.embedded, report.error) == (
+        "openai:bow-v2", len(REPO_FILES), len(REPO_FILES), None)
+    assert sorted(server.texts()[sent:]) == sorted(embed_text(p, t) for _, p, _, _, t in chunk_rows(new))
+    assert {r["body"]["model"] for r in server.requests[-report.batches:]} == {"bow-v2"}
+    assert vector_rows(new) == {"openai:bow-v2": len(REPO_FILES)}
+    assert ANSWER in paths(new.retrieve(PARAPHRASE)[:3])
+
+    # The old model's vectors are gone: an engine still on it answers BM25-only, without error.
+    assert old.vectors.pending() == len(REPO_FILES)
+    assert paths(old.retrieve(LEXICAL))[0] == "src/cache.js"
+
+    # A deleted file's vectors are pruned on the next run; nothing else is re-embedded.
+    (repo / "src/mailer.js").unlink()
+    new.update()
+    after = new.embed_pending()
+    assert (after.planned, after.embedded) == (0, 0)
+    assert vector_rows(new) == {"openai:bow-v2": len(REPO_FILES) - 1}
+    assert stored_hashes(new, "openai:bow-v2") == live_keys(new)
+
+
+# --------------------------------------------------------------------------- 4. provider failure
+
+
+def test_provider_down_while_embedding_is_recorded_and_bm25_keeps_working(repo, open_engine, server):
+    bm25 = open_engine(repo)
+    engine = open_engine(repo, embeddings=provider(server))
+    reindexer = Reindexer(engine)
+    server.default_action = "status:500"
+    record = reindexer.run(trigger="cli")
+    assert record.ok and record.error is None and record.files == len(REPO_FILES)
+    assert record.embeddings["embedded"] == 0 and record.embeddings["planned"] == len(REPO_FILES)
+    assert "HTTP 500" in record.embeddings["error"]
+    assert vector_rows(engine) == {}
+    found = engine.retrieve(LEXICAL)
+    assert paths(found)[0] == "src/cache.js"
+    assert [(s.path, s.start, s.score) for s in found] == [(s.path, s.start, s.score) for s in bm25.retrieve(LEXICAL)]
+
+    server.default_action = "ok"                              # the next run tries again
+    retry = reindexer.run(trigger="cli")
+    assert (retry.embeddings["planned"], retry.embeddings["embedded"], retry.embeddings["error"]) == (
+        len(REPO_FILES), len(REPO_FILES), None)
+
+
+def test_a_failure_mid_run_keeps_the_finished_batches(repo, open_engine, server):
+    engine = open_engine(repo, embeddings=provider(server))
+    engine.update()
+    server.script.extend(["ok", "status:503"])
+    report = engine.embed_pending(batch_size=4)
+    assert (report.embedded, report.batches) == (4, 1) and "HTTP 503" in report.error
+    assert vector_rows(engine) == {"openai:bow-v1": 4}
+    resumed = engine.embed_pending(batch_size=4)
+    assert (resumed.planned, resumed.embedded, resumed.error) == (len(REPO_FILES) - 4, len(REPO_FILES) - 4, None)
+
+
+@pytest.mark.parametrize("outage", ["status:500", "hang", "stopped"])
+def test_a_query_while_the_provider_is_down_falls_back_to_bm25(repo, open_engine, server, outage):
+    engine = open_engine(repo, embeddings=provider(server, request_timeout_s=0.3, deadline_s=0.6))
+    engine.update()
+    assert engine.embed_pending().complete
+    expected = [(s.path, s.start, s.score) for s in open_engine(repo).retrieve(LEXICAL)]
+    if outage == "stopped":
+        server.close()
+    else:
+        server.default_action = outage
+
+    with pytest.raises(ProviderError):
+        engine.vectors.embed_query(LEXICAL)
+    assert safe_query_vector(engine.vectors, LEXICAL) is None
+    assert safe_query_vector(None, LEXICAL) is None
+    with engine.index.read() as conn:
+        assert safe_search(engine.vectors, conn, None, k=5) == []
+    started = time.monotonic()
+    found = engine.retrieve(LEXICAL)
+    assert time.monotonic() - started < 2.0
+    assert [(s.path, s.start, s.score) for s in found] == expected
+    assert ANSWER not in paths(engine.retrieve(PARAPHRASE))   # no vectors at query time: BM25's answer
+
+
+def test_a_repeated_question_is_embedded_once_and_survives_an_outage(repo, open_engine, server):
+    engine = open_engine(repo, embeddings=provider(server))
+    engine.update()
+    engine.embed_pending()
+    sent = len(server.texts())
+    first = engine.retrieve(PARAPHRASE)
+    assert server.texts()[sent:] == [PARAPHRASE]
+    server.close()                                            # provider gone: the cached vector still serves
+    again = engine.retrieve(PARAPHRASE)
+    assert ANSWER in paths(again)[:3]
+    assert [(s.path, s.start, s.score) for s in again] == [(s.path, s.start, s.score) for s in first]
+
+
+# --------------------------------------------------------------------------- 5. fusion math
+
+
+def cand(ident: int, path: str, score: float, *, lexical: bool = True) -> Candidate:
+    return Candidate(ident, path, 1, 10, "js", "source", None, f"chunk {ident}", bm25=score, score=score,
+                     lexical=lexical)
+
+
+def test_policy_defaults_are_the_issue_values():
+    p = DEFAULT_RETRIEVAL_POLICY
+    assert (p.rrf_k, p.rrf_weights, p.structure_weight) == (60, (0.6, 0.4), 0.5)
+    assert p.stream_pool >= 20
+
+
+def test_fuse_streams_matches_hand_computed_rrf():
+    # Lexical order (as ranked by BM25 + signals): 1 a.js, 2 b.js, 3 a.js, 4 c.js, 5 d.js.
+    cands = [cand(1, "a.js", 0.9), cand(2, "b.js", 0.8), cand(3, "a.js", 0.7), cand(4, "c.js", 0.5),
+             cand(5, "d.js", 0.2)]
+    # Vectors: chunk 4, an id that is not a candidate (ignored), 3, 2, and 4 again (counts once).
+    # Structure: e.js (bonus 1.0, not a candidate) ranks above d.js (0.5).
+    fused = fuse_streams(cands, [4, 99, 3, 2, 4], policy=DEFAULT_RETRIEVAL_POLICY,
+                         structure={"d.js": 0.5, "e.js": 1.0})
+    # File rankings — bm25: a, b, c, d; vectors: c (rank 0), a (1), b (2); structure: e (0), d (1).
+    file_score = {
+        "a.js": 0.6 / 61 + 0.4 / 62,
+        "b.js": 0.6 / 62 + 0.4 / 63,
+        "c.js": 0.6 / 63 + 0.4 / 61,
+        "d.js": 0.6 / 64 + 0.5 / 62,
+    }
+    # Chunk rankings — bm25: 1..5 at ranks 0..4; vectors: 4 (0), 3 (1), 2 (2).
+    chunk_score = {1: 0.6 / 61, 2: 0.6 / 62 + 0.4 / 63, 3: 0.6 / 63 + 0.4 / 62, 4: 0.6 / 64 + 0.4 / 61, 5: 0.6 / 65}
+    path_of = {1: "a.js", 2: "b.js", 3: "a.js", 4: "c.js", 5: "d.js"}
+    expected = {i: file_score[path_of[i]] + 0.01 * chunk_score[i] for i in path_of}
+    assert [c.id for c in fused] == [5, 3, 1, 4, 2]
+    for c in fused:
+        assert c.score == pytest.approx(expected[c.id], rel=1e-12)
+
+
+def test_a_hard_boost_stays_first():
+    # z.js is named in the question (lexical score 10.9 ≥ HARD_BOOST) but found by no vector.
+    cands = [cand(10, "z.js", 10.9), cand(1, "a.js", 0.9), cand(2, "b.js", 0.8)]
+    fused = fuse_streams(cands, [2, 1], policy=DEFAULT_RETRIEVAL_POLICY, structure={"z.js": 10.5})
+    assert [c.id for c in fused] == [10, 1, 2]
+    assert fused[0].score == pytest.approx(0.6 / 61 + 0.01 * 0.6 / 61 + 1.0 + 10.9 / 100, rel=1e-12)
+    a = 0.6 / 62 + 0.4 / 62
+    b = 0.6 / 63 + 0.4 / 61
+    assert fused[1].score == pytest.approx(a + 0.01 * a, rel=1e-12)
+    assert fused[2].score == pytest.approx(b + 0.01 * b, rel=1e-12)
+    assert fused[0].score > 1.0 > fused[1].score
+
+
+def test_the_stream_pool_bounds_each_stream_and_unranked_candidates_drop_out():
+    policy = replace(DEFAULT_RETRIEVAL_POLICY, stream_pool=2)
+    cands = [cand(1, "a.js", 0.9), cand(2, "b.js", 0.8), cand(3, "c.js", 0.5), cand(4, "d.js", 0.1),
+             cand(10, "z.js", 10.2)]
+    fused = fuse_streams(cands, [3], policy=policy)
+    # bm25 pool: 1, 2; vectors: 3; 4 is in neither stream; z.js keeps its hard boost without any stream.
+    assert [c.id for c in fused] == [10, 1, 2, 3]
+    assert fused[0].score == pytest.approx(1.0 + 10.2 / 100, rel=1e-12)
+    for c, single in zip(fused[1:], (0.6 / 61, 0.6 / 62, 0.4 / 61)):
+        assert c.score == pytest.approx(single * 1.01, rel=1e-12)
+
+
+def test_a_vector_only_candidate_gets_no_lexical_credit():
+    cands = [cand(1, "a.js", 0.9), cand(2, "b.js", 0.0, lexical=False)]   # 2 joined only through vectors
+    fused = {c.id: c.score for c in fuse_streams(cands, [2], policy=DEFAULT_RETRIEVAL_POLICY)}
+    assert fused[2] == pytest.approx(0.4 / 61 * 1.01, rel=1e-12)
+    assert fused[1] == pytest.approx(0.6 / 61 * 1.01, rel=1e-12)
+
+
+def test_hybrid_does_not_pad_a_clean_answer_with_unrelated_files(repo, open_engine, server):
+    engine = open_engine(repo, embeddings=provider(server))
+    engine.update()
+    engine.embed_pending()
+    assert paths(open_engine(repo).retrieve(LEXICAL)) == ["src/cache.js"]
+    # Every other file has cosine < 0.1 to the question (checked in the premise test) and no BM25 match.
+    assert paths(engine.retrieve(LEXICAL)) == ["src/cache.js"]
+
+
+def test_a_stop_request_ends_the_embedding_pass_and_keeps_the_lexical_update(repo, open_engine, server):
+    engine = open_engine(repo, embeddings=provider(server))
+    reindexer = Reindexer(engine)
+    reindexer.request_stop()  # as the bot does at shutdown
+    record = reindexer.run(trigger="cli")
+    assert record.ok and record.files == len(REPO_FILES)
+    assert record.embeddings["planned"] == len(REPO_FILES) and record.embeddings["embedded"] == 0
+    assert server.texts() == []

@@ -1,0 +1,322 @@
+"""The SQLite index (issue 2): schema and migrations, one-transaction updates,
+the crash-in-the-middle case, and corrupt / foreign / unreachable index files."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fixtures_engine import index_dump, make_sample_repo
+from rag.engine import Engine
+from rag.errors import IndexUnavailableError
+from rag.store.index import MIGRATIONS, SCHEMA_VERSION, FileUpdate, Index
+from rag.types import Chunk
+
+QUESTION = "how does the database connection pool run a transaction?"
+
+
+def file_update(path: str, texts: list[str], *, digest: str = "h", headings=None, symbols=None) -> FileUpdate:
+    chunks = [
+        Chunk(path, i + 1, i + 1, text, "js", "source", (headings or [None] * len(texts))[i])
+        for i, text in enumerate(texts)
+    ]
+    return FileUpdate(path, 100, 1, digest, "js", "source", len(texts), 0, chunks, None, symbols)
+
+
+@pytest.fixture()
+def index(tmp_path):
+    idx = Index(tmp_path / "idx" / "index.sqlite")
+    yield idx
+    idx.close()
+
+
+@pytest.fixture()
+def engine(tmp_path):
+    repo = make_sample_repo(tmp_path / "repo")
+    eng = Engine.open(repo, index_path=tmp_path / "idx" / "index.sqlite")
+    eng.update()
+    yield eng
+    eng.close()
+
+
+def fts_consistent(conn: sqlite3.Connection) -> bool:
+    chunk_ids = {r[0] for r in conn.execute("SELECT id FROM chunks")}
+    fts_ids = {r[0] for r in conn.execute("SELECT rowid FROM chunks_fts")}
+    return chunk_ids == fts_ids
+
+
+# -- schema ------------------------------------------------------------------------------------
+
+
+def test_fresh_index_has_every_migration_and_generation_zero(index):
+    names = [r[0] for r in index.conn.execute("SELECT name FROM migrations ORDER BY rowid")]
+    assert names == [name for name, _ in MIGRATIONS]
+    assert SCHEMA_VERSION == len(MIGRATIONS) >= 1
+    assert index.generation() == 0
+    assert index.counts() == (0, 0)
+    assert index.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_reopen_keeps_data_and_does_not_reapply_migrations(tmp_path):
+    path = tmp_path / "index.sqlite"
+    first = Index(path)
+    first.apply(updates=[file_update("a.js", ["alpha beta"])], removed=[])
+    applied = first.conn.execute("SELECT name, applied_at FROM migrations").fetchall()
+    first.close()
+    again = Index(path)
+    try:
+        assert again.conn.execute("SELECT name, applied_at FROM migrations").fetchall() == applied
+        assert again.generation() == 1
+        assert again.counts() == (1, 1)
+        assert list(Path(tmp_path).glob("index.sqlite.broken-*")) == []
+    finally:
+        again.close()
+
+
+def test_apply_bumps_generation_and_replaces_a_files_chunks(index):
+    assert index.apply(updates=[file_update("a.js", ["one", "two", "three"]), file_update("b.js", ["bee"])], removed=[]) == 1
+    assert index.counts() == (2, 4)
+    assert index.apply(updates=[file_update("a.js", ["only"], digest="h2")], removed=[]) == 2
+    assert index.counts() == (2, 2)
+    assert index.file_rows()["a.js"].hash == "h2"
+    assert index.apply(updates=[], removed=["b.js"]) == 3
+    assert index.counts() == (1, 1)
+    with index.read() as conn:
+        assert fts_consistent(conn)
+        assert conn.execute("SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH '\"bee\"'").fetchone()[0] == 0
+        assert conn.execute("SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH '\"only\"'").fetchone()[0] == 1
+
+
+def test_full_apply_drops_everything_first(index):
+    index.apply(updates=[file_update("a.js", ["one"]), file_update("b.js", ["two"])], removed=[])
+    index.apply(updates=[file_update("c.js", ["three"])], removed=[], full=True)
+    assert set(index.file_rows()) == {"c.js"}
+    with index.read() as conn:
+        assert fts_consistent(conn)
+
+
+def test_fts_body_holds_split_identifiers(index):
+    index.apply(updates=[file_update("lib/user.js", ["function getUserById(id) {}"])], removed=[])
+    with index.read() as conn:
+        body = conn.execute("SELECT body FROM chunks_fts").fetchone()[0]
+        assert "getuserbyid" in body.split() and {"get", "user", "by", "id"} <= set(body.split())
+        for phrase in ('"getuserbyid"', '"user" AND "id"'):
+            assert conn.execute("SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (phrase,)).fetchone()[0] == 1
+
+
+def test_older_schema_is_migrated_in_place(tmp_path):
+    path = tmp_path / "index.sqlite"
+    idx = Index(path)
+    idx.apply(updates=[file_update("a.js", ["alpha"])], removed=[])
+    # An index written before m002 existed: its record and table are missing.
+    missing = "m002_vectors"
+    assert missing in [name for name, _ in MIGRATIONS]
+    idx.conn.execute("DELETE FROM migrations WHERE name = ?", (missing,))
+    idx.conn.execute("DROP TABLE chunk_vectors")
+    idx.close()
+    again = Index(path)
+    try:
+        assert missing in [r[0] for r in again.conn.execute("SELECT name FROM migrations")]
+        assert again.conn.execute("SELECT COUNT(*) FROM chunk_vectors").fetchone() == (0,)
+        assert again.counts() == (1, 1) and again.generation() == 1  # data kept, not rebuilt
+        assert list(tmp_path.glob("index.sqlite.broken-*")) == []
+    finally:
+        again.close()
+
+
+# -- crash in the middle -----------------------------------------------------------------------
+
+
+def _failing_updates(kind: str) -> list[FileUpdate]:
+    """A good new file, then a changed file whose *second* chunk makes the write fail."""
+    good = file_update("brand/new.js", ["const freshlyadded = 1"])
+    if kind == "sqlite":  # sqlite3 refuses to bind the value
+        bad = file_update("src/db/pool.js", ["rewritten pool", "boom"], digest="x", headings=[None, object()])
+    elif kind == "python":  # the FTS body builder raises on a non-str symbol list
+        bad = file_update("src/db/pool.js", ["rewritten pool", "boom"], digest="x", symbols=["pool", 42])
+    else:  # a non-str chunk text
+        bad = file_update("src/db/pool.js", ["rewritten pool", b"bytes are not text"], digest="x")
+    return [good, bad]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "python", "bytes"])
+def test_exception_mid_update_leaves_previous_generation_intact(engine, kind):
+    before = index_dump(engine.index.path)
+    before_sources = [(s.path, s.start, s.end, s.text) for s in engine.retrieve(QUESTION)]
+    assert before_sources and before_sources[0][0] == "src/db/pool.js"
+
+    with pytest.raises(Exception):
+        engine.index.apply(updates=_failing_updates(kind), removed=["README.md"], images=[])
+
+    # Nothing of the failed update is visible: same generation, rows, FTS and images.
+    assert index_dump(engine.index.path) == before
+    assert not engine.index.conn.in_transaction
+    assert [(s.path, s.start, s.end, s.text) for s in engine.retrieve(QUESTION)] == before_sources
+    assert engine.retrieve("freshlyadded") == []
+    # The write lock was released: another connection can write at once.
+    other = sqlite3.connect(engine.index.path, timeout=0)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+    # And the engine keeps working: a real change is indexed as the next generation.
+    (engine.repo_root / "src" / "util" / "format.js").write_text("// zygomorphic formatting\n", encoding="utf-8")
+    stats = engine.update()
+    assert stats.changed == 1 and stats.generation == int(before["generation"]) + 1
+    assert engine.retrieve("zygomorphic")[0].path == "src/util/format.js"
+
+
+def test_killed_process_mid_write_leaves_previous_generation_intact(engine):
+    before = index_dump(engine.index.path)
+    engine.close()
+    script = textwrap.dedent(
+        """
+        import os, sys
+        from rag.store.index import Index
+        index = Index(sys.argv[1])
+        with index.write() as conn:
+            conn.execute("DELETE FROM chunks_fts")
+            conn.execute("DELETE FROM chunks")
+            conn.execute("DELETE FROM files")
+            conn.execute("UPDATE meta SET value = '999' WHERE key = 'generation'")
+            sys.stdout.write("deleted\\n"); sys.stdout.flush()
+            os._exit(9)   # killed before COMMIT
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script, str(engine.index.path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 9 and proc.stdout == "deleted\n", proc.stderr
+    assert index_dump(engine.index.path) == before
+    reopened = Engine.open(engine.repo_root, index_path=engine.index.path)
+    try:
+        assert reopened.retrieve(QUESTION)[0].path == "src/db/pool.js"
+        assert reopened.generation == int(before["generation"])
+    finally:
+        reopened.close()
+
+
+# -- corrupt and foreign index files -------------------------------------------------------------
+
+
+def _write_garbage(path: Path) -> None:
+    path.write_bytes(bytes(range(256)) * 64)
+
+
+def _write_sqlite_header_garbage(path: Path) -> None:
+    path.write_bytes(b"SQLite format 3\x00" + b"\xff" * 8000)
+
+
+def _write_foreign_db(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+    conn.execute("INSERT INTO users VALUES (1, 'ada')")
+    conn.commit()
+    conn.close()
+
+
+def _write_newer_schema(path: Path) -> None:
+    idx = Index(path)
+    idx.conn.execute("INSERT INTO migrations VALUES ('m999_from_the_future', 0)")
+    idx.close()
+
+
+def _write_truncated(path: Path, repo: Path) -> None:
+    eng = Engine.open(repo, index_path=path)
+    eng.update()
+    eng.close()
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+
+
+@pytest.mark.parametrize("damage", ["garbage", "sqlite_header_garbage", "foreign", "newer_schema", "empty", "truncated"])
+def test_corrupt_or_foreign_index_is_rebuilt_not_fatal(tmp_path, damage):
+    repo = make_sample_repo(tmp_path / "repo")
+    path = tmp_path / "idx" / "index.sqlite"
+    path.parent.mkdir()
+    {
+        "garbage": _write_garbage,
+        "sqlite_header_garbage": _write_sqlite_header_garbage,
+        "foreign": _write_foreign_db,
+        "newer_schema": _write_newer_schema,
+        "empty": lambda p: p.write_bytes(b""),
+        "truncated": lambda p: _write_truncated(p, repo),
+    }[damage](path)
+
+    eng = Engine.open(repo, index_path=path)
+    try:
+        stats = eng.update()
+        assert stats.files == 12 and stats.added == 12
+        assert eng.retrieve(QUESTION)[0].path == "src/db/pool.js"
+    finally:
+        eng.close()
+    aside = list(path.parent.glob("index.sqlite.broken-*"))
+    if damage == "empty":
+        assert aside == []  # an empty file is simply a new database
+    else:
+        assert any(p.name.count("-") == 1 for p in aside), aside  # the damaged file was kept aside, not deleted
+    if damage == "foreign":
+        original = next(p for p in aside if not p.name.endswith(("-wal", "-shm")))
+        conn = sqlite3.connect(original)
+        assert conn.execute("SELECT name FROM users").fetchall() == [("ada",)]
+        conn.close()
+
+
+def test_index_with_damaged_table_pages_is_rebuilt(tmp_path):
+    repo = make_sample_repo(tmp_path / "repo")
+    path = tmp_path / "index.sqlite"
+    eng = Engine.open(repo, index_path=path)
+    eng.update()
+    eng.close()
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    roots = [r[0] for r in conn.execute("SELECT rootpage FROM sqlite_master WHERE name IN ('files', 'chunks')")]
+    conn.close()
+    data = bytearray(path.read_bytes())
+    for root in roots:  # overwrite the root page of `files` and `chunks` (1-based page numbers)
+        data[(root - 1) * page_size : root * page_size] = b"\xa5" * page_size
+    path.write_bytes(bytes(data))
+
+    eng = Engine.open(repo, index_path=path)
+    try:
+        assert eng.update().files == 12
+        assert eng.retrieve(QUESTION)[0].path == "src/db/pool.js"
+    finally:
+        eng.close()
+
+
+# -- unreachable index locations -----------------------------------------------------------------
+
+
+def test_index_whose_parent_is_a_file_raises_index_unavailable(tmp_path):
+    (tmp_path / "plain-file").write_text("x")
+    with pytest.raises(IndexUnavailableError, match="plain-file"):
+        Index(tmp_path / "plain-file" / "index.sqlite")
+
+
+def test_index_path_that_is_a_directory_raises_index_unavailable(tmp_path):
+    (tmp_path / "index.sqlite").mkdir()
+    with pytest.raises(IndexUnavailableError):
+        Index(tmp_path / "index.sqlite")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_index_in_read_only_directory_raises_index_unavailable(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        with pytest.raises(IndexUnavailableError):
+            Index(ro / "sub" / "index.sqlite")
+        with pytest.raises(IndexUnavailableError):
+            Index(ro / "index.sqlite")
+    finally:
+        ro.chmod(0o700)
