@@ -5,7 +5,12 @@ Contract (DESIGN.md section 3, "Walk"):
 * text files are chosen by extension (:data:`TEXT_EXTENSIONS`) or by a known
   extension-less name (``Dockerfile``, ``Makefile``, see :data:`TEXT_FILENAMES`);
   images (:data:`IMAGE_EXTENSIONS`) are collected separately, by path only;
-* directories in :data:`SKIPPED_DIRS` are never entered (case-insensitive);
+* directories in :data:`SKIPPED_DIRS` are not entered (case-insensitive), nor is a
+  Python virtual environment (a directory holding ``pyvenv.cfg``); an ignore-file
+  negation re-includes inside them (``!vendor/patched-http/``: only what it names),
+  except in :data:`NEVER_ENTERED_DIRS` (``.git``, ``.rag``, credential stores);
+* a name that is not valid UTF-8 is skipped (``undecodable_name``); ignore files are
+  read only when they are regular files, a leading BOM dropped;
 * build-output directories (:data:`OUTPUT_DIRS`: ``dist``, ``build``, ``out``)
   are read last, and only for code that exists nowhere else: a JS/TS file there
   is kept unless a file with the same stem (``Observable`` of
@@ -45,7 +50,8 @@ candidate in a build-output directory (the minified check).
 Everything skipped is counted by reason in ``WalkReport.skipped`` (reasons:
 ``symlink``, ``skipped_dir``, ``secret``, ``lockfile``, ``ignored``,
 ``unsupported_type``, ``too_large``, ``max_files``, ``max_total_bytes``,
-``max_depth``, ``unreadable``, ``build_output``, ``minified``). Output is sorted
+``max_depth``, ``unreadable``, ``build_output``, ``minified``, ``virtualenv``,
+``undecodable_name``). Output is sorted
 by path and deterministic: entries are visited in name order, so caps always cut
 at the same place.
 
@@ -61,6 +67,7 @@ import codecs
 import logging
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,7 +141,16 @@ SKIPPED_DIRS: frozenset[str] = frozenset({
     ".git", ".rag", "node_modules", "logs", "archive", ".vscode", "priv", "prompts",
     "coverage", "target", "vendor", "__pycache__", ".next", ".idea",
     ".svn", ".hg", ".ssh", ".aws", ".gnupg", ".kube", ".gradle",
+    # Python virtual environments and installed packages: not the repository's code.
+    "venv", ".venv", "site-packages", "dist-packages", "__pypackages__", ".tox", ".nox",
 })
+#: Skipped directories that an ignore-file negation can never re-include: version-control
+#: internals, the index itself and credential stores.
+NEVER_ENTERED_DIRS: frozenset[str] = frozenset({
+    ".git", ".rag", ".svn", ".hg", ".ssh", ".aws", ".gnupg", ".kube",
+})
+#: A directory holding this file is a Python virtual environment (PEP 405), whatever its name.
+VENV_MARKER = "pyvenv.cfg"
 # Build output: read last, for code found nowhere else (see the module docstring).
 OUTPUT_DIRS: frozenset[str] = frozenset({"dist", "build", "out"})
 _OUTPUT_CODE_TYPES = frozenset({"js", "mjs", "cjs", "jsx", "ts", "tsx", "mts", "cts"})
@@ -204,30 +220,90 @@ def _load_ignore_spec(directory: str, names: set[str], extra: list[str] | None =
     for ignore_name in IGNORE_FILES:
         if ignore_name not in names:
             continue
-        try:
-            with open(os.path.join(directory, ignore_name), encoding="utf-8", errors="replace") as fh:
-                lines.extend(fh.read().splitlines())
-        except OSError as exc:
-            logger.warning("cannot read %s in %s: %s", ignore_name, directory, exc.__class__.__name__)
+        lines.extend(_read_ignore_lines(os.path.join(directory, ignore_name)))
     if not any(line.strip() and not line.startswith("#") for line in lines):
         return None
     return GitIgnoreSpec.from_lines(lines)
 
 
 def _read_info_exclude(root: str) -> list[str]:
+    path = os.path.join(root, ".git", "info", "exclude")
+    return _read_ignore_lines(path) if os.path.lexists(path) else []
+
+
+MAX_IGNORE_FILE_BYTES = 1024 * 1024
+"""An ignore file larger than this is read only this far (a pattern list, not data)."""
+
+
+def _read_ignore_lines(path: str) -> list[str]:
+    """The lines of one ignore file, as git reads them; ``[]`` when it cannot be read.
+
+    Only a regular file is opened (``O_NONBLOCK`` and an ``fstat`` check, so a FIFO or
+    device named ``.gitignore`` can never block the walk), at most
+    :data:`MAX_IGNORE_FILE_BYTES`, and a leading UTF-8 byte-order mark is dropped, as
+    git's ``dir.c`` does (``skip_utf8_bom``), so it never sticks to the first pattern.
+    Anything else is logged with the reason and ignored.
+    """
     try:
-        with open(os.path.join(root, ".git", "info", "exclude"), encoding="utf-8", errors="replace") as fh:
-            return fh.read().splitlines()
-    except OSError:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        logger.warning("cannot read ignore file %r: %s", path, exc.__class__.__name__)
         return []
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            logger.warning("ignore file %r is not a regular file; not read", path)
+            return []
+        data = os.read(fd, MAX_IGNORE_FILE_BYTES)
+    except OSError as exc:
+        logger.warning("cannot read ignore file %r: %s", path, exc.__class__.__name__)
+        return []
+    finally:
+        os.close(fd)
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    return data.decode("utf-8", errors="replace").splitlines()
 
 
-def _is_ignored(levels: list[tuple[str, GitIgnoreSpec]], rel: str) -> bool:
-    """Git precedence: the deepest level with a matching pattern decides."""
+def _ignore_verdict(levels: list[tuple[str, GitIgnoreSpec]], rel: str) -> bool | None:
+    """Git precedence: the deepest level with a matching pattern decides.
+
+    Returns ``True`` (ignored), ``False`` (re-included by a ``!`` pattern) or ``None`` (no
+    pattern matches).
+    """
     for base, spec in reversed(levels):
         result = spec.check_file(rel[len(base):])
         if result.include is not None:
             return result.include
+    return None
+
+
+def _is_ignored(levels: list[tuple[str, GitIgnoreSpec]], rel: str) -> bool:
+    return bool(_ignore_verdict(levels, rel))
+
+
+def _negations_below(levels: list[tuple[str, GitIgnoreSpec]], rel_dir: str) -> bool:
+    """Whether some ``!`` pattern names ``rel_dir`` (ending in ``/``) or a path below it.
+
+    Used to enter a directory of the built-in skip list only where the user re-included
+    something inside it. A pattern counts when its text, read from its ignore file's
+    directory, starts with the directory's path (``!vendor/patched-http/`` for ``vendor/``)
+    or, for a pattern without a slash before its end, names the directory itself.
+    """
+    for base, spec in levels:
+        if not rel_dir.startswith(base):
+            continue
+        local = rel_dir[len(base):]
+        for pattern in spec.patterns:
+            if pattern.include is not False:
+                continue
+            text = (getattr(pattern, "pattern", None) or "").lstrip("!").lstrip("/")
+            if not text:
+                continue
+            anchored = "/" in text.rstrip("/")
+            if anchored and (text.startswith(local) or local.startswith(text.rstrip("/") + "/")):
+                return True
+            if not anchored and text.rstrip("/") == local.rstrip("/").rsplit("/", 1)[-1]:
+                return True
     return False
 
 
@@ -249,7 +325,14 @@ class _Walker:
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
-    def walk_dir(self, abs_dir: str, rel_dir: str, depth: int, levels: list[tuple[str, GitIgnoreSpec]]) -> None:
+    def walk_dir(self, abs_dir: str, rel_dir: str, depth: int, levels: list[tuple[str, GitIgnoreSpec]],
+                 *, only_reincluded: bool = False) -> None:
+        """Visit one directory.
+
+        ``only_reincluded``: the directory is on the built-in skip list but the user's
+        ignore files re-include something inside it (``!vendor/patched-http/``); only
+        entries a ``!`` pattern re-includes, or that lead to one, are taken.
+        """
         try:
             with os.scandir(abs_dir) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -257,23 +340,48 @@ class _Walker:
             logger.warning("cannot list directory %r: %s", rel_dir or ".", exc.__class__.__name__)
             self.skip("unreadable")
             return
+        if depth > 0 and any(e.name == VENV_MARKER for e in entries):
+            logger.info("skipping %r: a Python virtual environment (%s)", rel_dir, VENV_MARKER)
+            self.skip("virtualenv")
+            return
         self.siblings = {e.name.lower() for e in entries}
-        # Like git (>= 2.32), a symlinked ignore file is not read.
+        # Like git (>= 2.32), a symlinked ignore file is not read; nor is anything but a regular file.
         ignore_names = {e.name for e in entries if e.name in IGNORE_FILES and not e.is_symlink()}
         extra = _read_info_exclude(abs_dir) if depth == 0 else None
         spec = _load_ignore_spec(abs_dir, ignore_names, extra) if (extra or ignore_names) else None
         if spec is not None:
             levels = [*levels, (rel_dir, spec)]
-        subdirs: list[tuple[str, str]] = []
+        subdirs: list[tuple[str, str, bool]] = []
         for entry in entries:
             rel = rel_dir + entry.name
+            if not _utf8_name(rel):
+                # Paths are stored as UTF-8 text; a name that is not valid UTF-8 (bytes
+                # ``caf\xe9.js``, decoded by os.scandir with surrogate escapes) cannot be.
+                logger.warning("skipping %s: its name is not valid UTF-8", ascii(rel))
+                self.skip("undecodable_name")
+                continue
             try:
                 if entry.is_symlink():
                     self.skip("symlink")
                     continue
                 is_dir = entry.is_dir(follow_symlinks=False)
+                if only_reincluded:
+                    verdict = _ignore_verdict(levels, rel + "/" if is_dir else rel)
+                    if verdict is not False:
+                        if is_dir and verdict is None and _negations_below(levels, rel + "/"):
+                            subdirs.append((entry.path, rel + "/", True))
+                        else:
+                            self.skip("skipped_dir" if is_dir else "ignored")
+                        continue
                 if is_dir:
-                    if entry.name.lower() in SKIPPED_DIRS:
+                    lower = entry.name.lower()
+                    if lower in SKIPPED_DIRS and lower not in NEVER_ENTERED_DIRS and levels \
+                            and _ignore_verdict(levels, rel + "/") is False:
+                        subdirs.append((entry.path, rel + "/", False))  # the user re-included it
+                    elif lower in SKIPPED_DIRS and lower not in NEVER_ENTERED_DIRS and levels \
+                            and _negations_below(levels, rel + "/"):
+                        subdirs.append((entry.path, rel + "/", True))
+                    elif lower in SKIPPED_DIRS:
                         self.skip("skipped_dir")
                     elif levels and _is_ignored(levels, rel + "/"):
                         self.skip("ignored")
@@ -282,7 +390,7 @@ class _Walker:
                     elif entry.name.lower() in OUTPUT_DIRS and self.output_stems is None:
                         self.deferred.append((entry.path, rel + "/", depth + 1, levels))
                     else:
-                        subdirs.append((entry.path, rel + "/"))
+                        subdirs.append((entry.path, rel + "/", False))
                     continue
                 if not entry.is_file(follow_symlinks=False):
                     self.skip("unsupported_type")  # sockets, FIFOs, devices
@@ -291,8 +399,8 @@ class _Walker:
             except OSError as exc:
                 logger.warning("cannot stat %r: %s", rel, exc.__class__.__name__)
                 self.skip("unreadable")
-        for abs_sub, rel_sub in subdirs:
-            self.walk_dir(abs_sub, rel_sub, depth + 1, levels)
+        for abs_sub, rel_sub, restricted in subdirs:
+            self.walk_dir(abs_sub, rel_sub, depth + 1, levels, only_reincluded=restricted)
 
     def visit_file(self, entry: os.DirEntry, rel: str, levels: list[tuple[str, GitIgnoreSpec]]) -> None:
         name = entry.name
@@ -351,6 +459,15 @@ class _Walker:
             mtime_ns=st.st_mtime_ns,
             file_type=file_type,  # type: ignore[arg-type]  # not None here
         ))
+
+
+def _utf8_name(rel: str) -> bool:
+    """Whether a path from ``os.scandir`` is valid UTF-8 (no surrogate escapes)."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _looks_minified(path: str, *, head_bytes: int = 8192, max_line: int = 1000) -> bool:
@@ -419,8 +536,24 @@ def read_text(path: Path) -> str | None:
     return decode_text(Path(path).read_bytes())
 
 
+_UNICODE_BOMS = (  # longest first: the UTF-32 LE mark starts with the UTF-16 LE one
+    (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
 def decode_text(data: bytes) -> str | None:
-    """Decode file bytes as :func:`read_text` does (``None`` for binary data)."""
+    """Decode file bytes as :func:`read_text` does (``None`` for binary data).
+
+    A UTF-16 or UTF-32 file with its byte-order mark (Windows editors and PowerShell
+    write them) is decoded by it; without a mark, a NUL byte means binary (git's
+    heuristic). Otherwise UTF-8, a leading UTF-8 BOM dropped, undecodable bytes replaced
+    by U+FFFD.
+    """
+    for bom, encoding in _UNICODE_BOMS:
+        if data.startswith(bom):
+            text = data[len(bom):].decode(encoding, errors="replace")
+            return None if "\x00" in text else text
     if b"\x00" in data:
         return None
     if data.startswith(codecs.BOM_UTF8):
