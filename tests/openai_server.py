@@ -52,12 +52,17 @@ class Reply:
     Attributes:
         events: SSE items in order: a dict is sent as ``data: <json>``, ``"[DONE]"``
             as ``data: [DONE]``, a string starting with ``:`` as a raw comment line,
-            any other string as ``data: <string>`` verbatim (for malformed JSON).
+            a string starting with ``raw:`` as the SSE block after the prefix, verbatim
+            (``raw:event: ping\ndata:``, ``raw:retry: 3000``), any other string as
+            ``data: <string>`` verbatim (for malformed JSON).
         status: HTTP status; anything but 200 sends ``error_body`` as JSON instead.
         error_body: the JSON body of an error response.
         hang_s: seconds to wait after the headers (streaming) or before answering
             (errors) — a provider that hangs; released when the server stops.
         gap_s: pause between events, in seconds.
+        tail_s: after the events, keep the stream open this long with ``: ping``
+            keep-alives every 0.2 s before ending it (a provider that lingers).
+        headers: extra response headers (``Retry-After`` on a 429).
     """
 
     events: list[Any] = field(default_factory=list)
@@ -65,6 +70,8 @@ class Reply:
     error_body: dict | None = None
     hang_s: float = 0.0
     gap_s: float = 0.0
+    tail_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 def chunk(delta: dict | None = None, *, finish_reason: str | None = None, usage: dict | None = None,
@@ -232,7 +239,7 @@ class FakeOpenAIServer:
         if reply.status != 200:
             if reply.hang_s:
                 await self._wait(reply.hang_s)
-            return web.json_response(reply.error_body or {}, status=reply.status)
+            return web.json_response(reply.error_body or {}, status=reply.status, headers=reply.headers)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
         if reply.hang_s:
@@ -245,9 +252,15 @@ class FakeOpenAIServer:
                     line = "data: " + json.dumps(event)
                 elif event.startswith(":"):
                     line = event
+                elif event.startswith("raw:"):
+                    line = event[len("raw:"):]
                 else:
                     line = "data: " + event
                 await response.write((line + "\n\n").encode())
+            deadline = asyncio.get_running_loop().time() + reply.tail_s
+            while reply.tail_s and asyncio.get_running_loop().time() < deadline and not self._stopping.is_set():
+                await response.write(b": ping\n\n")
+                await self._wait(0.2)
             await response.write_eof()
         except ConnectionResetError:  # the client gave up (deadline, cancellation): fine
             pass

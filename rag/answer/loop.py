@@ -10,9 +10,13 @@ Round by round (the seed's algorithm):
    error and the loop goes on.
 3. A model that writes ``<tool_call>name</tool_call>`` as text instead gets
    that tool called once per answer, exactly as if it had used ``tool_calls``.
-4. After :data:`MAX_TOOL_ROUNDS` tool rounds, append the tool-limit system
+   So does one whose whole answer is an untagged JSON call of a known tool
+   (``{"name": "getStatus", "arguments": {}}``): it is run, never posted.
+4. At most :data:`MAX_TOOL_CALLS_PER_ROUND` calls of one round run; the others get
+   a ``refused`` result (every call still gets its tool message).
+5. After :data:`MAX_TOOL_ROUNDS` tool rounds, append the tool-limit system
    prompt and make one final request with tools disabled.
-5. Otherwise the round's text (tags removed) is the answer.
+6. Otherwise the round's text (tags removed) is the answer.
 
 The loop writes into a :class:`LoopState` owned by the caller, so whatever
 was gathered (usage, rounds, tool results) survives a deadline or a provider
@@ -28,13 +32,16 @@ from typing import Any
 from rag.activities import ActivityRecorder, call_maybe_async
 from rag.answer.prompting import limit_prompt_message, tool_message
 from rag.providers.llm import ModelClient, ToolCall, Usage
-from rag.providers.tool_tags import parse_textual_tool_calls, strip_tool_tags
+from rag.providers.tool_tags import parse_bare_tool_call, parse_textual_tool_calls, strip_tool_tags
 from rag.tools.adapter import ToolAdapter, ToolResult
 
-__all__ = ["MAX_TOOL_ROUNDS", "LoopState", "run_model_loop"]
+__all__ = ["MAX_TOOL_CALLS_PER_ROUND", "MAX_TOOL_ROUNDS", "LoopState", "run_model_loop"]
 
 MAX_TOOL_ROUNDS = 3
 """Tool rounds before the tool-limit prompt (the seed's limit)."""
+MAX_TOOL_CALLS_PER_ROUND = 8
+"""Tool calls run per round; more are refused (30 ``runCommand`` hash calls in one round
+once cost 16 s of CPU for one answer)."""
 ROUND_SEPARATOR = "\n\n"
 """Streamed between rounds when an earlier round already showed text."""
 
@@ -105,6 +112,7 @@ async def run_model_loop(client: ModelClient, state: LoopState, *, tools: ToolAd
         ProviderError: the provider failed (``state`` keeps what was gathered).
     """
     definitions = tools.definitions() if tools is not None else None
+    tool_names = frozenset(d["function"]["name"] for d in definitions or [])
     textual_used = False
     stream = _TokenStream(on_token)
     model = client.config.model
@@ -130,6 +138,9 @@ async def run_model_loop(client: ModelClient, state: LoopState, *, tools: ToolAd
         textual = False
         if not calls and tools_enabled and not textual_used:
             found = parse_textual_tool_calls(turn.content)
+            bare = None if found else parse_bare_tool_call(turn.content, tool_names)
+            if bare is not None:
+                found = [bare]
             if found:
                 textual_used = textual = True
                 calls = [ToolCall(f"call_text_{uuid.uuid4().hex[:12]}", found[0].name, found[0].arguments)]
@@ -150,8 +161,13 @@ async def run_model_loop(client: ModelClient, state: LoopState, *, tools: ToolAd
                 "content": visible or None,
                 "tool_calls": [c.to_message(arguments=_echo_arguments(c.arguments)) for c in calls],
             })
-            for call in calls:
-                result = await tools.call(call.name, call.arguments, identity=identity)
+            for position, call in enumerate(calls):
+                if position < MAX_TOOL_CALLS_PER_ROUND:
+                    result = await tools.call(call.name, call.arguments, identity=identity)
+                else:
+                    result = tools.refuse(call.name, "refused",
+                                          f"not run: at most {MAX_TOOL_CALLS_PER_ROUND} tool calls per round; "
+                                          f"this round asked for {len(calls)}")
                 await recorder.record(result.activity)
                 state.tool_results.append(result)
                 state.messages.append(tool_message(call.id, result))
@@ -160,6 +176,8 @@ async def run_model_loop(client: ModelClient, state: LoopState, *, tools: ToolAd
                                     "truncated": result.truncated, "redactions": result.redactions})
             continue
         answer = strip_tool_tags(turn.content).strip()
+        if answer and parse_bare_tool_call(answer, tool_names) is not None:
+            answer = ""  # a tool call written as the answer, once tools are off: never posted
         if answer and turn.finish_reason is None:
             state.notes.append("The model's stream ended early; the answer may be incomplete.")
         elif answer and turn.finish_reason == "length":

@@ -25,20 +25,26 @@ What real providers do, and how each is handled in :meth:`ModelClient.complete`:
 """
 from __future__ import annotations
 
+import asyncio
+import email.utils
 import json
+import math
 import os
-from collections.abc import Callable, Mapping
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 import openai
+from openai._streaming import SSEDecoder  # the SDK's own SSE decoder, filtered below (no SSE parsing here)
 
 from rag.activities import call_maybe_async
 from rag.errors import ProviderError, UserError
 from rag.tools.sanitize import redact_text
 from rag.tokens import estimate_tokens
-from rag.providers.tool_tags import ToolTagFilter
+from rag.providers.tool_tags import REASONING_TAGS, TOOL_CALL_TAGS, TagFilter, strip_reasoning
 
 __all__ = [
     "DEFAULT_AI_URL",
@@ -63,6 +69,13 @@ DEFAULT_MAX_RETRIES = 1
 """SDK retries per request (connection errors, 408/409/429/5xx), bounded by the overall deadline."""
 MAX_ERROR_DETAIL_CHARS = 200
 """Longest provider error detail quoted in a user-facing reason."""
+FINISH_GRACE_S = 2.0
+"""After ``finish_reason`` arrives, how long to wait for the usage chunk (or the end of the
+stream) before closing it: a provider that keeps sending keep-alives after the answer is
+complete must not hold the answer until the deadline."""
+MAX_RETRY_WAIT_S = 10.0
+"""Longest ``Retry-After`` the SDK may sleep before retrying inside one answer; a provider
+asking for longer gets no retry and the user is told when to try again."""
 
 TokenCallback = Callable[[str], "Awaitable[None] | None"]
 
@@ -216,24 +229,145 @@ class ModelTurn:
     reasoning_chars: int = 0
 
 
+def _error_detail(body: Any, fallback: str = "") -> str:
+    """The provider's error message from an error body, redacted, on one line, bounded."""
+    detail = fallback
+    if isinstance(body, Mapping):
+        error = body.get("error", body)
+        detail = str(error.get("message", "") or fallback) if isinstance(error, Mapping) else str(error)
+    elif isinstance(body, str):
+        detail = body
+    return " ".join(redact_text(detail)[0].split())[:MAX_ERROR_DETAIL_CHARS]
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Seconds a ``Retry-After`` (or ``retry-after-ms``) header asks for; ``None`` if absent or unreadable.
+
+    Accepts both forms of RFC 9110 §10.2.3: a number of seconds or an HTTP date.
+    """
+    if headers is None:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            value = float(millis) / 1000
+            return value if math.isfinite(value) and value >= 0 else None
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+        return value if math.isfinite(value) and value >= 0 else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _wait_words(seconds: float) -> str:
+    if seconds >= 90:
+        return f"{math.ceil(seconds / 60)} minutes"
+    return f"{math.ceil(seconds)} seconds" if seconds >= 2 else "a moment"
+
+
 def provider_error(exc: BaseException) -> ProviderError:
-    """Map an SDK or decoding exception to a one-line, user-facing :class:`ProviderError`."""
+    """Map an SDK or decoding exception to a one-line, user-facing :class:`ProviderError`.
+
+    HTTP errors quote the provider's message (redacted); a 429 says when to try again
+    (its ``Retry-After``); an error sent inside the stream keeps the provider's message.
+    """
     if isinstance(exc, openai.APIStatusError):
-        detail = ""
-        body = exc.body
-        if isinstance(body, Mapping):
-            error = body.get("error", body)
-            detail = str(error.get("message", "")) if isinstance(error, Mapping) else str(error)
-        detail = " ".join(redact_text(detail)[0].split())[:MAX_ERROR_DETAIL_CHARS]
+        detail = _error_detail(exc.body)
         reason = f"the model provider returned HTTP {exc.status_code}"
-        return ProviderError(f"{reason}: {detail}" if detail else reason)
+        reason = f"{reason}: {detail}" if detail else reason
+        if exc.status_code == 429:
+            wait = retry_after_seconds(getattr(exc.response, "headers", None))
+            when = f"try again in {_wait_words(wait)}" if wait is not None else "try again shortly"
+            reason = f"{reason} (the provider is rate-limiting requests; {when})"
+        return ProviderError(reason)
     if isinstance(exc, openai.APITimeoutError):
         return ProviderError("the model provider stopped responding (read timeout)")
     if isinstance(exc, openai.APIConnectionError):
         return ProviderError("could not connect to the model provider")
     if isinstance(exc, json.JSONDecodeError):
         return ProviderError("the model provider sent a malformed stream event")
+    if isinstance(exc, openai.APIError) and type(exc) is openai.APIError:  # an error event inside the stream
+        detail = _error_detail(exc.body, fallback=exc.message)
+        return ProviderError(f"the model provider reported an error: {detail}" if detail
+                             else "the model provider reported an error mid-stream")
     return ProviderError(f"the model request failed ({type(exc).__name__})")
+
+
+def _rejects_stream_options(exc: BaseException) -> bool:
+    """A 400/422 that names ``stream_options`` (providers that do not know the field)."""
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+        return False
+    text = f"{exc.message} {json.dumps(exc.body, default=str) if exc.body is not None else ''}"
+    return re.search(r"stream_options|include_usage", text) is not None
+
+
+class _TolerantSSEDecoder(SSEDecoder):
+    """The SDK's SSE decoder, minus events that carry no data.
+
+    Some providers send ``event: ping`` blocks or a bare ``retry: 3000`` field between
+    chunks; the SDK hands them on and then fails to read their empty data as JSON. An
+    event with empty data, or a ``ping``/``heartbeat`` event, is a keep-alive: dropped.
+    """
+
+    @staticmethod
+    def _keeps(sse: Any) -> bool:
+        if sse.event in ("ping", "heartbeat", "keepalive", "keep-alive"):
+            return False
+        return bool(sse.data.strip())
+
+    def iter_bytes(self, iterator):  # type: ignore[override]
+        return (sse for sse in super().iter_bytes(iterator) if self._keeps(sse))
+
+    async def aiter_bytes(self, iterator):  # type: ignore[override]
+        async for sse in super().aiter_bytes(iterator):
+            if self._keeps(sse):
+                yield sse
+
+
+class _ProviderClient(openai.AsyncOpenAI):
+    """``openai.AsyncOpenAI`` with two provider quirks handled through the SDK's own hooks.
+
+    - its SSE decoder drops keep-alive events (:class:`_TolerantSSEDecoder`);
+    - a 429/503 whose ``Retry-After`` exceeds :data:`MAX_RETRY_WAIT_S` is not retried
+      (the SDK would sleep up to 2 minutes, past the answer's deadline); the error says
+      when to try again instead.
+    """
+
+    def _make_sse_decoder(self):  # noqa: D401 - SDK hook
+        return _TolerantSSEDecoder()
+
+    def _should_retry(self, response) -> bool:  # SDK hook (openai._base_client.BaseClient)
+        wait = retry_after_seconds(response.headers)
+        if wait is not None and wait > MAX_RETRY_WAIT_S:
+            return False
+        return super()._should_retry(response)
+
+
+async def _chunks_until_finished(stream: Any, is_finished: Callable[[], bool]) -> AsyncIterator[Any]:
+    """The stream's chunks; once ``is_finished()``, each further chunk is awaited at most
+    :data:`FINISH_GRACE_S` (a stream kept open by keep-alives then ends here)."""
+    iterator = stream.__aiter__()
+    while True:
+        try:
+            if is_finished():
+                item = await asyncio.wait_for(iterator.__anext__(), FINISH_GRACE_S)
+            else:
+                item = await iterator.__anext__()
+        except StopAsyncIteration:
+            return
+        except (asyncio.TimeoutError, TimeoutError):
+            return
+        yield item
 
 
 class _PartialCall:
@@ -255,8 +389,27 @@ class _PartialCall:
         # delta, a few split it. Appending only what is new handles all three.
         if piece:
             self.name = piece if piece.startswith(self.name) else self.name + piece
-        if function.arguments:
-            self.arguments.append(function.arguments)
+        arguments = function.arguments
+        if isinstance(arguments, (dict, list)):
+            # llama-server and TGI send the arguments as a JSON value, not as text.
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        elif arguments is not None and not isinstance(arguments, str):
+            arguments = str(arguments)
+        if arguments:
+            self.arguments.append(arguments)
+
+    def starts_another(self, delta: Any) -> bool:
+        """Whether an index-less delta begins a new call rather than continuing this one.
+
+        A delta with a different ``id``, or one naming another tool after this call's
+        arguments began, is a new call (``getStatus`` then ``getMetrics``); a repeated or
+        split name and argument pieces continue this call.
+        """
+        if delta.id and self.id and delta.id != self.id:
+            return True
+        function = delta.function
+        name = (function.name or "") if function is not None else ""
+        return bool(name and self.arguments and name != self.name)
 
 
 def _reasoning_text(delta: Any) -> str:
@@ -295,13 +448,14 @@ class ModelClient:
         kwargs: dict[str, Any] = {}
         if http_client is not None:
             kwargs["http_client"] = http_client
-        self._client = openai.AsyncOpenAI(
+        self._client = _ProviderClient(
             base_url=config.base_url,
             api_key=config.api_key,
             timeout=config.timeout_s,
             max_retries=config.max_retries,
             **kwargs,
         )
+        self._stream_options = True  # cleared when the provider rejects ``stream_options``
 
     async def __aenter__(self) -> ModelClient:
         return self
@@ -339,8 +493,9 @@ class ModelClient:
             "model": self.config.model,
             "messages": messages,
             "stream": True,
-            "stream_options": {"include_usage": True},
         }
+        if self._stream_options:
+            request["stream_options"] = {"include_usage": True}
         if tools:
             request["tools"] = tools
         content: list[str] = []
@@ -348,11 +503,19 @@ class ModelClient:
         usage_seen: Any = None
         finish_reason: str | None = None
         chunks = reasoning_chars = 0
-        visible = ToolTagFilter()
+        visible = TagFilter(TOOL_CALL_TAGS + REASONING_TAGS)
         try:
-            stream = await self._client.chat.completions.create(**request)
             try:
-                async for chunk in stream:
+                stream = await self._client.chat.completions.create(**request)
+            except openai.APIStatusError as exc:
+                if "stream_options" not in request or not _rejects_stream_options(exc):
+                    raise
+                # Some OpenAI-compatible servers refuse the field: ask again without it (usage is estimated).
+                self._stream_options = False
+                del request["stream_options"]
+                stream = await self._client.chat.completions.create(**request)
+            try:
+                async for chunk in _chunks_until_finished(stream, lambda: finish_reason is not None):
                     chunks += 1
                     if chunk.usage is not None:
                         usage_seen = chunk.usage
@@ -364,11 +527,20 @@ class ModelClient:
                             content.append(delta.content)
                             await _emit(on_token, visible.feed(delta.content))
                         reasoning_chars += len(_reasoning_text(delta))
-                        for position, call in enumerate(delta.tool_calls or []):
-                            index = call.index if call.index is not None else position
+                        for call in delta.tool_calls or []:
+                            if call.index is not None:
+                                index = call.index
+                            elif not partial:
+                                index = 0
+                            else:  # no index: continue the last call unless this delta starts another
+                                index = max(partial)
+                                if partial[index].starts_another(call):
+                                    index += 1
                             partial.setdefault(index, _PartialCall()).add(call)
                         if choice.finish_reason:
                             finish_reason = choice.finish_reason
+                    if finish_reason is not None and usage_seen is not None:
+                        break  # complete: nothing more is needed from this stream
             finally:
                 await stream.close()
         except (openai.OpenAIError, json.JSONDecodeError) as exc:
@@ -379,7 +551,9 @@ class ModelClient:
             for index, p in sorted(partial.items())
             if p.name
         ]
-        text = "".join(content)
+        raw = "".join(content)
+        text = strip_reasoning(raw)
+        reasoning_chars += len(raw) - len(text) if text != raw else 0
         if usage_seen is not None:
             usage = Usage(
                 int(usage_seen.prompt_tokens or 0),

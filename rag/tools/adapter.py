@@ -126,6 +126,28 @@ class ToolFailure(Exception):
         self.code = code
 
 
+MAX_ARGUMENT_PREVIEW_CHARS = 120
+MAX_SCHEMA_SUMMARY_CHARS = 600
+
+
+def _preview(text: str) -> str:
+    """The first characters of what the model sent, quoted (secrets are redacted by the result's sanitiser)."""
+    clipped = text[:MAX_ARGUMENT_PREVIEW_CHARS]
+    return json.dumps(clipped + ("…" if len(text) > len(clipped) else ""), ensure_ascii=False)
+
+
+def _schema_summary(schema: dict) -> str:
+    """The tool's parameter schema as compact JSON, without descriptions, bounded."""
+    def strip(node):
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k != "description"}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+    text = json.dumps(strip(schema), separators=(",", ":"), ensure_ascii=False)
+    return text if len(text) <= MAX_SCHEMA_SUMMARY_CHARS else text[:MAX_SCHEMA_SUMMARY_CHARS] + "…"
+
+
 def normalize_command_id(value: str) -> str:
     """``"/sz-Hash"`` → ``"hash"``: lower-case, without a leading ``/`` or ``sz-``."""
     text = value.strip().lower().lstrip("/")
@@ -248,16 +270,26 @@ class ToolAdapter:
         return self._result(name, value, code, message, started, endpoint, call_type)
 
     def _parse(self, name: str, arguments_json: str | None) -> dict:
+        """The validated arguments; a :class:`ToolFailure` that shows the model what it sent and
+        what the schema wants (so the next call can be right) otherwise."""
         text = (arguments_json or "").strip() or "{}"
+        expected = f"expected arguments (JSON schema): {_schema_summary(TOOL_SPECS[name].parameters)}"
         try:
             args = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ToolFailure("invalid_arguments", f"arguments are not valid JSON ({exc.msg} at character "
-                                                   f"{exc.pos}); send a JSON object") from None
+                                                   f"{exc.pos}); send a JSON object. Received: "
+                                                   f"{_preview(text)}; {expected}") from None
         errors = validate_arguments(TOOL_SPECS[name].parameters, args)
         if errors:
-            raise ToolFailure("invalid_arguments", "; ".join(errors[:5]))
+            raise ToolFailure("invalid_arguments", "; ".join(errors[:5]) + f". Received: {_preview(text)}; {expected}")
         return args
+
+    def refuse(self, name: str, code: str, message: str) -> ToolResult:
+        """A failed :class:`ToolResult` for a call that is not run at all (e.g. over a per-round cap)."""
+        spec = TOOL_SPECS.get(str(name)[:MAX_TOOL_NAME_CHARS])
+        return self._result(str(name)[:MAX_TOOL_NAME_CHARS], None, code, message, time.perf_counter(),
+                            spec.endpoint if spec else "-", spec.call_type if spec else "api_request")
 
     def _handler(self, attribute: str) -> Callable[..., Any]:
         handler = getattr(self.handlers, attribute)
