@@ -13,7 +13,18 @@ What real providers do, and how each is handled in :meth:`ModelClient.complete`:
   estimator for the whole engine) and flagged ``estimated``.
 - ``"tool_calls": []`` on content deltas — harmless, nothing to accumulate.
 - tool calls split across chunks — accumulated by ``index`` (id, name and
-  argument text may each arrive in pieces).
+  argument text may each arrive in pieces); deltas without ``index`` continue the
+  last call unless a new ``id`` or another tool's name starts a new one; arguments
+  sent as a JSON object (llama-server, TGI) are serialised.
+- ``event: ping`` blocks and bare ``retry:`` fields — dropped by a filter on the
+  SDK's own SSE decoder (the SDK would fail to read their empty data as JSON).
+- keep-alives after ``finish_reason`` — the stream is closed once usage arrived or
+  :data:`FINISH_GRACE_S` passed, so a complete answer is never lost to the deadline.
+- ``429`` with a long ``Retry-After`` — not retried past :data:`MAX_RETRY_WAIT_S`;
+  the reason tells the user when to try again. A ``400`` naming ``stream_options``
+  — asked again once without it (usage is then estimated), remembered per client.
+- an error event inside the stream — its message is kept in the reason.
+- ``<think>…</think>`` in the content — neither streamed nor returned.
 - a stream that stops without ``[DONE]`` or ``finish_reason`` — the SDK ends the
   iteration silently; whatever arrived is returned (``finish_reason=None``).
 - malformed SSE JSON (plain ``json.JSONDecodeError``), HTTP 4xx/5xx, connection
