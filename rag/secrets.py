@@ -14,8 +14,14 @@ Detected:
   maintained ``detect-secrets`` plugins (``detect_secrets.plugins.*``); JWTs use
   its pattern with a greedy signature and its ``is_formally_valid`` check.
   Slack app tokens (``xapp-``), current OpenAI key formats (``sk-proj-`` ...),
-  fine-grained GitHub tokens (``github_pat_``), Google API keys (``AIza``) and
-  ``Bearer`` credentials, which those plugins miss, have patterns of their own;
+  fine-grained GitHub tokens (``github_pat_``), Google API keys (``AIza``),
+  GitLab (``glpat-``), npm (``npm_``), Hugging Face (``hf_``), SendGrid and
+  Twilio keys, whole Stripe keys longer than detect-secrets' 24 characters,
+  ``Bearer`` credentials and the credential of an ``Authorization`` header
+  literal (``"Authorization": "Basic …"``, ``"Token …"``), which those plugins
+  miss, have patterns of their own;
+* literal defaults of secret-named environment variables in code
+  (``process.env.JWT_SECRET || "…"``, ``?? "…"``, ``os.getenv("DB_PASSWORD", "…")``);
 * private-key blocks (``-----BEGIN ... PRIVATE KEY-----``, the SSH2
   ``---- BEGIN ... ----`` form, PGP ``PRIVATE KEY BLOCK``: every header in
   detect-secrets' ``PrivateKeyDetector.denylist``) and PuTTY key files;
@@ -174,6 +180,15 @@ def _ds(pattern: re.Pattern[str], name: str, **kwargs: object) -> _TokenPattern:
     return _TokenPattern(name, pattern, **kwargs)  # type: ignore[arg-type]
 
 
+_QUOTED_PLACEHOLDER = (r"""(?:"(?P<edq>[^"\\\n]*(?:\\.[^"\\\n]*)*)"|'(?P<esq>[^'\\\n]*(?:\\.[^'\\\n]*)*)'"""
+                       r"""|`(?P<ebq>[^`\\$\n]*)`)""")
+
+
+def _auth_header_value(text: str, m: re.Match[str]) -> bool:
+    value = _value(text, m, 1)
+    return _credential_shaped(value) and not _is_placeholder(value)
+
+
 _TOKEN_PATTERNS: tuple[_TokenPattern, ...] = (
     *(_ds(p, "slack") for p in SlackDetector.denylist),
     _TokenPattern("slack", re.compile(r"xapp-\d+-[A-Za-z0-9]+-\d+-[A-Za-z0-9]+")),
@@ -184,14 +199,56 @@ _TOKEN_PATTERNS: tuple[_TokenPattern, ...] = (
     _TokenPattern("github", re.compile(r"github_pat_[A-Za-z0-9_]{22,}")),
     _ds(AWSKeyDetector.denylist[0], "aws", validate=_bounded),
     _ds(AWSKeyDetector.denylist[1], "aws", group=1),
+    # Stripe keys grew past detect-secrets' 24 characters; the whole value goes first.
+    _TokenPattern("stripe", re.compile(r"[rsp]k_live_[0-9a-zA-Z]{24,}"), gate=("k_live_",), validate=_bounded),
     *(_ds(p, "stripe", gate=("k_live_",)) for p in StripeDetector.denylist),
+    _TokenPattern("gitlab", re.compile(r"glpat-[A-Za-z0-9_-]{20,}"), validate=_bounded),
+    _TokenPattern("npm", re.compile(r"npm_[A-Za-z0-9]{36}"), validate=_bounded),
+    _TokenPattern("huggingface", re.compile(r"hf_[A-Za-z]{34,}"), validate=_bounded),
+    _TokenPattern("sendgrid", re.compile(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"), validate=_bounded),
+    _TokenPattern("twilio", re.compile(r"SK[0-9a-f]{32}"), validate=_bounded),
     _TokenPattern("google", re.compile(r"AIza[0-9A-Za-z_-]{35}"), validate=_bounded),
     _TokenPattern("jwt", re.compile(r"eyJ[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+(?:\.[A-Za-z0-9_=-]*)?"),
                   validate=_jwt_valid),
     *(_ds(p, "basic_auth", group=1, validate=_url_password) for p in BasicAuthDetector.denylist),
     _TokenPattern("bearer", re.compile(r"bearer[ \t]+([a-z0-9._~+/-]{8,}=*)"), group=1,
                   on_lowered=True, validate=_bearer_value),
+    # "Authorization": "Basic dXNl…" / "Token 9f8e…" / set("Authorization", "ApiKey …") in header literals.
+    _TokenPattern("auth_header", re.compile(
+        r"""authorization["'`]?[ \t]*[:,=][ \t]*["'`](?:basic|token|digest|apikey|api-key|key|sso-key)[ \t]+"""
+        r"""([a-z0-9._~+/:=-]{8,})"""), group=1, on_lowered=True, validate=_auth_header_value),
 )
+
+# Default values of secret environment variables written in code:
+# ``process.env.JWT_SECRET || "…"``, ``process.env["API_KEY"] ?? '…'``,
+# ``os.getenv("DB_PASSWORD", "…")``, ``os.environ.get("TOKEN", "…")``.
+_ENV_DEFAULT_GATES = ("process.env", "getenv(", "environ.get(", "env.get(")  # one per regex below: skip texts without it
+_ENV_DEFAULT_RES = (
+    re.compile(r"""process\.env(?:\.(?P<name>[A-Za-z_$][\w$]*)|\[[ \t]*["'`](?P<name2>[^"'`\n]{1,100})["'`][ \t]*\])"""
+               r"""[ \t]*(?:\|\||\?\?)[ \t]*""" + _QUOTED_PLACEHOLDER),
+    re.compile(r"""(?:environ\.get|getenv|env\.get)\([ \t]*["'](?P<name>[^"'\n]{1,100})["']"""
+               r"""[ \t]*,[ \t]*(?:default[ \t]*=[ \t]*)?""" + _QUOTED_PLACEHOLDER),
+)
+
+
+def _env_default_spans(text: str) -> list[_Span]:
+    """Literal defaults of secret-named environment variables (see :data:`_ENV_DEFAULT_RES`)."""
+    spans: list[_Span] = []
+    for number, regex in enumerate(_ENV_DEFAULT_RES):
+        gates = _ENV_DEFAULT_GATES[:1] if number == 0 else _ENV_DEFAULT_GATES[1:]
+        if not any(gate in text for gate in gates):
+            continue
+        for m in regex.finditer(text):
+            name = m.group("name") if m.group("name") is not None else m.groupdict().get("name2") or ""
+            kind = _name_kind(name)
+            group = next((g for g in ("edq", "esq", "ebq") if m.start(g) >= 0), None)
+            if kind is None or group is None:
+                continue
+            value = m.group(group)
+            if _is_placeholder(value) or (kind == "token" and not _credential_shaped(value)):
+                continue
+            spans.append((m.start(group), m.end(group), REDACTED))
+    return sorted(spans)
 
 
 def _token_spans(tp: _TokenPattern, text: str, lowered: str) -> list[_Span]:
@@ -412,6 +469,11 @@ def redact_secrets(text: str, *, file_type: str | None = None) -> tuple[str, int
             count += len(spans)
             text = _apply(text, spans)
             lowered = _lower_aligned(text)
+    spans = _env_default_spans(text)
+    if spans:
+        count += len(spans)
+        text = _apply(text, spans)
+        lowered = _lower_aligned(text)
     allow_bare = file_type is None or file_type.lower() not in CODE_FILE_TYPES
     spans = _keyword_spans(text, lowered, allow_bare=allow_bare)
     if spans:

@@ -239,3 +239,37 @@ def test_no_false_positives_on_eslint_lib() -> None:
             if count:
                 redacted[str(path.relative_to(ESLINT_LIB))] = count
     assert redacted == {}
+
+
+# -- variants that passed before (issue 14) ----------------------------------------------------
+
+@pytest.mark.parametrize("text, secret", [
+    ('fetch(u, { headers: { "Authorization": "Token 9f8e7d6c5b4a39281706f5e4d3c2b1a0" } })',
+     "9f8e7d6c5b4a39281706f5e4d3c2b1a0"),
+    ('req.set("Authorization", "Basic dXNlcjpodW50ZXIyaHVudGVyMg==")', "dXNlcjpodW50ZXIyaHVudGVyMg"),
+    ('const key = process.env.STRIPE_KEY || "rk_live_51H8abcdEFGHijkl0123456789";', "0123456789"),
+    ('const secret = process.env.JWT_SECRET ?? "s3cr3t-jwt-signing-value";', "s3cr3t-jwt-signing-value"),
+    ("const t = process.env['API_TOKEN'] || 'AbCdEf0123456789xyzXYZ';", "AbCdEf0123456789xyzXYZ"),
+    ('DB_PASSWORD = os.environ.get("DB_PASSWORD", "hunter2hunter2")', "hunter2hunter2"),
+    ('token = os.getenv("GITHUB_TOKEN", default="AbCdEf0123456789GhIj")', "AbCdEf0123456789GhIj"),
+    ("//registry.npmjs.org/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789", "npm_abcdefghij"),
+    ('HF = "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH"', "hf_abcdefghij"),
+    ('SG = "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG"', "SG.abcdefghij"),
+    ('sid = "SK0123456789abcdef0123456789abcdef"', "SK0123456789abcdef"),
+    ('gl = "glpat-abcdefghij1234567890"', "glpat-abcdefghij"),
+])
+def test_more_secret_variants_are_redacted(text: str, secret: str) -> None:
+    out, count = redact_secrets(text, file_type="js")
+    assert secret not in out and count >= 1 and out.count("\n") == text.count("\n")
+
+
+@pytest.mark.parametrize("text", [
+    'const port = process.env.PORT || "8080";',
+    'host = os.getenv("HOST", "localhost")',
+    'const s = process.env.JWT_SECRET || "";',
+    '"Authorization": "Basic <credentials>"',
+    "headers: { Authorization: `Token ${token}` }",
+    'level = os.environ.get("LOG_LEVEL", "info")',
+])
+def test_ordinary_env_defaults_and_header_templates_stay(text: str) -> None:
+    assert redact_secrets(text, file_type="js") == (text, 0)
