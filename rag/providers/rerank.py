@@ -48,14 +48,15 @@ import math
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from rag.config import RerankConfig
 from rag.errors import ProviderError
 from rag.providers.base import one_line, provider_base_url
 
 __all__ = [
-    "Reranker", "HttpReranker", "reranker_from_env", "rerank_text",
+    "Reranker", "HttpReranker", "build_reranker", "rerank_text",
     "DEFAULT_DEADLINE_S", "DEFAULT_REQUEST_TIMEOUT_S", "DEFAULT_MAX_RETRIES", "DEFAULT_RERANK_TEXT_CHARS",
 ]
 
@@ -283,28 +284,21 @@ def _parse(raw: bytes, *, expected: int) -> list[float]:
     return scores
 
 
-def reranker_from_env(env: Mapping[str, str]) -> HttpReranker | None:
-    """The reranker configured by ``RERANK_URL`` (+ ``RERANK_API_KEY``, ``RERANK_MODEL``,
-    ``RERANK_MIN_SCORE``), else ``None``.
+def build_reranker(config: RerankConfig) -> HttpReranker | None:
+    """The reranker described by ``config`` (see :mod:`rag.config`), else ``None``.
 
-    Reranking is off by default: with ``RERANK_URL`` unset or blank this returns
-    ``None`` and retrieval is unchanged.
+    Reranking is off by default: with ``config.url`` unset this returns ``None`` and
+    retrieval is unchanged.
 
-    Args:
-        env: the settings mapping (``os.environ`` or ``Settings.rerank_env()``).
+    Example::
+
+        reranker = build_reranker(RerankConfig.from_env(os.environ))
 
     Raises:
-        ProviderError: ``RERANK_URL`` is not an http(s) URL, or ``RERANK_MIN_SCORE`` is not a number.
+        ProviderError: ``config.url`` is not an http(s) URL (possible only for a
+            hand-built config: the parser checks it).
     """
-    url = (env.get("RERANK_URL") or "").strip()
-    if not url:
+    if not config.url:
         return None
-    raw_floor = (env.get("RERANK_MIN_SCORE") or "").strip()
-    try:
-        floor = float(raw_floor) if raw_floor else None
-    except ValueError:
-        raise ProviderError(f"RERANK_MIN_SCORE must be a number, got {raw_floor[:40]!r}") from None
-    if floor is not None and not math.isfinite(floor):
-        raise ProviderError("RERANK_MIN_SCORE must be a finite number")
-    return HttpReranker(base_url=url, api_key=(env.get("RERANK_API_KEY") or "").strip() or None,
-                        model=(env.get("RERANK_MODEL") or "").strip() or None, min_score=floor)
+    return HttpReranker(base_url=config.url, api_key=config.api_key, model=config.model,
+                        min_score=config.min_score)
