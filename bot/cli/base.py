@@ -54,12 +54,24 @@ def friendly_errors(fn: Callable) -> Callable:
     return wrapper
 
 
+def _env_default(position: int) -> Callable:
+    """A click callback: the option's value, else ``REPO_PATH`` (``position`` 0) or ``RAG_INDEX_PATH`` (1)
+    as read by :func:`rag.config.engine_paths` (unchecked; ``Engine.open`` checks the repository)."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+        from rag.config import engine_paths
+
+        return value if value is not None else engine_paths()[position]
+
+    return callback
+
+
 repo_option = click.option(
-    "--repo", "repo", type=click.Path(path_type=Path), envvar="REPO_PATH", default=None,
+    "--repo", "repo", type=click.Path(path_type=Path), default=None, callback=_env_default(0),
     help="Repository root (default: $REPO_PATH, then the current directory).",
 )
 index_option = click.option(
-    "--index", "index_path", type=click.Path(path_type=Path), envvar="RAG_INDEX_PATH", default=None,
+    "--index", "index_path", type=click.Path(path_type=Path), default=None, callback=_env_default(1),
     help="Index file (default: $RAG_INDEX_PATH, then <repo>/.rag/index.sqlite).",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
