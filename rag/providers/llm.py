@@ -26,7 +26,7 @@ What real providers do, and how each is handled in :meth:`ModelClient.complete`:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,7 @@ from rag.config import (DEFAULT_AI_MODEL, DEFAULT_AI_TIMEOUT_S, DEFAULT_AI_URL, 
 from rag.errors import ProviderError, UserError
 from rag.tools.sanitize import redact_text
 from rag.tokens import estimate_tokens
+from rag.providers.base import error_detail
 from rag.providers.tool_tags import ToolTagFilter
 
 __all__ = [
@@ -129,12 +130,7 @@ class ModelTurn:
 def provider_error(exc: BaseException) -> ProviderError:
     """Map an SDK or decoding exception to a one-line, user-facing :class:`ProviderError`."""
     if isinstance(exc, openai.APIStatusError):
-        detail = ""
-        body = exc.body
-        if isinstance(body, Mapping):
-            error = body.get("error", body)
-            detail = str(error.get("message", "")) if isinstance(error, Mapping) else str(error)
-        detail = " ".join(redact_text(detail)[0].split())[:MAX_ERROR_DETAIL_CHARS]
+        detail = " ".join(redact_text(error_detail(exc.body))[0].split())[:MAX_ERROR_DETAIL_CHARS]
         reason = f"the model provider returned HTTP {exc.status_code}"
         return ProviderError(f"{reason}: {detail}" if detail else reason)
     if isinstance(exc, openai.APITimeoutError):

@@ -1,4 +1,4 @@
-"""rag.providers.base: the one retry/deadline loop and the one-line reasons both HTTP providers use (tests/rag/providers/test_retries.py: the name test_base.py is taken by tests/bot/cli)."""
+"""rag.providers.base: the one retry/deadline loop and the one-line reasons of both HTTP providers."""
 from __future__ import annotations
 
 import threading
