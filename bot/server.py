@@ -30,10 +30,10 @@ from bot.scheduler import build_scheduler, start_background_startup_update, stop
 from bot.services import BotContext
 from bot.settings import Settings
 from commands.registry import build_registry
-from rag.providers.embeddings import provider_from_env
+from rag.providers.embeddings import build_embeddings
 from rag.engine import Engine
 from rag.errors import ProviderError
-from rag.providers.rerank import reranker_from_env
+from rag.providers.rerank import build_reranker
 
 __all__ = ["RunningServer", "serve", "start"]
 
@@ -125,7 +125,7 @@ def embeddings_provider(settings: Settings):
     A misconfigured provider is logged and turned off: the bot still answers.
     """
     try:
-        return provider_from_env(settings.embeddings_env())
+        return build_embeddings(settings.engine.embeddings)
     except ProviderError as exc:
         log.warning("embeddings disabled: %s", exc)
         return None
@@ -134,7 +134,7 @@ def embeddings_provider(settings: Settings):
 def reranker(settings: Settings):
     """The configured reranker (``RERANK_*``), or ``None`` (off by default; a bad URL is logged, not fatal)."""
     try:
-        return reranker_from_env(settings.rerank_env())
+        return build_reranker(settings.engine.rerank)
     except ProviderError as exc:
         log.warning("reranking disabled: %s", exc)
         return None

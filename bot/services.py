@@ -66,7 +66,7 @@ class BotContext:
         registry: the command registry (build it with
             ``build_registry(on_error=runtime.capture_command_error)``).
         runtime: the process's :class:`Runtime`.
-        model: the model configuration (default: from the settings' ``AI_*``).
+        model: the model configuration (default: ``settings.engine.model``, the ``AI_*`` variables).
     """
 
     def __init__(self, settings: Settings, *, engine, registry: Registry, runtime: Runtime,
@@ -75,7 +75,7 @@ class BotContext:
         self.engine = engine
         self.registry = registry
         self.runtime = runtime
-        self.model = model or ModelConfig.from_env(settings.ai_env())
+        self.model = model or settings.engine.model
         self.reindexer = Reindexer(engine, clock=runtime.clock)
         self.tools = ToolAdapter(self.tool_handlers())
         self._startup_commit = current_commit(engine.repo_root)

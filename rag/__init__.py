@@ -24,7 +24,7 @@ _EXPORTS = {
     "CodeGraph": "context.codegraph",
     "PackedContext": "context.packer", "code_context": "context.packer", "pack_context": "context.packer",
     "Engine": "engine", "IndexStats": "engine",
-    "ModelConfig": "providers.llm",
+    "ModelConfig": "config",
     "Reindexer": "ingest.reindexer", "ReindexBusyError": "ingest.reindexer", "RunRecord": "ingest.reindexer",
     "estimate_tokens": "tokens",
     "ToolAdapter": "tools.adapter", "ToolHandlers": "tools.adapter", "ToolResult": "tools.adapter",
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from rag.context.packer import PackedContext, code_context, pack_context
     from rag.engine import Engine, IndexStats
     from rag.errors import EmptyQuestionError, IndexUnavailableError, ProviderError, RagError, RepoNotFoundError, UserError
-    from rag.providers.llm import ModelConfig
+    from rag.config import ModelConfig
     from rag.ingest.reindexer import Reindexer, ReindexBusyError, RunRecord
     from rag.tokens import estimate_tokens
     from rag.tools.adapter import ToolAdapter, ToolHandlers, ToolResult

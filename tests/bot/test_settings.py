@@ -23,7 +23,7 @@ def test_defaults_follow_the_design_table(tmp_path, monkeypatch):
     assert settings.admin_user_ids == frozenset()
     assert settings.admin_api_token is None
     assert settings.slack_api_url == "https://slack.com/api/"
-    assert settings.ai_timeout_s == 60
+    assert settings.engine.model.timeout_s == 60
     assert settings.ask_rate_per_min == 6
     assert settings.socket_mode is False
 
@@ -46,16 +46,17 @@ def test_every_variable_is_read(tmp_path):
     assert (s.slack_app_token, s.host, s.port, s.repo_path) == ("xapp-1-abc", "0.0.0.0", 8080, repo.resolve())
     assert s.repo_web_url == "https://github.com/acme/shop"
     assert s.rag_index_path == tmp_path / "i.sqlite"
-    assert (s.ai_url, s.ai_api_key, s.ai_model, s.ai_timeout_s) == ("http://127.0.0.1:9/v1", "sk-key", "m", 2.5)
+    assert s.engine.repo == repo.resolve() and s.engine.index_path == tmp_path / "i.sqlite"
+    model = s.engine.model
+    assert (model.base_url, model.api_key, model.model, model.timeout_s) == ("http://127.0.0.1:9/v1", "sk-key", "m", 2.5)
     assert (s.reindex_interval_s, s.repo_git_pull, s.ask_rate_per_min) == (0, True, 0)
     assert s.admin_user_ids == {"U01", "W02"}
     assert s.is_admin("U01") and not s.is_admin("U03") and not s.is_admin(None)
     assert s.slack_api_url == "http://127.0.0.1:1/api/"
-    assert (s.embeddings_url, s.embeddings_api_key, s.embeddings_model) == ("http://127.0.0.1:2/v1", "ek", "e")
-    assert s.embeddings_local_path == local.resolve()
+    emb = s.engine.embeddings
+    assert (emb.mode, emb.url, emb.api_key, emb.model) == ("auto", "http://127.0.0.1:2/v1", "ek", "e")
+    assert emb.local_path == local.resolve()
     assert s.socket_mode
-    assert s.ai_env() == {"AI_URL": "http://127.0.0.1:9/v1", "AI_API_KEY": "sk-key", "AI_MODEL": "m",
-                          "AI_TIMEOUT_S": "2.5"}
 
 
 def test_every_bad_value_is_reported_at_once(tmp_path):

@@ -19,6 +19,7 @@ from fixtures_engine import (
     raw_index_bytes,
 )
 from rag.ingest.chunk import split_lines
+from rag.config import parse_engine_config
 from rag.engine import Engine, default_index_path
 from rag.errors import RepoNotFoundError
 from rag.secrets import redact_secrets
@@ -69,12 +70,27 @@ def test_default_index_location_is_inside_the_repo(repo):
 
 
 def test_index_location_from_environment(repo, tmp_path, monkeypatch):
+    # $RAG_INDEX_PATH is applied by the config parser (rag.config) and passed in; Engine.open reads no environment.
     monkeypatch.setenv("RAG_INDEX_PATH", str(tmp_path / "elsewhere" / "i.sqlite"))
-    eng = Engine.open(repo)
+    monkeypatch.setenv("REPO_PATH", str(repo))
+    config = parse_engine_config()
+    assert config.index_path == tmp_path / "elsewhere" / "i.sqlite" and config.repo == repo.resolve()
+    eng = Engine.open(config.repo, index_path=config.index_path)
     try:
         eng.update()
         assert (tmp_path / "elsewhere" / "i.sqlite").is_file()
         assert not (repo / ".rag").exists()
+    finally:
+        eng.close()
+
+
+def test_open_reads_no_environment(repo, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAG_INDEX_PATH", str(tmp_path / "elsewhere" / "i.sqlite"))
+    monkeypatch.setenv("REPO_PATH", str(tmp_path / "missing"))
+    monkeypatch.chdir(repo)
+    eng = Engine.open()
+    try:
+        assert eng.repo_root == repo.resolve() and eng.index.path == default_index_path(repo.resolve())
     finally:
         eng.close()
 

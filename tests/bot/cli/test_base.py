@@ -96,6 +96,27 @@ def test_repo_and_index_from_environment(repo, index_path):
     assert json.loads(result.stdout)["files"] == 12 and index_path.is_file()
 
 
+def test_repo_option_wins_over_the_environment_and_a_bad_repo_path_is_one_line(repo, index_path, tmp_path):
+    env = {"REPO_PATH": str(tmp_path / "missing"), "RAG_INDEX_PATH": str(tmp_path / "unused.sqlite")}
+    result = run("index", "--json", "--repo", repo, "--index", index_path, env=env)
+    assert result.exit_code == 0, result.stderr
+    assert index_path.is_file() and not (tmp_path / "unused.sqlite").exists()
+    line = assert_one_line_error(run("index", "--json", env=env))
+    assert line == f"error: Repository not found: {tmp_path / 'missing'} is not a directory."
+
+
+def test_a_bad_provider_variable_disables_that_provider_with_one_warning(repo, index_path):
+    env = {"RERANK_URL": "ftp://example.com", "RERANK_MIN_SCORE": "high", "EMBEDDINGS": "sometimes"}
+    result = run("retrieve", "database connection pool", "--json", "--repo", repo, "--index", index_path, env=env)
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        "warning: embeddings disabled: EMBEDDINGS: expected auto or off",
+        "warning: reranking disabled: RERANK_URL: expected an http(s) URL such as https://host/path; "
+        "RERANK_MIN_SCORE: expected a number, got 'high'",
+    ]
+    assert json.loads(result.stdout)["sources"][0]["path"] == "src/db/pool.js"
+
+
 # -- retrieve ------------------------------------------------------------------------------------
 
 

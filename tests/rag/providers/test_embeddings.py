@@ -23,9 +23,10 @@ from rag.providers.embeddings import (
     EmbeddingProvider,
     LocalEmbeddings,
     OpenAIEmbeddings,
+    build_embeddings,
     local_extra_installed,
-    provider_from_env,
 )
+from rag.config import ConfigError, EmbeddingsConfig
 from rag.errors import ProviderError
 from rag.store.vectors import CHUNK_VECTORS_DDL, embed_missing, load_vectors, store_vectors, vector_hashes
 
@@ -157,7 +158,12 @@ def test_bad_url_is_rejected():
         OpenAIEmbeddings(base_url="ftp://example/v1")
 
 
-# --------------------------------------------------------------------------- provider_from_env
+# --------------------------------------------------------------------------- build_embeddings(EmbeddingsConfig)
+
+
+def provider_from_env(env):
+    """The provider the ``EMBEDDINGS*`` variables in ``env`` describe (parser + builder, as the CLI does)."""
+    return build_embeddings(EmbeddingsConfig.from_env(env))
 
 
 def test_provider_from_env_choices(server, tmp_path):
@@ -170,10 +176,17 @@ def test_provider_from_env_choices(server, tmp_path):
     local = provider_from_env({"EMBEDDINGS_LOCAL_PATH": str(tmp_path)})
     assert isinstance(local, LocalEmbeddings) and not local.loaded
     assert local.name.startswith(f"local:{tmp_path.name}@")
-    with pytest.raises(ProviderError, match="model directory not found"):
+    # A missing directory is refused by the parser (one line naming the variable) and by the builder.
+    with pytest.raises(ConfigError, match="EMBEDDINGS_LOCAL_PATH: .* is not an existing directory"):
         provider_from_env({"EMBEDDINGS_LOCAL_PATH": str(tmp_path / "missing")})
-    with pytest.raises(ProviderError, match="EMBEDDINGS must be 'auto' or 'off'"):
+    with pytest.raises(ProviderError, match="model directory not found"):
+        build_embeddings(EmbeddingsConfig(local_path=tmp_path / "missing"))
+    with pytest.raises(ConfigError, match="EMBEDDINGS: expected auto or off"):
         provider_from_env({"EMBEDDINGS": "sometimes"})
+    with pytest.raises(ConfigError, match="EMBEDDINGS_URL: expected an http"):
+        provider_from_env({"EMBEDDINGS_URL": "ftp://example/v1"})
+    with pytest.raises(ProviderError, match="EMBEDDINGS_URL must be an http"):
+        build_embeddings(EmbeddingsConfig(url="ftp://example/v1"))
     default = provider_from_env({})
     if local_extra_installed():
         assert isinstance(default, LocalEmbeddings) and default.name.startswith("local:all-MiniLM-L6-v2@")
@@ -182,7 +195,8 @@ def test_provider_from_env_choices(server, tmp_path):
 
 
 def test_choosing_a_provider_does_not_import_torch():
-    code = ("import sys; from rag.providers.embeddings import provider_from_env; p = provider_from_env({}); "
+    code = ("import sys; from rag.config import EmbeddingsConfig; from rag.providers.embeddings import build_embeddings; "
+            "p = build_embeddings(EmbeddingsConfig.from_env({})); "
             "print(type(p).__name__, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[1:] == ["False", "False"]

@@ -54,10 +54,10 @@ def test_config_from_env_defaults_and_values():
 
 
 @pytest.mark.parametrize("env, message", [
-    ({"AI_TIMEOUT_S": "soon"}, "AI_TIMEOUT_S must be a positive number"),
-    ({"AI_TIMEOUT_S": "0"}, "AI_TIMEOUT_S must be a positive number"),
-    ({"AI_TIMEOUT_S": "inf"}, "AI_TIMEOUT_S must be a positive number"),
-    ({"AI_URL": "ftp://x"}, "AI_URL must be an http(s) URL"),
+    ({"AI_TIMEOUT_S": "soon"}, "AI_TIMEOUT_S: expected a number of seconds"),
+    ({"AI_TIMEOUT_S": "0"}, "AI_TIMEOUT_S: must be a positive number"),
+    ({"AI_TIMEOUT_S": "inf"}, "AI_TIMEOUT_S: must be a positive number"),
+    ({"AI_URL": "ftp://x"}, "AI_URL: expected an http(s) URL"),
 ])
 def test_config_rejects_malformed_values(env, message):
     with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):

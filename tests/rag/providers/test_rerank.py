@@ -29,13 +29,19 @@ from embeddings_server import BagOfWords, EmbeddingsServer
 from rag.providers.embeddings import OpenAIEmbeddings
 from rag.engine import Engine
 from rag.errors import ProviderError
-from rag.providers.rerank import DEFAULT_RERANK_TEXT_CHARS, HttpReranker, reranker_from_env
+from rag.config import ConfigError, RerankConfig
+from rag.providers.rerank import DEFAULT_RERANK_TEXT_CHARS, HttpReranker, build_reranker
 from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, HARD_BOOST
 
 API_KEY = "sk-rerank-SECRET-0123456789abcdef"
 QUESTION = "where is the widget gadget handled?"
 N_FILES = 25
 DEPENDANTS = (3, 10, 20)
+
+
+def reranker_from_env(env):
+    """The reranker the ``RERANK_*`` variables in ``env`` describe (parser + builder, as the CLI does)."""
+    return build_reranker(RerankConfig.from_env(env))
 
 
 class RerankServer:
@@ -281,12 +287,12 @@ def test_the_floor_is_read_from_the_environment_and_validated(tmp_path):
     env = {"RERANK_URL": "http://127.0.0.1:9/v1", "RERANK_MIN_SCORE": "0.25"}
     assert reranker_from_env(env).min_score == 0.25
     assert reranker_from_env({"RERANK_URL": "http://127.0.0.1:9/v1"}).min_score is None
-    with pytest.raises(ProviderError, match="RERANK_MIN_SCORE must be a number"):
+    with pytest.raises(ConfigError, match="RERANK_MIN_SCORE: expected a number"):
         reranker_from_env({**env, "RERANK_MIN_SCORE": "high"})
-    with pytest.raises(ProviderError, match="finite"):
+    with pytest.raises(ConfigError, match="finite"):
         reranker_from_env({**env, "RERANK_MIN_SCORE": "nan"})
     settings = Settings.from_env({"REPO_PATH": str(tmp_path), **env}, dotenv_path=None, require_slack=False)
-    assert settings.rerank_min_score == 0.25 and reranker_from_env(settings.rerank_env()).min_score == 0.25
+    assert settings.engine.rerank.min_score == 0.25 and build_reranker(settings.engine.rerank).min_score == 0.25
     with pytest.raises(Exception, match="RERANK_MIN_SCORE"):
         Settings.from_env({"REPO_PATH": str(tmp_path), **env, "RERANK_MIN_SCORE": "inf"}, dotenv_path=None,
                           require_slack=False)
@@ -352,7 +358,7 @@ def test_reranking_is_off_unless_rerank_url_is_set(tmp_path, monkeypatch):
     assert reranker_from_env({}) is None
     assert reranker_from_env({"RERANK_URL": "  ", "RERANK_API_KEY": API_KEY}) is None
     settings = Settings.from_env({"REPO_PATH": str(tmp_path)}, dotenv_path=None, require_slack=False)
-    assert settings.rerank_env() == {}
+    assert settings.engine.rerank == RerankConfig()
 
     from bot import server
     from bot.cli import base as cli
@@ -365,13 +371,16 @@ def test_rerank_settings_are_read_masked_and_passed_on(tmp_path):
     env = {"REPO_PATH": str(tmp_path), "RERANK_URL": "https://api.jina.ai/v1/rerank",
            "RERANK_API_KEY": API_KEY, "RERANK_MODEL": "jina-reranker-v2"}
     settings = Settings.from_env(env, dotenv_path=None, require_slack=False)
-    assert (settings.rerank_url, settings.rerank_model) == ("https://api.jina.ai/v1/rerank", "jina-reranker-v2")
-    assert API_KEY not in repr(settings) and "rerank_api_key='***'" in repr(settings)
-    reranker = reranker_from_env(settings.rerank_env())
+    assert (settings.engine.rerank.url, settings.engine.rerank.model) == ("https://api.jina.ai/v1/rerank",
+                                                                          "jina-reranker-v2")
+    assert API_KEY not in repr(settings) and "RerankConfig(url='https://api.jina.ai/v1/rerank', api_key='***'" in repr(settings)
+    reranker = build_reranker(settings.engine.rerank)
     assert isinstance(reranker, HttpReranker)
     assert (reranker.url, reranker.model, reranker.name) == ("https://api.jina.ai/v1/rerank", "jina-reranker-v2",
                                                             "rerank:jina-reranker-v2")
-    with pytest.raises(ProviderError, match="RERANK_URL must be an http"):
+    with pytest.raises(ConfigError, match="RERANK_URL: expected an http"):
         reranker_from_env({"RERANK_URL": "ftp://example.com"})
+    with pytest.raises(ProviderError, match="RERANK_URL must be an http"):
+        build_reranker(RerankConfig(url="ftp://example.com"))
     with pytest.raises(Exception, match="RERANK_URL"):
         Settings.from_env({**env, "RERANK_URL": "not a url"}, dotenv_path=None, require_slack=False)

@@ -1,0 +1,409 @@
+"""The engine's configuration: the one place that reads ``REPO_PATH``, ``RAG_INDEX_PATH``,
+``AI_*``, ``EMBEDDINGS*`` and ``RERANK_*`` (DESIGN.md section 5).
+
+One parser, :func:`parse_engine_config`, turns a mapping of variables (default
+``os.environ``) into typed frozen records and reports every bad variable at once,
+one line each (``VARIABLE: what is wrong``), in a :class:`ConfigError`::
+
+    EngineConfig                 repo, index_path
+    ├── model: ModelConfig       AI_URL, AI_API_KEY, AI_MODEL, AI_TIMEOUT_S
+    ├── embeddings: EmbeddingsConfig   EMBEDDINGS, EMBEDDINGS_URL, _API_KEY, _MODEL, _LOCAL_PATH
+    └── rerank: RerankConfig     RERANK_URL, RERANK_API_KEY, RERANK_MODEL, RERANK_MIN_SCORE
+
+Each section also parses alone (``ModelConfig.from_env``, ``EmbeddingsConfig.from_env``,
+``RerankConfig.from_env``), for callers that turn one bad section off instead of
+refusing to start (the CLI: a bad ``RERANK_URL`` disables reranking with a warning).
+:func:`engine_paths` reads ``REPO_PATH``/``RAG_INDEX_PATH`` without checking them,
+for the CLI's ``--repo``/``--index`` defaults (``Engine.open`` then checks the repository).
+
+``bot.settings`` embeds these records and uses the same :class:`EnvReader` for its own
+Slack/HTTP/admin variables. The providers are built from the records by
+``rag.providers.embeddings.build_embeddings`` and ``rag.providers.rerank.build_reranker``.
+
+This module imports no SDK (no openai, numpy or Bolt), so the CLI starts light.
+Values are stripped; an empty value counts as unset. API keys never appear in
+``repr()`` or in error messages (only whether they are set).
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from rag.errors import UserError
+
+__all__ = [
+    "ConfigError", "EnvReader", "EngineConfig", "ModelConfig", "EmbeddingsConfig", "RerankConfig",
+    "parse_engine_config", "read_engine_config", "engine_paths", "normalize_base_url",
+    "DEFAULT_AI_URL", "DEFAULT_AI_MODEL", "DEFAULT_AI_TIMEOUT_S", "DEFAULT_MAX_RETRIES",
+    "http_url", "existing_dir", "positive_seconds", "finite_float", "embeddings_mode",
+]
+
+DEFAULT_AI_URL = "https://api.openai.com/v1"
+"""Base URL used when ``AI_URL`` is unset (OpenAI's public API)."""
+DEFAULT_AI_MODEL = "gpt-4o-mini"
+"""Model used when ``AI_MODEL`` is unset: cheap, fast, supports streamed tool calls."""
+DEFAULT_AI_TIMEOUT_S = 60.0
+"""Overall deadline for one answer, all rounds included (``AI_TIMEOUT_S``, DESIGN.md section 5)."""
+DEFAULT_MAX_RETRIES = 1
+"""SDK retries per request (connection errors, 408/409/429/5xx), bounded by the overall deadline."""
+
+T = TypeVar("T")
+
+
+class ConfigError(UserError):
+    """The configuration is invalid; ``problems`` lists one line per bad variable (``NAME: reason``).
+
+    ``str(err)`` is ``"Invalid configuration:\\n- <problem>\\n- …"``, with no secret values.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("Invalid configuration:\n" + "\n".join(f"- {p}" for p in self.problems))
+
+
+class EnvReader:
+    """Reads variables from ``env`` and collects one problem line per bad variable.
+
+    Example::
+
+        reader = EnvReader({"PORT": "http"})
+        port = reader.convert("PORT", 3000, int)   # → 3000; reader.problems == ["PORT: …"]
+        reader.raise_problems(ConfigError)          # raises, listing every problem
+
+    Args:
+        env: the variables (any string mapping; ``os.environ`` or a merged ``.env``).
+    """
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+        self.problems: list[str] = []
+
+    def get(self, name: str) -> str | None:
+        """The value of ``name`` stripped of white space, or ``None`` when unset or blank."""
+        raw = self.env.get(name)
+        if raw is None:
+            return None
+        return raw.strip() or None
+
+    def convert(self, name: str, default: T, parse: Callable[[str], Any]) -> Any:
+        """``parse(value)``, or ``default`` when unset; a ``ValueError`` from ``parse`` is recorded as
+        the problem ``"NAME: <message>"`` and ``default`` returned."""
+        raw = self.get(name)
+        if raw is None:
+            return default
+        try:
+            return parse(raw)
+        except ValueError as err:
+            self.problems.append(f"{name}: {err}")
+            return default
+
+    def problem(self, line: str) -> None:
+        """Record one problem line (``"NAME: reason"``)."""
+        self.problems.append(line)
+
+    def raise_problems(self, error: Callable[[list[str]], Exception] = ConfigError) -> None:
+        """Raise ``error(problems)`` if any problem was recorded (``ConfigError`` by default)."""
+        if self.problems:
+            raise error(list(self.problems))
+
+
+# --------------------------------------------------------------------------- value checks
+# Each takes the stripped text and returns the value, or raises ValueError(reason).
+
+
+def http_url(raw: str) -> str:
+    """``raw`` if it is an ``http(s)://host…`` URL. Raises ``ValueError``."""
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("expected an http(s) URL such as https://host/path")
+    return raw
+
+
+def existing_dir(raw: str) -> Path:
+    """``raw`` (``~`` expanded) resolved to an absolute path. Raises ``ValueError`` if not a directory."""
+    path = Path(raw).expanduser()
+    if not path.is_dir():
+        raise ValueError(f"{raw!r} is not an existing directory")
+    return path.resolve()
+
+
+def positive_seconds(raw: str) -> float:
+    """A finite number of seconds above 0. Raises ``ValueError``."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"expected a number of seconds, got {raw!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise ValueError(f"must be a positive number of seconds, got {raw!r}")
+    return value
+
+
+def finite_float(raw: str) -> float:
+    """A finite number (no NaN or infinity). Raises ``ValueError`` quoting at most 40 characters."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"expected a number, got {raw[:40]!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"must be a finite number, got {raw[:40]!r}")
+    return value
+
+
+def embeddings_mode(raw: str) -> str:
+    """``"auto"`` (also ``on``/``1``/``true``/``yes``) or ``"off"`` (also ``0``/``false``/``no``/``none``/
+    ``disabled``), case-insensitive. Raises ``ValueError``."""
+    value = raw.strip().lower()
+    if value in ("auto", "on", "1", "true", "yes", ""):
+        return "auto"
+    if value in ("off", "0", "false", "no", "none", "disabled"):
+        return "off"
+    raise ValueError("expected auto or off")
+
+
+def normalize_base_url(url: str | None) -> str:
+    """Apply the seed's ``AI_URL`` normalisation.
+
+    Strips white space, trailing ``/`` and a ``/chat/completions`` suffix, so
+    both ``https://host/v1/`` and ``https://host/v1/chat/completions`` become
+    ``https://host/v1`` (the SDK appends ``/chat/completions`` itself); ``None``
+    or blank gives :data:`DEFAULT_AI_URL`.
+
+    Raises:
+        UserError: the URL is not ``http(s)://host…``.
+    """
+    text = (url or "").strip() or DEFAULT_AI_URL
+    text = text.rstrip("/")
+    if text.lower().endswith("/chat/completions"):
+        text = text[: -len("/chat/completions")].rstrip("/")
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UserError(f"AI_URL must be an http(s) URL such as {DEFAULT_AI_URL}, got {text!r}.")
+    return text
+
+
+def _masked(value: str | None) -> str:
+    return "'***'" if value else "None"
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Where and how to reach the model (``AI_*``).
+
+    Example::
+
+        config = ModelConfig.from_env(os.environ)
+        if config.enabled: ...
+
+    Attributes:
+        base_url: OpenAI-compatible base URL, normalised (see :func:`normalize_base_url`).
+        api_key: the provider key; ``None`` means "no model" (the no-AI answer).
+            Never printed: excluded from ``repr`` and :meth:`to_json`.
+        model: model name sent with each request.
+        timeout_s: overall deadline for one answer in seconds (also the SDK's
+            per-request timeout).
+        max_retries: SDK retries per request.
+    """
+
+    base_url: str = DEFAULT_AI_URL
+    api_key: str | None = field(default=None, repr=False)
+    model: str = DEFAULT_AI_MODEL
+    timeout_s: float = DEFAULT_AI_TIMEOUT_S
+    max_retries: int = DEFAULT_MAX_RETRIES
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ModelConfig:
+        """Read ``AI_URL``, ``AI_API_KEY``, ``AI_MODEL`` and ``AI_TIMEOUT_S`` alone.
+
+        Args:
+            env: the variables (default ``os.environ``). Empty values count as unset.
+
+        Raises:
+            ConfigError: (a ``UserError``) ``AI_URL`` is not an http(s) URL or ``AI_TIMEOUT_S``
+                is not a positive number of seconds; one line per bad variable.
+        """
+        reader = EnvReader(os.environ if env is None else env)
+        config = _model(reader)
+        reader.raise_problems()
+        return config
+
+    @property
+    def enabled(self) -> bool:
+        """True when a key is configured, i.e. a model answer can be attempted."""
+        return bool(self.api_key)
+
+    def to_json(self) -> dict:
+        """Safe metadata (no key): ``{"base_url", "model", "timeout_s"}``."""
+        return {"base_url": self.base_url, "model": self.model, "timeout_s": self.timeout_s}
+
+
+@dataclass(frozen=True)
+class EmbeddingsConfig:
+    """Which embeddings provider to use (``EMBEDDINGS*``); built by
+    ``rag.providers.embeddings.build_embeddings``.
+
+    Attributes:
+        mode: ``"auto"`` (a provider when one is configured or installed) or ``"off"``.
+        url: OpenAI-compatible endpoint root (``EMBEDDINGS_URL``), or ``None``.
+        api_key: bearer key for ``url`` (never shown: ``repr`` says ``'***'``).
+        model: model name for ``url``; ``None`` → the provider's default.
+        local_path: a sentence-transformers model directory (resolved), or ``None``.
+    """
+
+    mode: str = "auto"
+    url: str | None = None
+    api_key: str | None = None
+    model: str | None = None
+    local_path: Path | None = None
+
+    def __repr__(self) -> str:
+        return (f"EmbeddingsConfig(mode={self.mode!r}, url={self.url!r}, api_key={_masked(self.api_key)}, "
+                f"model={self.model!r}, local_path={self.local_path!r})")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> EmbeddingsConfig:
+        """Read the ``EMBEDDINGS*`` variables alone (default ``os.environ``).
+
+        Raises:
+            ConfigError: a bad ``EMBEDDINGS``, ``EMBEDDINGS_URL`` or ``EMBEDDINGS_LOCAL_PATH``, one line each.
+        """
+        reader = EnvReader(os.environ if env is None else env)
+        config = _embeddings(reader)
+        reader.raise_problems()
+        return config
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    """The optional reranker (``RERANK_*``; off unless ``url`` is set); built by
+    ``rag.providers.rerank.build_reranker``.
+
+    Attributes:
+        url: ``POST {url}/rerank`` endpoint root, or ``None`` (no reranking).
+        api_key: bearer key (never shown: ``repr`` says ``'***'``).
+        model: model name sent with each request, or ``None`` (the server's).
+        min_score: relevance floor on the service's scale, or ``None`` (never abstain).
+    """
+
+    url: str | None = None
+    api_key: str | None = None
+    model: str | None = None
+    min_score: float | None = None
+
+    def __repr__(self) -> str:
+        return (f"RerankConfig(url={self.url!r}, api_key={_masked(self.api_key)}, model={self.model!r}, "
+                f"min_score={self.min_score!r})")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> RerankConfig:
+        """Read the ``RERANK_*`` variables alone (default ``os.environ``).
+
+        Raises:
+            ConfigError: a bad ``RERANK_URL`` or ``RERANK_MIN_SCORE``, one line each.
+        """
+        reader = EnvReader(os.environ if env is None else env)
+        config = _rerank(reader)
+        reader.raise_problems()
+        return config
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Everything the engine reads from the environment.
+
+    Attributes:
+        repo: repository root, an existing directory, resolved (``REPO_PATH``, default the
+            current directory).
+        index_path: index file (``RAG_INDEX_PATH``, ``~`` expanded), or ``None`` for
+            ``<repo>/.rag/index.sqlite``.
+        model, embeddings, rerank: the provider sections.
+    """
+
+    repo: Path = field(default_factory=Path.cwd)
+    index_path: Path | None = None
+    model: ModelConfig = field(default_factory=ModelConfig)
+    embeddings: EmbeddingsConfig = field(default_factory=EmbeddingsConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> EngineConfig:
+        """:func:`parse_engine_config` (default ``os.environ``)."""
+        return parse_engine_config(env)
+
+
+def _model(reader: EnvReader) -> ModelConfig:
+    url = reader.convert("AI_URL", None, http_url)
+    return ModelConfig(
+        base_url=normalize_base_url(url),
+        api_key=reader.get("AI_API_KEY"),
+        model=reader.get("AI_MODEL") or DEFAULT_AI_MODEL,
+        timeout_s=reader.convert("AI_TIMEOUT_S", DEFAULT_AI_TIMEOUT_S, positive_seconds),
+    )
+
+
+def _embeddings(reader: EnvReader) -> EmbeddingsConfig:
+    return EmbeddingsConfig(
+        mode=reader.convert("EMBEDDINGS", "auto", embeddings_mode),
+        url=reader.convert("EMBEDDINGS_URL", None, http_url),
+        api_key=reader.get("EMBEDDINGS_API_KEY"),
+        model=reader.get("EMBEDDINGS_MODEL"),
+        local_path=reader.convert("EMBEDDINGS_LOCAL_PATH", None, existing_dir),
+    )
+
+
+def _rerank(reader: EnvReader) -> RerankConfig:
+    return RerankConfig(
+        url=reader.convert("RERANK_URL", None, http_url),
+        api_key=reader.get("RERANK_API_KEY"),
+        model=reader.get("RERANK_MODEL"),
+        min_score=reader.convert("RERANK_MIN_SCORE", None, finite_float),
+    )
+
+
+def read_engine_config(reader: EnvReader) -> EngineConfig:
+    """The :class:`EngineConfig` from ``reader``; bad variables are added to ``reader.problems``
+    (and their defaults used), so a caller with more variables (``bot.settings``) reports all at once."""
+    return EngineConfig(
+        repo=reader.convert("REPO_PATH", Path.cwd(), existing_dir),
+        index_path=reader.convert("RAG_INDEX_PATH", None, lambda raw: Path(raw).expanduser()),
+        model=_model(reader),
+        embeddings=_embeddings(reader),
+        rerank=_rerank(reader),
+    )
+
+
+def parse_engine_config(env: Mapping[str, str] | None = None) -> EngineConfig:
+    """Read and check every engine variable.
+
+    Args:
+        env: the variables (default ``os.environ``); blank values count as unset.
+
+    Returns:
+        An :class:`EngineConfig`.
+
+    Raises:
+        ConfigError: listing every bad variable, one line each (``"REPO_PATH: '/x' is not an
+            existing directory"``, ``"AI_URL: expected an http(s) URL such as https://host/path"`` …).
+    """
+    reader = EnvReader(os.environ if env is None else env)
+    config = read_engine_config(reader)
+    reader.raise_problems()
+    return config
+
+
+def engine_paths(env: Mapping[str, str] | None = None) -> tuple[Path | None, Path | None]:
+    """``(REPO_PATH, RAG_INDEX_PATH)`` as given (stripped, unchecked, ``None`` when unset or blank).
+
+    The CLI's ``--repo``/``--index`` defaults: ``Engine.open`` checks the repository
+    (``RepoNotFoundError``) and applies ``.`` and ``<repo>/.rag/index.sqlite`` for ``None``.
+    """
+    reader = EnvReader(os.environ if env is None else env)
+    repo, index = reader.get("REPO_PATH"), reader.get("RAG_INDEX_PATH")
+    return (Path(repo) if repo else None), (Path(index) if index else None)
