@@ -47,3 +47,8 @@ class IndexUnavailableError(RagError):
 
 class ProviderError(RagError):
     """A model or embeddings provider failed; ``str(err)`` is a one-line, user-facing reason."""
+
+
+class InputRejectedError(ProviderError):
+    """The provider refused the request's inputs (HTTP 400, 413 or 422), not the request itself:
+    sending fewer inputs may succeed (an embeddings batch is split to find the one refused)."""

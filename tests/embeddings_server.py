@@ -115,6 +115,8 @@ class EmbeddingsServer:
         requests: ``[{"path", "auth", "body"}]`` in arrival order.
         script, default_action: what the next requests get.
         gate: the event ``wait`` requests wait for.
+        reject_if: when set, a request holding an input for which it returns true gets
+            HTTP 400 (a provider refusing one input, e.g. over its token limit).
     """
 
     def __init__(self, *, embed_fn: EmbedFn = hash_vector, dim: int = DIM) -> None:
@@ -123,6 +125,7 @@ class EmbeddingsServer:
         self.default_action = "ok"
         self.embed_fn = embed_fn
         self.dim = dim
+        self.reject_if: Callable[[str], bool] | None = None
         self.release = threading.Event()
         self.gate = threading.Event()
         self.arrived = threading.Event()
@@ -150,6 +153,9 @@ class EmbeddingsServer:
                 if action == "garbage":
                     return self.reply(200, raw=b"<html>not json</html>")
                 inputs = body["input"]
+                if outer.reject_if is not None and any(outer.reject_if(text) for text in inputs):
+                    return self.reply(400, {"error": {"message": "This model's maximum context length is 8192 tokens",
+                                                      "type": "invalid_request_error"}})
                 vectors = [outer.embed_fn(text, outer.dim) for text in inputs]
                 if action == "short":
                     vectors = vectors[:-1]

@@ -48,7 +48,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from rag.config import EmbeddingsConfig
-from rag.errors import ProviderError
+from rag.errors import InputRejectedError, ProviderError
 from rag.providers.base import (Retryable, RetryPolicy, call_with_retries, connect_reason,
                                  error_detail, one_line, provider_base_url, scrub, status_reason, timeout_reason)
 
@@ -61,6 +61,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+INPUT_REJECTED_STATUS = frozenset({400, 413, 422})   # the inputs were refused, not the request: InputRejectedError
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 DEFAULT_OPENAI_BATCH_SIZE = 64          # texts per /embeddings request
 DEFAULT_LOCAL_BATCH_SIZE = 8            # texts per forward pass: as fast as 32 here, peak RSS 645 vs 792 MB
@@ -222,7 +223,8 @@ class OpenAIEmbeddings:
             except openai.APIStatusError as exc:
                 reason = status_reason(exc.status_code, error_detail(getattr(exc, "body", None)), secrets)
                 if not self.retry.retryable(exc.status_code):
-                    raise ProviderError(f"embeddings provider refused the request: {reason}") from exc
+                    error = InputRejectedError if exc.status_code in INPUT_REJECTED_STATUS else ProviderError
+                    raise error(f"embeddings provider refused the request: {reason}") from exc
                 headers = getattr(getattr(exc, "response", None), "headers", None)
                 raise Retryable(reason, self.retry.retry_after_s(headers.get("retry-after") if headers else None))
             except openai.APITimeoutError:

@@ -43,7 +43,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from rag.providers.embeddings import EmbeddingProvider
-from rag.errors import ProviderError
+from rag.errors import InputRejectedError, ProviderError
 
 __all__ = [
     "VECTOR_DTYPE",
@@ -293,6 +293,9 @@ class EmbedReport:
         seconds: wall time of the run.
         error: the provider's one-line reason if the run stopped on a failure, else ``None``.
         stopped: ``True`` if ``should_stop`` ended the run early.
+        rejected: chunks the provider refused one by one (found by splitting a failed
+            batch) while it embedded their neighbours; skipped, retried on the next run.
+        rejected_reason: the provider's reason for the first of them.
     """
 
     model: str
@@ -302,6 +305,8 @@ class EmbedReport:
     seconds: float = 0.0
     error: str | None = None
     stopped: bool = False
+    rejected: int = 0
+    rejected_reason: str | None = None
     durations_s: list[float] = field(default_factory=list, repr=False)
 
     @property
@@ -326,7 +331,13 @@ def embed_missing(
     each hash (same order), ``store(pairs)`` persists ``[(hash, vector)]`` (and
     commits, if it wants progress to survive a crash). A ``ProviderError``
     stops the run and is recorded in the report, never raised: what was
-    stored stays stored and BM25 keeps working.
+    stored stays stored and BM25 keeps working. A batch whose inputs the provider
+    refuses (:class:`~rag.errors.InputRejectedError`: HTTP 400/413/422) is split
+    in halves until the chunk it refuses is found (one bad chunk must not keep
+    every other chunk of its batch without a vector, run after run); that chunk
+    is skipped and counted in ``rejected``. When two single-chunk requests in a
+    row are refused and nothing in the batch succeeded, the provider refuses
+    everything: the run stops (at most ~log2(batch_size) + 2 calls for it).
 
     Args:
         provider: the embeddings provider (its ``name`` is the model key).
@@ -353,20 +364,53 @@ def embed_missing(
         texts = list(fetch_texts(batch))
         if len(texts) != len(batch):
             raise ValueError(f"fetch_texts returned {len(texts)} texts for {len(batch)} hashes")
-        t0 = time.monotonic()
         try:
-            vectors = provider.embed(texts)
+            _embed_batch(provider, batch, texts, store, report)
         except ProviderError as exc:
             report.error = str(exc)
             log.warning("embedding stopped: model=%s embedded=%d/%d reason=%s",
                         provider.name, report.embedded, report.planned, exc)
             break
-        report.durations_s.append(time.monotonic() - t0)
-        store(list(zip(batch, vectors)))
-        report.embedded += len(batch)
-        report.batches += 1
     report.seconds = time.monotonic() - started
-    log.info("embedding run: model=%s planned=%d embedded=%d batches=%d s=%.2f error=%s",
-             provider.name, report.planned, report.embedded, report.batches, report.seconds,
+    log.info("embedding run: model=%s planned=%d embedded=%d batches=%d rejected=%d s=%.2f error=%s",
+             provider.name, report.planned, report.embedded, report.batches, report.rejected, report.seconds,
              report.error is not None)
     return report
+
+
+def _embed_batch(provider: EmbeddingProvider, batch: list[str], texts: list[str],
+                 store: Callable[[list[tuple[str, np.ndarray]]], None], report: EmbedReport) -> None:
+    """Embed and store one batch, splitting it on failure (see :func:`embed_missing`).
+
+    Raises:
+        ProviderError: any failure other than refused inputs; refused inputs when two
+            single-chunk requests in a row fail with no success in this batch, or when
+            the batch itself holds one chunk.
+    """
+    pending: list[tuple[list[str], list[str]]] = [(batch, texts)]
+    succeeded = False
+    single_failures = 0
+    while pending:
+        hashes, inputs = pending.pop(0)
+        t0 = time.monotonic()
+        try:
+            vectors = provider.embed(inputs)
+        except InputRejectedError as exc:
+            if len(hashes) == 1:
+                single_failures += 1
+                if len(batch) == 1 or (not succeeded and single_failures >= 2):
+                    raise
+                report.rejected += 1
+                report.rejected_reason = report.rejected_reason or str(exc)
+                log.warning("embedding: the provider refused one chunk, skipped: model=%s reason=%s",
+                            provider.name, exc)
+                continue
+            half = len(hashes) // 2
+            pending[:0] = [(hashes[:half], inputs[:half]), (hashes[half:], inputs[half:])]
+            continue
+        succeeded = True
+        single_failures = 0
+        report.durations_s.append(time.monotonic() - t0)
+        store(list(zip(hashes, vectors)))
+        report.embedded += len(hashes)
+        report.batches += 1

@@ -299,3 +299,23 @@ def test_should_stop_ends_the_run_between_batches(server, db):
     report = run_embedding(make(server), db, texts, batch_size=2,
                            should_stop=lambda: calls.append(1) or len(calls) > 2)
     assert report.stopped and report.embedded == 4 and len(server.requests) == 2
+
+
+def test_one_chunk_the_provider_refuses_does_not_cost_its_batch_their_vectors(server, db):
+    # 80 chunks, one of them over the provider's limit: 79 vectors, the refusal reported.
+    texts = {f"h{i:03d}": f"chunk body {i}" for i in range(80)}
+    texts["h041"] = "POISON " * 5
+    server.reject_if = lambda text: "POISON" in text
+    report = run_embedding(make(server), db, texts, batch_size=32)
+    assert (report.planned, report.embedded, report.rejected, report.error) == (80, 79, 1, None)
+    assert "maximum context length" in report.rejected_reason and not report.complete
+    assert vector_hashes(db, model="openai:hash-embed") == set(texts) - {"h041"}
+    assert len(server.requests) <= 3 + 2 * 5 + 1  # three batches plus the bisection of one
+
+
+def test_a_provider_that_refuses_every_input_stops_the_run_quickly(server, db):
+    texts = {f"h{i:03d}": f"chunk body {i}" for i in range(64)}
+    server.reject_if = lambda text: True
+    report = run_embedding(make(server), db, texts, batch_size=32)
+    assert report.embedded == 0 and report.error and "maximum context length" in report.error
+    assert len(server.requests) <= 8
