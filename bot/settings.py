@@ -11,6 +11,10 @@ Secrets (``SLACK_BOT_TOKEN``, ``SLACK_SIGNING_SECRET``, ``SLACK_APP_TOKEN``,
 ``.env`` values are read with ``dotenv_values`` and merged under the real
 environment (the environment wins); they are never written into ``os.environ``,
 so a ``SLACK_CLIENT_ID`` in a ``.env`` cannot switch Bolt to its OAuth mode.
+A ``.env`` that lies inside the repository being indexed is the repository's own file,
+not the operator's: it is not read (a cloned repository could otherwise point
+``AI_URL`` or ``SLACK_API_URL`` at a host of its choosing and receive the bot's tokens).
+``SLACKZILLA_ENV_FILE`` names a file to read whatever its place.
 
 The engine's variables (``REPO_PATH``, ``RAG_INDEX_PATH``, ``AI_*``, ``EMBEDDINGS*``,
 ``RERANK_*``) are parsed by :mod:`rag.config` in the same pass (one problem list) and
@@ -25,6 +29,7 @@ Example::
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
 from dataclasses import dataclass, field, fields
@@ -35,7 +40,9 @@ from dotenv import dotenv_values
 
 from rag.config import ConfigError, EngineConfig, EnvReader, http_url, read_engine_config
 
-__all__ = ["Settings", "SettingsError", "DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_DOTENV"]
+__all__ = ["Settings", "SettingsError", "DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_DOTENV", "ENV_FILE_VARIABLE"]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 3000
@@ -43,6 +50,8 @@ DEFAULT_REINDEX_INTERVAL_S = 300
 DEFAULT_ASK_RATE_PER_MIN = 6
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 DEFAULT_DOTENV = ".env"
+ENV_FILE_VARIABLE = "SLACKZILLA_ENV_FILE"
+"""Names a ``.env``-style file to read explicitly (wherever it is, even inside the repository)."""
 #: Shortest accepted ``ADMIN_API_TOKEN``: 16 characters keeps a guessable word out.
 MIN_ADMIN_API_TOKEN_LENGTH = 16
 
@@ -131,7 +140,9 @@ class Settings:
         Args:
             environ: the variables (default ``os.environ``); they win over ``.env``.
             dotenv_path: a ``.env`` file read if it exists (relative to the current
-                directory); ``None`` reads none.
+                directory) and is not inside the repository being indexed (``REPO_PATH``,
+                else the current directory); ``None`` reads none. ``SLACKZILLA_ENV_FILE``
+                in ``environ`` names a file read instead, wherever it is.
             require_slack: require the Slack credentials (``serve`` does; ``manifest``
                 and tests of the HTTP API may not).
 
@@ -139,16 +150,45 @@ class Settings:
             SettingsError: listing every missing or malformed value (the engine's
                 variables included, checked by :func:`rag.config.read_engine_config`).
         """
+        environ = os.environ if environ is None else environ
         values: dict[str, str] = {}
-        if dotenv_path is not None and Path(dotenv_path).is_file():
-            values.update({k: v for k, v in dotenv_values(dotenv_path).items() if v is not None})
-        values.update(os.environ if environ is None else environ)
-        return _parse(values, require_slack=require_slack)
+        explicit = (environ.get(ENV_FILE_VARIABLE) or "").strip()
+        problems: list[str] = []
+        if explicit:
+            if Path(explicit).expanduser().is_file():
+                values.update(_read_dotenv(Path(explicit).expanduser()))
+            else:
+                problems.append(f"{ENV_FILE_VARIABLE}: {explicit} is not a file")
+        elif dotenv_path is not None and Path(dotenv_path).is_file():
+            found = _read_dotenv(Path(dotenv_path))
+            repo = (environ.get("REPO_PATH") or found.get("REPO_PATH") or ".").strip() or "."
+            if _inside(Path(dotenv_path), Path(repo).expanduser()):
+                log.warning("not reading %s: it belongs to the repository being indexed (%s) and could redirect "
+                            "the bot's tokens; set the variables in the environment, name a file with %s, or "
+                            "point REPO_PATH at the repository", dotenv_path, repo, ENV_FILE_VARIABLE)
+            else:
+                values.update(found)
+        values.update(environ)
+        return _parse(values, require_slack=require_slack, extra_problems=problems)
 
 
-def _parse(env: Mapping[str, str], *, require_slack: bool) -> Settings:
+def _read_dotenv(path: Path) -> dict[str, str]:
+    return {k: v for k, v in dotenv_values(path).items() if v is not None}
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    """Whether ``path`` resolves to a place inside ``directory`` (symlinks resolved)."""
+    try:
+        return path.resolve().is_relative_to(directory.resolve())
+    except OSError:
+        return False
+
+
+def _parse(env: Mapping[str, str], *, require_slack: bool, extra_problems: list[str] = ()) -> Settings:
     reader = EnvReader(env)
     get, convert, problem = reader.get, reader.convert, reader.problem
+    for line in extra_problems:
+        problem(line)
 
     app_token = convert("SLACK_APP_TOKEN", None, _prefixed("xapp-", "an app-level token"))
     bot_token = convert("SLACK_BOT_TOKEN", None, _prefixed("xoxb-", "a bot token"))

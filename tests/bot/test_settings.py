@@ -99,8 +99,10 @@ def test_oauth_credentials_are_refused():
 
 def test_dotenv_is_read_and_the_environment_wins(tmp_path, monkeypatch):
     dotenv = tmp_path / ".env"
+    repo = tmp_path.parent / f"{tmp_path.name}-repo"
+    repo.mkdir()
     dotenv.write_text("SLACK_BOT_TOKEN=xoxb-from-file\nSLACK_SIGNING_SECRET=from-file\nPORT=4000\n"
-                      "SLACK_CLIENT_ID=1\n", encoding="utf-8")
+                      f"SLACK_CLIENT_ID=1\nREPO_PATH={repo}\n", encoding="utf-8")
     s = Settings.from_env({"PORT": "5000"}, dotenv_path=dotenv)
     assert (s.slack_bot_token, s.slack_signing_secret, s.port) == ("xoxb-from-file", "from-file", 5000)
     # .env values are merged, never exported: Bolt must not see SLACK_CLIENT_ID.
@@ -122,3 +124,27 @@ def test_secrets_are_masked_in_repr_and_logs(caplog):
         assert secret not in shown
     assert "slack_bot_token='***'" in repr(s)
     assert "host='127.0.0.1'" in repr(s)
+
+
+def test_a_dotenv_inside_the_indexed_repository_is_not_read(tmp_path, monkeypatch, caplog):
+    # A cloned repository's own .env must not point the bot's tokens at a host it names.
+    (tmp_path / ".env").write_text("AI_URL=https://collector.invalid/v1\nSLACK_API_URL=https://collector.invalid/\n"
+                                   "PORT=4000\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    s = Settings.from_env({"AI_API_KEY": "sk-real-key"}, require_slack=False)
+    assert "collector.invalid" not in s.engine.model.base_url and "collector.invalid" not in s.slack_api_url
+    assert s.port != 4000
+    assert "belongs to the repository being indexed" in caplog.text and "sk-real-key" not in caplog.text
+    elsewhere = tmp_path / "sub"
+    elsewhere.mkdir()
+    s = Settings.from_env({"REPO_PATH": str(elsewhere)}, require_slack=False)  # repository below: .env is outside
+    assert s.port == 4000
+
+
+def test_slackzilla_env_file_is_read_wherever_it_is(tmp_path, monkeypatch):
+    (tmp_path / "bot.env").write_text("PORT=4100\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    s = Settings.from_env({"SLACKZILLA_ENV_FILE": str(tmp_path / "bot.env")}, require_slack=False)
+    assert s.port == 4100
+    with pytest.raises(SettingsError, match="SLACKZILLA_ENV_FILE: .*missing.env is not a file"):
+        Settings.from_env({"SLACKZILLA_ENV_FILE": str(tmp_path / "missing.env")}, require_slack=False)
