@@ -27,6 +27,7 @@ from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy, chunk_text, spli
 from rag.providers.embeddings import EmbeddingProvider
 from rag.errors import RepoNotFoundError
 from rag.search.vector_stream import VectorStream, above_floor, safe_query_vector, safe_search, top_margin
+from rag.store import queries
 from rag.store.index import FileUpdate, Index
 from rag.ingest.manifests import read_manifests, repository_names
 from rag.search.query import analyze
@@ -333,12 +334,12 @@ class Engine:
         cached = cache.extra.get("structures")
         if cached is None:
             cached = {}
-            for path, doc in conn.execute("SELECT path, structure FROM files WHERE structure IS NOT NULL"):
+            for path, doc in queries.stored_structures(conn):
                 try:
                     cached[path] = FileStructure.from_json(json.loads(doc))
                 except ValueError:
                     log.warning("stored structure of %s is stale; it is re-parsed on the next full index", path)
-            resolve_imports(cached, known_paths=[r[0] for r in conn.execute("SELECT path FROM files")])
+            resolve_imports(cached, known_paths=queries.file_paths(conn, ordered=False))
             cache.extra["structures"] = cached
         return cached
 
@@ -370,8 +371,8 @@ class Engine:
             hits = above_floor(all_hits, policy.vector_floor_ratio)
             cache = self._cache_for(conn)
             if cache.paths is None:
-                cache.paths = [r[0] for r in conn.execute("SELECT path FROM files ORDER BY path")]
-                cache.total_chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+                cache.paths = queries.file_paths(conn)
+                cache.total_chunks = queries.count_chunks(conn)
             structure = self._symbol_files(conn, cache, query)
             cands, evidence = _retrieve.rank_chunks(
                 conn, query, policy=policy, kind=kind, idf_cache=cache.idf,
@@ -416,11 +417,11 @@ class Engine:
         """
         out: dict[str, float] = {}
         if _DEPENDANTS_INTENT.search(query.text) and query.paths:
-            named = _retrieve._explicit_paths(query, cache.paths or [])
+            named = _retrieve.explicit_paths(query, cache.paths or [])
             if named:
                 graph = self._graph_in(conn, cache)
                 deps = sorted({d for p in named for d in graph.dependants(p) if d not in named},
-                              key=lambda p: (bool(_retrieve._LOW_VALUE_DIRS.search(p)), p))
+                              key=lambda p: (bool(_retrieve.LOW_VALUE_DIRS.search(p)), p))
                 for rank, path in enumerate(deps):
                     out[path] = 10.5 - 0.01 * rank
         if _ENV_INTENT.search(query.text):
@@ -432,7 +433,7 @@ class Engine:
         table = cache.extra.get("symbol_table")
         if table is None:
             table = {}
-            for (doc,) in conn.execute("SELECT structure FROM files WHERE structure IS NOT NULL"):
+            for _path, doc in queries.stored_structures(conn):
                 try:
                     data = json.loads(doc)
                 except ValueError:
@@ -458,7 +459,7 @@ class Engine:
         wanted = {light_stem(t) for t in query.terms}
         hits: list[ImageHit] = []
         with self.index.read() as conn:
-            for (path,) in conn.execute("SELECT path FROM images"):
+            for path in queries.image_paths(conn):
                 tokens = {light_stem(t) for t in index_text(path.rsplit(".", 1)[0]).split()}
                 common = wanted & tokens
                 if common:
@@ -469,7 +470,7 @@ class Engine:
     def indexed_paths(self) -> list[str]:
         """Every indexed file path, sorted."""
         with self.index.read() as conn:
-            return [r[0] for r in conn.execute("SELECT path FROM files ORDER BY path")]
+            return queries.file_paths(conn)
 
     def read_lines(self, path: str, start: int, end: int) -> str:
         """Indexed text of ``path`` lines ``start..end`` (redacted), joined from its chunks.
@@ -479,13 +480,10 @@ class Engine:
         end of the file are simply absent. Raises ``KeyError`` for an unindexed path.
         """
         with self.index.read() as conn:
-            rows = conn.execute(
-                "SELECT start, text FROM chunks WHERE path=? AND end>=? AND start<=? ORDER BY start",
-                (path, start, end),
-            ).fetchall()
+            rows = queries.chunk_lines(conn, path, start, end)
         if not rows:
             with self.index.read() as conn:
-                if conn.execute("SELECT 1 FROM files WHERE path=?", (path,)).fetchone() is None:
+                if not queries.has_file(conn, path):
                     raise KeyError(path)
             return ""
         lines: dict[int, str] = {}
