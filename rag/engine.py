@@ -11,7 +11,6 @@ cross-process file lock used by the bot.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -19,11 +18,12 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rag.search import lexical as _retrieve
-from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy, chunk_text, split_lines
+from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy
+from rag.ingest.prepare import Skipped, StructureParser, Unchanged, prepare_file, secret_literals
+from rag.ingest.stats import IndexStats
 from rag.providers.embeddings import EmbeddingProvider
 from rag.errors import RepoNotFoundError
 from rag.search.vector_stream import VectorStream, above_floor, safe_query_vector, safe_search, top_margin
@@ -37,11 +37,10 @@ from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
 from rag.context import packer as _context
 from rag.context.codegraph import CodeGraph
 from rag.context.packer import CodeEntry, PackedContext
-from rag.parse.parser import PARSE_VERSION, PARSEABLE_EXTENSIONS, FileStructure, JsParser, resolve_imports
-from rag.secrets import LiteralRedactor, redact_secrets, secret_file_values
+from rag.parse.parser import PARSE_VERSION, FileStructure, resolve_imports
 from rag.text import index_text, light_stem
 from rag.types import ImageHit, Source
-from rag.ingest.walk import DEFAULT_WALK_POLICY, WalkPolicy, classify_kind, decode_text, walk
+from rag.ingest.walk import DEFAULT_WALK_POLICY, WalkPolicy, walk
 
 __all__ = ["Engine", "IndexStats", "default_index_path", "MAX_QUESTION_CHARS"]
 
@@ -49,7 +48,6 @@ log = logging.getLogger(__name__)
 
 MAX_QUESTION_CHARS = 4000
 DEFAULT_BUDGET_TOKENS = 4000
-MAX_SECRET_FILE_BYTES = 256 * 1024
 ProgressFn = Callable[[int, int], None]
 
 
@@ -64,37 +62,6 @@ _ENV_INTENT = re.compile(r"\b(process environment|environment variables?|env(iro
 def default_index_path(repo: Path) -> Path:
     """``<repo>/.rag/index.sqlite`` (DESIGN.md §3)."""
     return repo / ".rag" / "index.sqlite"
-
-
-@dataclass(slots=True)
-class IndexStats:
-    """Outcome of one update (the ``slackzilla index --json`` shape plus extras).
-
-    Attributes:
-        files, chunks: totals in the index after the update.
-        added, changed, removed: files by change type in this update.
-        skipped: reason → count (walker reasons plus ``binary``, ``unreadable``).
-        seconds: wall time of the update.
-        redactions: secrets redacted in the files (re)read by this update.
-        generation: index generation after the update.
-    """
-
-    files: int = 0
-    chunks: int = 0
-    added: int = 0
-    changed: int = 0
-    removed: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
-    redactions: int = 0
-    generation: int = 0
-    parse_seconds: float = 0.0
-
-    def to_json(self) -> dict:
-        data = asdict(self)
-        data["seconds"] = round(self.seconds, 4)
-        data["parse_seconds"] = round(self.parse_seconds, 4)
-        return data
 
 
 class _GenerationCache:
@@ -133,7 +100,7 @@ class Engine:
         self._update_lock = threading.Lock()
         self._cache = _GenerationCache(-1)
         self._cache_lock = threading.Lock()
-        self._parser: JsParser | None = None
+        self._parser = StructureParser()
         self.vectors: VectorStream | None = VectorStream(index, embeddings) if embeddings is not None else None
         self.reranker = reranker
 
@@ -192,7 +159,7 @@ class Engine:
             report = walk(self.repo_root, self.walk_policy)
             if self.index.meta("parse_version") not in (None, str(PARSE_VERSION)):
                 full = True  # stored structures come from another parser version
-            literals = self._secret_literals(report.secret_files)
+            literals = secret_literals(self.repo_root, report.secret_files)
             if self.index.meta("secret_values") not in (None, literals.digest):
                 full = True  # a secret file changed: re-redact every file
             known = {} if full else self.index.file_rows()
@@ -200,38 +167,21 @@ class Engine:
             updates: list[FileUpdate] = []
             seen: set[str] = set()
             total = len(report.files)
-            parse_seconds = 0.0
             for done, wf in enumerate(report.files, 1):
                 if progress and (done % 25 == 0 or done == total):
                     progress(done, total)
-                try:
-                    data = wf.abs_path.read_bytes()
-                except OSError:
-                    stats.skipped["unreadable"] = stats.skipped.get("unreadable", 0) + 1
-                    continue
-                digest = hashlib.blake2b(data, digest_size=16).hexdigest()
                 old = known.get(wf.path)
-                if old is not None and old.hash == digest:
-                    seen.add(wf.path)
-                    continue
-                text = decode_text(data)
-                if text is None:
-                    stats.skipped["binary"] = stats.skipped.get("binary", 0) + 1
+                result = prepare_file(wf, indexed=old, literals=literals, parser=self._parser,
+                                      chunk_policy=self.chunk_policy)
+                if isinstance(result, Skipped):
+                    stats.skip(result.reason)
                     continue
                 seen.add(wf.path)
-                text, redactions = redact_secrets(text, file_type=wf.file_type)
-                text, literal_hits = literals.redact(text)
-                redactions += literal_hits
-                stats.redactions += redactions
-                kind = classify_kind(wf.path)
-                chunks = chunk_text(wf.path, text, file_type=wf.file_type, kind=kind, policy=self.chunk_policy)
-                t0 = time.perf_counter()
-                structure, chunk_symbols = self._structure(wf.path, wf.file_type, text, chunks)
-                parse_seconds += time.perf_counter() - t0
-                updates.append(
-                    FileUpdate(wf.path, wf.size, wf.mtime_ns, digest, wf.file_type, kind,
-                               len(split_lines(text)), redactions, chunks, structure, chunk_symbols)
-                )
+                if isinstance(result, Unchanged):
+                    continue
+                updates.append(result.update)
+                stats.redactions += result.update.redactions
+                stats.parse_seconds += result.parse_seconds
                 if old is None:
                     stats.added += 1
                 else:
@@ -248,22 +198,9 @@ class Engine:
             else:
                 stats.generation = self.index.generation()
             stats.files, stats.chunks = self.index.counts()
-            stats.parse_seconds = parse_seconds
             stats.seconds = time.perf_counter() - started
             log.info("index update", extra={"stats": stats.to_json()})
             return stats
-
-    def _secret_literals(self, secret_files: list[str]) -> LiteralRedactor:
-        """A redactor for the values found in the repository's secret files (never indexed themselves)."""
-        values: set[str] = set()
-        for rel in secret_files:
-            try:
-                text = decode_text((self.repo_root / rel).read_bytes()[:MAX_SECRET_FILE_BYTES])
-            except OSError:
-                continue
-            if text:
-                values |= secret_file_values(text)
-        return LiteralRedactor(values)
 
     def embed_pending(self, *, batch_size: int = 32, should_stop=None):
         """Embed chunks that have no vector yet (see :meth:`rag.search.vector_stream.VectorStream.embed_pending`).
@@ -273,24 +210,6 @@ class Engine:
         if self.vectors is None:
             return None
         return self.vectors.embed_pending(batch_size=batch_size, should_stop=should_stop)
-
-    def _structure(self, path: str, file_type: str, text: str, chunks) -> tuple[dict | None, list[str] | None]:
-        """Parse a JavaScript-family file: ``(structure JSON, per-chunk symbol text)``.
-
-        A chunk's symbol text names the definitions that start inside it, the env
-        vars it reads and the route paths it declares; it feeds the FTS5
-        ``symbols`` column. ``(None, None)`` for other file types.
-        """
-        if file_type not in PARSEABLE_EXTENSIONS:
-            return None, None
-        if self._parser is None:
-            self._parser = JsParser()
-        structure = self._parser.parse(path, text)
-        marks: list[tuple[int, str]] = [(d.start, d.name) for d in structure.definitions if d.name]
-        marks += [(e.line, e.name) for e in structure.env_vars]
-        marks += [(r.line, r.path) for r in structure.routes if r.path]
-        per_chunk = [" ".join(name for line, name in marks if c.start <= line <= c.end) for c in chunks]
-        return structure.to_json(), per_chunk
 
     def structures(self) -> dict[str, FileStructure]:
         """Parsed structure of every indexed JS-family file, imports resolved (cached per generation)."""

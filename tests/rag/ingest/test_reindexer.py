@@ -1,8 +1,8 @@
 """rag.ingest.reindexer: the shared reindex lock, run records, failures, git pull, concurrency.
 
 Everything runs the real engine on temporary repositories; the only fakes are
-Engine subclasses that block or fail inside the real update (its ``_structure``
-hook) and child processes that hold the lock or die mid-write.
+Engine subclasses that block or fail inside the real update (a ``_structure`` hook
+standing in for the ingest step's structure parser) and child processes that hold the lock or die mid-write.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import pytest
 from repo_helpers import result_paths, write_repo
 
 from rag.engine import Engine
+from rag.ingest.prepare import StructureParser
 from rag.errors import RagError, UserError
 from rag.ingest.reindexer import (
     IndexBuildingError,
@@ -61,7 +62,26 @@ def reindexer(repo, tmp_path):
     r.engine.close()
 
 
-class GateEngine(Engine):
+class _HookParser(StructureParser):
+    """The ingest step's structure parser, replaced by a hook ``(path, file_type, text, chunks) → result``."""
+
+    def __init__(self, hook) -> None:
+        super().__init__()
+        self.hook = hook
+
+    def parse(self, path, file_type, text, chunks):
+        return self.hook(path, file_type, text, chunks)
+
+
+class HookEngine(Engine):
+    """An engine whose update calls its ``_structure`` hook instead of parsing each file."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._parser = _HookParser(self._structure)
+
+
+class GateEngine(HookEngine):
     """Blocks inside the real update at its ``block_at``-th structure call until ``gate`` is set."""
 
     block_at = 1
@@ -181,15 +201,18 @@ def test_another_file_lock_holder_blocks_run(reindexer):
 CHILD_HOLDS_LOCK = """
 import sys, time, pathlib
 from rag.engine import Engine
+from rag.ingest.prepare import StructureParser
 from rag.ingest.reindexer import Reindexer
 
-class Slow(Engine):
-    def _structure(self, path, file_type, text, chunks):
+class Slow(StructureParser):
+    def parse(self, path, file_type, text, chunks):
         pathlib.Path(sys.argv[3]).touch()
         time.sleep(120)
         return None, None
 
-Reindexer(Slow.open(sys.argv[1], index_path=sys.argv[2])).run(trigger="cli", user="U_CHILD")
+engine = Engine.open(sys.argv[1], index_path=sys.argv[2])
+engine._parser = Slow()
+Reindexer(engine).run(trigger="cli", user="U_CHILD")
 """
 
 
@@ -218,7 +241,7 @@ def test_update_in_another_process_is_reported_and_its_death_frees_the_lock(repo
 # -- failures -----------------------------------------------------------------------------------
 
 
-class PoisonEngine(Engine):
+class PoisonEngine(HookEngine):
     """A file containing POISON yields a structure that cannot be stored: ``Index.apply``
     raises inside its write transaction, after the other files' rows were written."""
 
