@@ -106,16 +106,16 @@ def gate_reindexer(repo: Path, index: Path, *, block_at: int = 1) -> Reindexer:
 def test_run_records_what_changed_and_keeps_history(reindexer, repo):
     assert not reindexer.ready and reindexer.state.generation == 0
     first = reindexer.run(trigger="cli")
-    assert first.ok and first.trigger == "cli" and first.added == 7 and first.generation == 1
+    assert first.ok and first.trigger == "cli" and first.stats.added == 7 and first.generation == 1
     (repo / "notes.md").write_text("# Notes\n\nThe newword describes the second release.\n", encoding="utf-8")
     token = "xoxb-123456789012-123456789012-abcdefghijABCDEFGHIJabcd"
     (repo / "added.md").write_text(f"# Added\n\nA brand new page with {token} in it.\n", encoding="utf-8")
     (repo / "docs/topic0.md").unlink()
     second = reindexer.run(trigger="admin", user="U123", full=False)
-    assert (second.added, second.changed, second.removed) == (1, 1, 1)
-    assert second.ok and second.user == "U123" and second.generation == 2 and second.files == 7
+    assert (second.stats.added, second.stats.changed, second.stats.removed) == (1, 1, 1)
+    assert second.ok and second.user == "U123" and second.generation == 2 and second.stats.files == 7
     assert second.duration_s is not None and second.started_at >= first.started_at and second.commit is None
-    assert second.redactions == 1 and second.skipped == {} and token not in json.dumps(second.to_json())
+    assert second.stats.redactions == 1 and second.stats.skipped == {} and token not in json.dumps(second.to_json())
     assert [r.id for r in reindexer.history] == [first.id, second.id]
     json.dumps(second.to_json())
     state = reindexer.state
@@ -327,7 +327,7 @@ def test_killed_update_process_leaves_the_old_generation(repo, tmp_path):
     assert paths(r.engine.retrieve("oldword")) == ["notes.md"]
     assert r.engine.retrieve("newword") == [] and r.engine.retrieve("handler7_3 compute3") == []
     record = r.run(trigger="schedule")
-    assert record.ok and record.generation == 2 and record.added == BIG_FILES and record.changed == 1
+    assert record.ok and record.generation == 2 and record.stats.added == BIG_FILES and record.stats.changed == 1
     assert paths(r.engine.retrieve("newword")) == ["notes.md"]
     r.engine.close()
 
@@ -354,7 +354,7 @@ def test_git_pull_fast_forwards_and_the_update_follows_the_checkout(tmp_path):
     git(seed, "push", "-q", "origin", "main")
     head = git(seed, "rev-parse", "HEAD")
     record = r.run(trigger="schedule", git_pull=True)
-    assert record.ok and record.added == 1
+    assert record.ok and record.stats.added == 1
     assert record.git["ok"] and record.git["before"] == first.commit and record.git["after"] == head
     assert record.commit == head == current_commit(clone)
     assert paths(r.engine.retrieve("pulledmarker")) == ["pulled.md"]
@@ -369,7 +369,7 @@ def test_failed_git_pull_is_recorded_and_the_update_still_runs(tmp_path):
     write(repo, {"wip.md": "# Work\n\nThe localmarker is not pushed anywhere.\n"})
     r = Reindexer.open(repo, index_path=tmp_path / "i.sqlite")
     record = r.run(trigger="schedule", git_pull=True)
-    assert record.ok and record.added == 2 and record.commit == git(repo, "rev-parse", "HEAD")
+    assert record.ok and record.stats.added == 2 and record.commit == git(repo, "rev-parse", "HEAD")
     assert record.git["ok"] is False and record.git["returncode"] not in (0, None) and record.git["message"]
     assert paths(r.engine.retrieve("localmarker")) == ["wip.md"]
     r.engine.close()
@@ -434,7 +434,7 @@ async def test_queries_during_back_to_back_updates_see_exactly_one_generation(tm
             holder = "b" if holder == "a" else "a"
             write(repo, marker_files(holder))
             record = await r.run_async(trigger="schedule")
-            assert record.ok and record.changed == 2
+            assert record.ok and record.stats.changed == 2
             generations.append(record.generation)
 
     async def reader() -> list[list[str]]:
