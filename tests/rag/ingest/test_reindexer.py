@@ -27,6 +27,7 @@ from rag.ingest.reindexer import (
     IndexBuildingError,
     Reindexer,
     ReindexBusyError,
+    RunRecord,
     current_commit,
     error_line,
     pull_ff_only,
@@ -101,6 +102,21 @@ def gate_reindexer(repo: Path, index: Path, *, block_at: int = 1) -> Reindexer:
 
 
 # -- records and state ------------------------------------------------------------------------
+
+
+def test_run_record_json_is_flat_and_keeps_its_key_order(reindexer, repo):
+    record = reindexer.run(trigger="cli")
+    data = record.to_json()
+    assert list(data) == ["id", "trigger", "started_at", "user", "full", "duration_s", "added", "changed", "removed",
+                          "skipped", "redactions", "files", "chunks", "generation", "ok", "error", "git", "commit",
+                          "embeddings"]
+    stats = record.stats
+    assert (data["added"], data["files"], data["chunks"], data["generation"]) == (
+        stats.added, stats.files, stats.chunks, stats.generation)
+    data["skipped"]["x"] = 1
+    assert "x" not in record.stats.skipped  # a copy
+    running = RunRecord(id="r", trigger="cli", started_at=1.0)
+    assert running.to_json()["added"] == 0 and running.to_json()["skipped"] == {} and running.to_json()["generation"] is None
 
 
 def test_run_records_what_changed_and_keeps_history(reindexer, repo):
