@@ -222,7 +222,9 @@ class Engine:
         self.retriever.reranker = reranker
 
     def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None) -> list[Source]:
-        """Top chunks for ``question``; ``[]`` when nothing really matches (:meth:`rag.search.retriever.Retriever.retrieve`).
+        """Top chunks for ``question``; ``[]`` when nothing really matches.
+
+        See :meth:`rag.search.retriever.Retriever.retrieve` for the pipeline.
 
         Args:
             question: any text; FTS5 syntax in it is inert. Capped at ``MAX_QUESTION_CHARS``.
@@ -232,7 +234,8 @@ class Engine:
         return self.retriever.retrieve(question, limit=limit, kind=kind)
 
     def retrieve_images(self, question: str, *, limit: int = 6) -> list[ImageHit]:
-        """Images whose path tokens match the question (``[]`` when none do; :meth:`rag.search.retriever.Retriever.retrieve_images`)."""
+        """Images whose path tokens match the question, ``[]`` when none do
+        (:meth:`rag.search.retriever.Retriever.retrieve_images`)."""
         return self.retriever.retrieve_images(question, limit=limit)
 
     def structures(self) -> dict[str, FileStructure]:

@@ -10,7 +10,8 @@ from rag.search.retriever import GenerationCache, Retriever
 from rag.search.structure import structure_bonus, symbol_table
 
 FILES = {
-    "src/db.js": "const host = process.env.DB_HOST;\nfunction connectPool() { return host; }\nmodule.exports = { connectPool };\n",
+    "src/db.js": ("const host = process.env.DB_HOST;\nfunction connectPool() { return host; }\n"
+                  "module.exports = { connectPool };\n"),
     "src/app.js": "const { connectPool } = require('./db');\nfunction startApp() { return connectPool(); }\n",
     "README.md": "# Demo\n\nThe app starts a database pool.\n",
 }
@@ -43,11 +44,13 @@ def test_an_update_through_another_engine_replaces_the_cache(tmp_path):
 
 
 def test_symbol_table_weights_definitions_over_exports_over_env_vars():
-    a = FileStructure(path="a.js", language="javascript", definitions=[Definition(name="x", kind="function", start=1, end=2)],
+    a = FileStructure(path="a.js", language="javascript",
+                      definitions=[Definition(name="x", kind="function", start=1, end=2)],
                       exports=[Export(name="x", line=3, kind="named"), Export(name="y", line=3, kind="named")],
                       env_vars=[EnvVar(name="y", line=1), EnvVar(name="Z", line=1)])
     b = FileStructure(path="b.js", language="javascript", env_vars=[EnvVar(name="x", line=1)])
-    assert symbol_table({"a.js": a, "b.js": b}) == {"x": {"a.js": 1.0, "b.js": 0.6}, "y": {"a.js": 0.8}, "Z": {"a.js": 0.6}}
+    assert symbol_table({"a.js": a, "b.js": b}) == {
+        "x": {"a.js": 1.0, "b.js": 0.6}, "y": {"a.js": 0.8}, "Z": {"a.js": 0.6}}
 
 
 def test_structure_bonus_asks_only_for_what_a_signal_needs():
