@@ -23,7 +23,7 @@ _EXPORTS = {
     "AnswerResult": "answer.orchestrator", "answer_question": "answer.orchestrator",
     "CodeGraph": "context.codegraph",
     "PackedContext": "context.packer", "code_context": "context.packer", "pack_context": "context.packer",
-    "Engine": "engine", "IndexStats": "engine",
+    "Engine": "engine", "IndexStats": "ingest.stats",
     "ModelConfig": "config",
     "Reindexer": "ingest.reindexer", "ReindexBusyError": "ingest.reindexer", "RunRecord": "ingest.reindexer",
     "estimate_tokens": "tokens",
@@ -37,7 +37,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from rag.answer.orchestrator import AnswerResult, answer_question
     from rag.context.codegraph import CodeGraph
     from rag.context.packer import PackedContext, code_context, pack_context
-    from rag.engine import Engine, IndexStats
+    from rag.engine import Engine
+    from rag.ingest.stats import IndexStats
     from rag.errors import EmptyQuestionError, IndexUnavailableError, ProviderError, RagError, RepoNotFoundError, UserError
     from rag.config import ModelConfig
     from rag.ingest.reindexer import Reindexer, ReindexBusyError, RunRecord

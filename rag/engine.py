@@ -4,106 +4,56 @@
     stats = engine.update()                       # walk → chunk → parse → index (incremental)
     sources = engine.retrieve("how are routes matched?", limit=8)
 
-Caches (IDF per term, the path list, the code graph) are keyed by the index
-generation, so an update by this process or another one invalidates them.
+Wiring only; each stage owns its logic:
+
+- ``update`` walks (:func:`rag.ingest.walk.walk`), runs the per-file ingest step
+  (:func:`rag.ingest.prepare.prepare_file`) and applies the result in one transaction
+  (:meth:`rag.store.index.Index.apply`), reporting an :class:`~rag.ingest.stats.IndexStats`;
+- ``retrieve``, ``retrieve_images``, ``structures`` and ``code_graph`` delegate to the
+  :class:`~rag.search.retriever.Retriever`, which owns the caches keyed by the index
+  generation (an update by this process or another one invalidates them);
+- ``code_context`` and ``pack_context`` call :mod:`rag.context.packer`; ``read_lines`` and
+  ``indexed_paths`` read the index (:class:`~rag.store.index.Index`).
+
 ``update()`` is serialised in-process by a lock; ``rag.ingest.reindexer`` adds the
 cross-process file lock used by the bot.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rag.search import lexical as _retrieve
-from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy, chunk_text, split_lines
-from rag.providers.embeddings import EmbeddingProvider
-from rag.errors import RepoNotFoundError
-from rag.search.vector_stream import VectorStream, above_floor, safe_query_vector, safe_search, top_margin
-from rag.store.index import FileUpdate, Index
-from rag.ingest.manifests import read_manifests, repository_names
-from rag.search.query import analyze
-from rag.providers.rerank import Reranker
-from rag.search.rerank import rerank_candidates
-from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
 from rag.context import packer as _context
 from rag.context.codegraph import CodeGraph
 from rag.context.packer import CodeEntry, PackedContext
-from rag.parse.parser import PARSE_VERSION, PARSEABLE_EXTENSIONS, FileStructure, JsParser, resolve_imports
-from rag.secrets import LiteralRedactor, redact_secrets, secret_file_values
-from rag.text import index_text, light_stem
+from rag.errors import RepoNotFoundError
+from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy
+from rag.ingest.prepare import Skipped, StructureParser, Unchanged, prepare_file, secret_literals
+from rag.ingest.stats import IndexStats
+from rag.ingest.walk import DEFAULT_WALK_POLICY, WalkPolicy, walk
+from rag.parse.parser import PARSE_VERSION, FileStructure
+from rag.providers.embeddings import EmbeddingProvider
+from rag.providers.rerank import Reranker
+from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
+from rag.search.retriever import MAX_QUESTION_CHARS, Retriever
+from rag.search.vector_stream import VectorStream
+from rag.store.index import FileUpdate, Index
 from rag.types import ImageHit, Source
-from rag.ingest.walk import DEFAULT_WALK_POLICY, WalkPolicy, classify_kind, decode_text, walk
 
 __all__ = ["Engine", "IndexStats", "default_index_path", "MAX_QUESTION_CHARS"]
 
 log = logging.getLogger(__name__)
 
-MAX_QUESTION_CHARS = 4000
 DEFAULT_BUDGET_TOKENS = 4000
-MAX_SECRET_FILE_BYTES = 256 * 1024
 ProgressFn = Callable[[int, int], None]
-
-
-# "Which files import X / would break if X were removed / depend on X?"
-_DEPENDANTS_INTENT = re.compile(
-    r"\b(import(s|ed|ing)?|requires?|depend(s|ing|ants|ents)?|break|fail to load|need to change|"
-    r"were (deleted|removed)|(is|was|were|got) removed|uses? of|who uses)\b", re.I)
-# "Which file reads the process environment / environment variables?"
-_ENV_INTENT = re.compile(r"\b(process environment|environment variables?|env(ironment)? vars?|process\.env)\b", re.I)
 
 
 def default_index_path(repo: Path) -> Path:
     """``<repo>/.rag/index.sqlite`` (DESIGN.md §3)."""
     return repo / ".rag" / "index.sqlite"
-
-
-@dataclass(slots=True)
-class IndexStats:
-    """Outcome of one update (the ``slackzilla index --json`` shape plus extras).
-
-    Attributes:
-        files, chunks: totals in the index after the update.
-        added, changed, removed: files by change type in this update.
-        skipped: reason → count (walker reasons plus ``binary``, ``unreadable``).
-        seconds: wall time of the update.
-        redactions: secrets redacted in the files (re)read by this update.
-        generation: index generation after the update.
-    """
-
-    files: int = 0
-    chunks: int = 0
-    added: int = 0
-    changed: int = 0
-    removed: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
-    redactions: int = 0
-    generation: int = 0
-    parse_seconds: float = 0.0
-
-    def to_json(self) -> dict:
-        data = asdict(self)
-        data["seconds"] = round(self.seconds, 4)
-        data["parse_seconds"] = round(self.parse_seconds, 4)
-        return data
-
-
-class _GenerationCache:
-    """Values derived from one index generation (dropped when it changes)."""
-
-    def __init__(self, generation: int) -> None:
-        self.generation = generation
-        self.idf: dict[str, float] = {}
-        self.paths: list[str] | None = None
-        self.total_chunks: int | None = None
-        self.extra: dict[str, object] = {}
 
 
 class Engine:
@@ -127,13 +77,12 @@ class Engine:
         self.index = index
         self.walk_policy = walk_policy
         self.chunk_policy = chunk_policy
-        self.retrieval_policy = retrieval_policy
         self._update_lock = threading.Lock()
-        self._cache = _GenerationCache(-1)
-        self._cache_lock = threading.Lock()
-        self._parser: JsParser | None = None
-        self.vectors: VectorStream | None = VectorStream(index, embeddings) if embeddings is not None else None
-        self.reranker = reranker
+        self._parser = StructureParser()
+        self.retriever = Retriever(
+            repo_root, index, policy=retrieval_policy, reranker=reranker,
+            vectors=VectorStream(index, embeddings) if embeddings is not None else None,
+        )
 
     @classmethod
     def open(cls, repo: Path | str | None = None, *, index_path: Path | str | None = None, **policies) -> Engine:
@@ -192,7 +141,7 @@ class Engine:
             report = walk(self.repo_root, self.walk_policy)
             if self.index.meta("parse_version") not in (None, str(PARSE_VERSION)):
                 full = True  # stored structures come from another parser version
-            literals = self._secret_literals(report.secret_files)
+            literals = secret_literals(self.repo_root, report.secret_files)
             if self.index.meta("secret_values") not in (None, literals.digest):
                 full = True  # a secret file changed: re-redact every file
             known = {} if full else self.index.file_rows()
@@ -200,38 +149,21 @@ class Engine:
             updates: list[FileUpdate] = []
             seen: set[str] = set()
             total = len(report.files)
-            parse_seconds = 0.0
             for done, wf in enumerate(report.files, 1):
                 if progress and (done % 25 == 0 or done == total):
                     progress(done, total)
-                try:
-                    data = wf.abs_path.read_bytes()
-                except OSError:
-                    stats.skipped["unreadable"] = stats.skipped.get("unreadable", 0) + 1
-                    continue
-                digest = hashlib.blake2b(data, digest_size=16).hexdigest()
                 old = known.get(wf.path)
-                if old is not None and old.hash == digest:
-                    seen.add(wf.path)
-                    continue
-                text = decode_text(data)
-                if text is None:
-                    stats.skipped["binary"] = stats.skipped.get("binary", 0) + 1
+                result = prepare_file(wf, indexed=old, literals=literals, parser=self._parser,
+                                      chunk_policy=self.chunk_policy)
+                if isinstance(result, Skipped):
+                    stats.skip(result.reason)
                     continue
                 seen.add(wf.path)
-                text, redactions = redact_secrets(text, file_type=wf.file_type)
-                text, literal_hits = literals.redact(text)
-                redactions += literal_hits
-                stats.redactions += redactions
-                kind = classify_kind(wf.path)
-                chunks = chunk_text(wf.path, text, file_type=wf.file_type, kind=kind, policy=self.chunk_policy)
-                t0 = time.perf_counter()
-                structure, chunk_symbols = self._structure(wf.path, wf.file_type, text, chunks)
-                parse_seconds += time.perf_counter() - t0
-                updates.append(
-                    FileUpdate(wf.path, wf.size, wf.mtime_ns, digest, wf.file_type, kind,
-                               len(split_lines(text)), redactions, chunks, structure, chunk_symbols)
-                )
+                if isinstance(result, Unchanged):
+                    continue
+                updates.append(result.update)
+                stats.redactions += result.update.redactions
+                stats.parse_seconds += result.parse_seconds
                 if old is None:
                     stats.added += 1
                 else:
@@ -248,22 +180,9 @@ class Engine:
             else:
                 stats.generation = self.index.generation()
             stats.files, stats.chunks = self.index.counts()
-            stats.parse_seconds = parse_seconds
             stats.seconds = time.perf_counter() - started
             log.info("index update", extra={"stats": stats.to_json()})
             return stats
-
-    def _secret_literals(self, secret_files: list[str]) -> LiteralRedactor:
-        """A redactor for the values found in the repository's secret files (never indexed themselves)."""
-        values: set[str] = set()
-        for rel in secret_files:
-            try:
-                text = decode_text((self.repo_root / rel).read_bytes()[:MAX_SECRET_FILE_BYTES])
-            except OSError:
-                continue
-            if text:
-                values |= secret_file_values(text)
-        return LiteralRedactor(values)
 
     def embed_pending(self, *, batch_size: int = 32, should_stop=None):
         """Embed chunks that have no vector yet (see :meth:`rag.search.vector_stream.VectorStream.embed_pending`).
@@ -274,40 +193,59 @@ class Engine:
             return None
         return self.vectors.embed_pending(batch_size=batch_size, should_stop=should_stop)
 
-    def _structure(self, path: str, file_type: str, text: str, chunks) -> tuple[dict | None, list[str] | None]:
-        """Parse a JavaScript-family file: ``(structure JSON, per-chunk symbol text)``.
+    # -- querying (delegated to the retriever) ----------------------------------------------------
 
-        A chunk's symbol text names the definitions that start inside it, the env
-        vars it reads and the route paths it declares; it feeds the FTS5
-        ``symbols`` column. ``(None, None)`` for other file types.
+    @property
+    def retrieval_policy(self) -> RetrievalPolicy:
+        """The retrieval knobs (the retriever's; settable)."""
+        return self.retriever.policy
+
+    @retrieval_policy.setter
+    def retrieval_policy(self, policy: RetrievalPolicy) -> None:
+        self.retriever.policy = policy
+
+    @property
+    def vectors(self) -> VectorStream | None:
+        """The vector stream, ``None`` without an embeddings provider (the retriever's; settable)."""
+        return self.retriever.vectors
+
+    @vectors.setter
+    def vectors(self, stream: VectorStream | None) -> None:
+        self.retriever.vectors = stream
+
+    @property
+    def reranker(self) -> Reranker | None:
+        """The optional reranker (the retriever's; settable)."""
+        return self.retriever.reranker
+
+    @reranker.setter
+    def reranker(self, reranker: Reranker | None) -> None:
+        self.retriever.reranker = reranker
+
+    def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None) -> list[Source]:
+        """Top chunks for ``question``; ``[]`` when nothing really matches.
+
+        See :meth:`rag.search.retriever.Retriever.retrieve` for the pipeline.
+
+        Args:
+            question: any text; FTS5 syntax in it is inert. Capped at ``MAX_QUESTION_CHARS``.
+            limit: maximum number of chunks (≥ 1).
+            kind: only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``).
         """
-        if file_type not in PARSEABLE_EXTENSIONS:
-            return None, None
-        if self._parser is None:
-            self._parser = JsParser()
-        structure = self._parser.parse(path, text)
-        marks: list[tuple[int, str]] = [(d.start, d.name) for d in structure.definitions if d.name]
-        marks += [(e.line, e.name) for e in structure.env_vars]
-        marks += [(r.line, r.path) for r in structure.routes if r.path]
-        per_chunk = [" ".join(name for line, name in marks if c.start <= line <= c.end) for c in chunks]
-        return structure.to_json(), per_chunk
+        return self.retriever.retrieve(question, limit=limit, kind=kind)
+
+    def retrieve_images(self, question: str, *, limit: int = 6) -> list[ImageHit]:
+        """Images whose path tokens match the question, ``[]`` when none do
+        (:meth:`rag.search.retriever.Retriever.retrieve_images`)."""
+        return self.retriever.retrieve_images(question, limit=limit)
 
     def structures(self) -> dict[str, FileStructure]:
         """Parsed structure of every indexed JS-family file, imports resolved (cached per generation)."""
-        with self.index.read() as conn:
-            return self._structures_in(conn, self._cache_for(conn))
+        return self.retriever.structures()
 
     def code_graph(self) -> CodeGraph:
         """The repository's :class:`~rag.context.codegraph.CodeGraph` (cached per generation)."""
-        with self.index.read() as conn:
-            return self._graph_in(conn, self._cache_for(conn))
-
-    def _graph_in(self, conn, cache: _GenerationCache) -> CodeGraph:
-        graph = cache.extra.get("graph")
-        if graph is None:
-            graph = CodeGraph(self._structures_in(conn, cache))
-            cache.extra["graph"] = graph
-        return graph
+        return self.retriever.code_graph()
 
     def code_context(self, question: str, *, retrieved: list[Source], max_entries: int = 20) -> list[CodeEntry]:
         """Structural context for ``question`` (:func:`rag.context.packer.code_context` on this repository)."""
@@ -330,167 +268,16 @@ class Engine:
         entries = self.code_context(question, retrieved=sources) if with_code else []
         return _context.pack_context(question, sources=sources, code_entries=entries, budget_tokens=budget_tokens)
 
-    def _structures_in(self, conn, cache: _GenerationCache) -> dict[str, FileStructure]:
-        cached = cache.extra.get("structures")
-        if cached is None:
-            cached = {}
-            for path, doc in conn.execute("SELECT path, structure FROM files WHERE structure IS NOT NULL"):
-                try:
-                    cached[path] = FileStructure.from_json(json.loads(doc))
-                except ValueError:
-                    log.warning("stored structure of %s is stale; it is re-parsed on the next full index", path)
-            resolve_imports(cached, known_paths=[r[0] for r in conn.execute("SELECT path FROM files")])
-            cache.extra["structures"] = cached
-        return cached
-
-    # -- querying -----------------------------------------------------------------------------
-
-    def _cache_for(self, conn) -> _GenerationCache:
-        generation = self.index.generation(conn)
-        with self._cache_lock:
-            if self._cache.generation != generation:
-                self._cache = _GenerationCache(generation)
-            return self._cache
-
-    def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None) -> list[Source]:
-        """Top chunks for ``question`` (see :mod:`rag.search.lexical`); ``[]`` when nothing really matches.
-
-        Args:
-            question: any text; FTS5 syntax in it is inert. Capped at ``MAX_QUESTION_CHARS``.
-            limit: maximum number of chunks (≥ 1).
-            kind: only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``).
-        """
-        question = (question or "")[:MAX_QUESTION_CHARS]
-        if not question.strip() or limit < 1:
-            return []
-        query = analyze(question)
-        policy = self.retrieval_policy
-        query_vector = safe_query_vector(self.vectors, question)
-        with self.index.read() as conn:
-            all_hits = safe_search(self.vectors, conn, query_vector, k=policy.stream_pool)
-            hits = above_floor(all_hits, policy.vector_floor_ratio)
-            cache = self._cache_for(conn)
-            if cache.paths is None:
-                cache.paths = [r[0] for r in conn.execute("SELECT path FROM files ORDER BY path")]
-                cache.total_chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
-            structure = self._symbol_files(conn, cache, query)
-            cands, evidence = _retrieve.rank_chunks(
-                conn, query, policy=policy, kind=kind, idf_cache=cache.idf,
-                total_chunks=cache.total_chunks, known_paths=cache.paths,
-                symbol_files=structure,
-                extra_ids=[h.chunk_id for h in hits] or None,
-                meta_terms=self._repository_names(cache),
-            )
-        # Lexical evidence decides abstention (cosines of answerable and unanswerable questions
-        # overlap), but a question worded unlike the code ("refuse a body that is too large" for
-        # bodyLimit) is answered when the vectors' best chunk clearly stands out.
-        vectors_decide = top_margin(all_hits) >= policy.min_vector_margin
-        if not cands or (evidence.abstain(policy) and not vectors_decide):
-            return []
-        pinned = {c.id for c in cands if c.score >= _retrieve.HARD_BOOST}  # before fusion rescales scores
-        if hits:
-            cands = _retrieve.fuse_streams(cands, [h.chunk_id for h in hits], policy=policy, structure=structure)
-        if self.reranker is not None:  # optional; outside the read transaction (a network call)
-            cands = rerank_candidates(cands, question=question, reranker=self.reranker,
-                                      top=policy.rerank_top, pinned=pinned,
-                                      min_score=getattr(self.reranker, "min_score", None))
-        sources = _retrieve.diversify(cands, limit=limit, per_file=policy.per_file,
-                                      relative_threshold=policy.relative_threshold)
-        for source in sources:
-            source.focus = _retrieve.focus_line(source.text, source.start, query)
-        return sources
-
-    def _repository_names(self, cache: _GenerationCache) -> frozenset[str]:
-        """The package's own name words (:func:`rag.ingest.manifests.repository_names`), read once per generation."""
-        names = cache.extra.get("repository_names")
-        if names is None:
-            names = repository_names(read_manifests(self.repo_root))
-            cache.extra["repository_names"] = names
-        return names  # type: ignore[return-value]
-
-    def _symbol_files(self, conn, cache: _GenerationCache, query) -> dict[str, float] | None:
-        """Path → bonus in (0, 1] for files that define (1.0) or read (0.6) a name the question writes.
-
-        Names are the question's code-style identifiers (``compileTrust``,
-        ``FST_ERR_X``, ``handle_request``) matched case-sensitively against
-        definitions, env vars and exported names.
-        """
-        out: dict[str, float] = {}
-        if _DEPENDANTS_INTENT.search(query.text) and query.paths:
-            named = _retrieve._explicit_paths(query, cache.paths or [])
-            if named:
-                graph = self._graph_in(conn, cache)
-                deps = sorted({d for p in named for d in graph.dependants(p) if d not in named},
-                              key=lambda p: (bool(_retrieve._LOW_VALUE_DIRS.search(p)), p))
-                for rank, path in enumerate(deps):
-                    out[path] = 10.5 - 0.01 * rank
-        if _ENV_INTENT.search(query.text):
-            for path, structure in self._structures_in(conn, cache).items():
-                if structure.env_vars:
-                    out[path] = max(out.get(path, 0.0), 0.3)
-        if not query.identifiers:
-            return out or None
-        table = cache.extra.get("symbol_table")
-        if table is None:
-            table = {}
-            for (doc,) in conn.execute("SELECT structure FROM files WHERE structure IS NOT NULL"):
-                try:
-                    data = json.loads(doc)
-                except ValueError:
-                    continue
-                path = data.get("path")
-                for d in data.get("definitions", []):
-                    table.setdefault(d.get("name"), {})[path] = 1.0
-                for e in data.get("exports", []):
-                    table.setdefault(e.get("name"), {}).setdefault(path, 0.8)
-                for e in data.get("env_vars", []):
-                    table.setdefault(e.get("name"), {}).setdefault(path, 0.6)
-            cache.extra["symbol_table"] = table
-        for name in query.identifiers:
-            for path, weight in table.get(name, {}).items():
-                out[path] = max(out.get(path, 0.0), 0.5 * weight)
-        return out or None
-
-    def retrieve_images(self, question: str, *, limit: int = 6) -> list[ImageHit]:
-        """Images whose path tokens match the question (``[]`` when none do)."""
-        query = analyze((question or "")[:MAX_QUESTION_CHARS])
-        if not query.terms:
-            return []
-        wanted = {light_stem(t) for t in query.terms}
-        hits: list[ImageHit] = []
-        with self.index.read() as conn:
-            for (path,) in conn.execute("SELECT path FROM images"):
-                tokens = {light_stem(t) for t in index_text(path.rsplit(".", 1)[0]).split()}
-                common = wanted & tokens
-                if common:
-                    hits.append(ImageHit(path, None, len(common) / len(wanted)))
-        hits.sort(key=lambda h: (-h.score, h.path))
-        return hits[:limit]
-
     def indexed_paths(self) -> list[str]:
         """Every indexed file path, sorted."""
-        with self.index.read() as conn:
-            return [r[0] for r in conn.execute("SELECT path FROM files ORDER BY path")]
+        return self.index.file_paths()
 
     def read_lines(self, path: str, start: int, end: int) -> str:
         """Indexed text of ``path`` lines ``start..end`` (redacted), joined from its chunks.
 
         Reads the index, never the working tree, so secrets stay redacted and the
         text matches the generation that produced the line numbers. Lines past the
-        end of the file are simply absent. Raises ``KeyError`` for an unindexed path.
+        end of the file are simply absent. Raises ``KeyError`` for an unindexed path
+        (:meth:`rag.store.index.Index.read_lines`).
         """
-        with self.index.read() as conn:
-            rows = conn.execute(
-                "SELECT start, text FROM chunks WHERE path=? AND end>=? AND start<=? ORDER BY start",
-                (path, start, end),
-            ).fetchall()
-        if not rows:
-            with self.index.read() as conn:
-                if conn.execute("SELECT 1 FROM files WHERE path=?", (path,)).fetchone() is None:
-                    raise KeyError(path)
-            return ""
-        lines: dict[int, str] = {}
-        for first, text in rows:
-            for offset, line in enumerate(text.split("\n")):
-                lines.setdefault(first + offset, line)
-        return "\n".join(lines[n] for n in range(start, end + 1) if n in lines)
+        return self.index.read_lines(path, start, end)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag.engine import Engine
+from rag.store import queries as index_queries
 
 __all__ = ["load_jsonl", "rank_of", "score_results", "run_eval", "run_bench", "BenchResult"]
 
@@ -217,7 +218,7 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
             t0 = time.perf_counter()
             engine.update()
             noop_s = time.perf_counter() - t0
-            rows = engine.index.conn.execute("SELECT path, size FROM files ORDER BY size DESC").fetchall()
+            rows = index_queries.files_by_size(engine.index.conn)
             total_bytes = sum(size for _, size in rows)
             target = next((p for p, _ in rows if p.endswith((".js", ".ts", ".py"))), rows[0][0] if rows else None)
             one_s = 0.0
@@ -229,7 +230,7 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
                 engine.update()
                 one_s = time.perf_counter() - t0
             rng = random.Random(7)
-            words = [w for (w,) in engine.index.conn.execute("SELECT symbol FROM chunks WHERE symbol IS NOT NULL LIMIT 500")]
+            words = index_queries.chunk_symbols(engine.index.conn, limit=500)
             paths = [p for p, _ in rows]
             qs = list(BENCH_QUESTIONS)
             while len(qs) < queries and paths:

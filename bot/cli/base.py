@@ -164,16 +164,17 @@ def index_cmd(repo: Path | None, index_path: Path | None, full: bool, as_json: b
         engine.close()
     if not record.ok:
         _fail(f"indexing failed: {record.error} (the previous index is unchanged)")
-    stats = {"files": record.files, "chunks": record.chunks, "added": record.added, "changed": record.changed,
-             "removed": record.removed, "skipped": record.skipped, "seconds": record.duration_s,
-             "redactions": record.redactions, "generation": record.generation, "embeddings": record.embeddings}
+    run = record.stats
+    stats = {"files": run.files, "chunks": run.chunks, "added": run.added, "changed": run.changed,
+             "removed": run.removed, "skipped": run.skipped, "seconds": record.duration_s,
+             "redactions": run.redactions, "generation": record.generation, "embeddings": record.embeddings}
     if as_json:
         _emit(stats)
         return
-    skipped = ", ".join(f"{k} {v}" for k, v in sorted(record.skipped.items())) or "none"
+    skipped = ", ".join(f"{k} {v}" for k, v in sorted(run.skipped.items())) or "none"
     click.echo(
-        f"{record.files} files, {record.chunks} chunks: {record.added} added, {record.changed} changed, "
-        f"{record.removed} removed in {record.duration_s:.2f}s (skipped: {skipped}; secrets redacted: {record.redactions})"
+        f"{run.files} files, {run.chunks} chunks: {run.added} added, {run.changed} changed, "
+        f"{run.removed} removed in {record.duration_s:.2f}s (skipped: {skipped}; secrets redacted: {run.redactions})"
     )
 
 

@@ -1,4 +1,5 @@
-"""Ingest stage: walk the repository, redact, chunk, and keep the index current (reindexer)."""
+"""Ingest stage: walk the repository, the per-file step (read, redact, chunk, parse), update
+stats, and keeping the index current (reindexer)."""
 from __future__ import annotations
 
 from rag.lazy import lazy_exports

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import logging
 import os
@@ -48,6 +49,7 @@ import filelock
 
 from rag.engine import Engine
 from rag.errors import IndexUnavailableError, RagError, UserError
+from rag.ingest.stats import IndexStats
 from rag.secrets import redact_secrets
 
 __all__ = [
@@ -120,8 +122,11 @@ class RunRecord:
         trigger: one of :data:`TRIGGERS`; user: the admin's id for ``admin`` runs.
         full: a full rebuild.
         started_at: epoch seconds; duration_s: wall time (``None`` while running).
-        added, changed, removed, files, chunks, generation: as in ``IndexStats``.
-        skipped: reason → count of files not indexed; redactions: secrets redacted in re-read files.
+        stats: the update's :class:`~rag.ingest.stats.IndexStats` (all zero while running and
+            when the update failed): files and chunks indexed, files added/changed/removed,
+            skipped reasons, secrets redacted in re-read files.
+        generation: the index generation after the run (the update's on success; read from
+            the index after a failure; ``None`` while running or when unreadable).
         ok: ``None`` while running, then ``True``/``False``; error: one redacted line.
         git: the :class:`GitPullResult` JSON when a pull was asked for.
         commit: the checked-out commit after the run (``None`` outside git).
@@ -135,13 +140,7 @@ class RunRecord:
     user: str | None = None
     full: bool = False
     duration_s: float | None = None
-    added: int = 0
-    changed: int = 0
-    removed: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
-    redactions: int = 0
-    files: int = 0
-    chunks: int = 0
+    stats: IndexStats = field(default_factory=IndexStats)
     generation: int | None = None
     ok: bool | None = None
     error: str | None = None
@@ -150,7 +149,18 @@ class RunRecord:
     embeddings: dict | None = None
 
     def to_json(self) -> dict:
-        return asdict(self)
+        """The flat JSON of ``/sz-status``, ``/api/status`` and the CLI (a deep copy), keys in this order:
+        ``id, trigger, started_at, user, full, duration_s, added, changed, removed, skipped,
+        redactions, files, chunks, generation, ok, error, git, commit, embeddings``."""
+        s = self.stats
+        return {
+            "id": self.id, "trigger": self.trigger, "started_at": self.started_at, "user": self.user,
+            "full": self.full, "duration_s": self.duration_s,
+            "added": s.added, "changed": s.changed, "removed": s.removed, "skipped": dict(s.skipped),
+            "redactions": s.redactions, "files": s.files, "chunks": s.chunks, "generation": self.generation,
+            "ok": self.ok, "error": self.error, "git": copy.deepcopy(self.git), "commit": self.commit,
+            "embeddings": copy.deepcopy(self.embeddings),
+        }
 
 
 @dataclass(slots=True)
@@ -453,9 +463,7 @@ class Reindexer:
                     progress(done, total)
 
             stats = self.engine.update(full=full, progress=on_progress)
-            record.added, record.changed, record.removed = stats.added, stats.changed, stats.removed
-            record.skipped, record.files, record.chunks = dict(stats.skipped), stats.files, stats.chunks
-            record.generation, record.redactions = stats.generation, stats.redactions
+            record.stats, record.generation = stats, stats.generation
             record.ok = True
             # The lexical index is committed and serving; vectors follow (a failure leaves BM25 working).
             report = self.engine.embed_pending(should_stop=self._stop.is_set) if self.embed else None
@@ -486,5 +494,5 @@ class Reindexer:
         self._file_lock.release()
         self._run_lock.release()
         log.info("reindex done id=%s trigger=%s ok=%s seconds=%s added=%d changed=%d removed=%d",
-                 record.id, record.trigger, record.ok, record.duration_s, record.added, record.changed,
-                 record.removed)
+                 record.id, record.trigger, record.ok, record.duration_s, record.stats.added, record.stats.changed,
+                 record.stats.removed)

@@ -1,6 +1,6 @@
 """Turn one query pass over a syntax tree into parse records.
 
-``extract(root, matches)`` consumes the matches of the combined query
+``extract(matches, path=, language=)`` consumes the matches of the combined query
 (``rag/queries/common.scm`` + the language's file) and dispatches on the main
 capture name of each match: ``definition.<kind>``, ``reference.call``,
 ``reference.import``, ``reference.export``, ``reference.cjs_export``,
@@ -13,7 +13,7 @@ offset (definitions nest like the tree, so a stack suffices).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tree_sitter import Node
 
@@ -27,7 +27,7 @@ from rag.parse.nodes import (
     string_value,
     text_of,
 )
-from rag.parse.records import Call, Definition, EnvVar, Export, Import, PathRef, Route
+from rag.parse.records import Call, Definition, EnvVar, Export, FileStructure, Import, PathRef
 from rag.parse.routes import (
     apply_inline_mounts,
     inline_mount,
@@ -61,15 +61,15 @@ _MAX_CALLEE_CHARS = 80
 
 @dataclass(slots=True)
 class Extraction:
-    """Records extracted from one tree, in source order per list."""
+    """Records extracted from one tree: a :class:`FileStructure` as the query pass found it.
 
-    imports: list[Import] = field(default_factory=list)
-    exports: list[Export] = field(default_factory=list)
-    definitions: list[Definition] = field(default_factory=list)
-    calls: list[Call] = field(default_factory=list)
-    env_vars: list[EnvVar] = field(default_factory=list)
-    routes: list[Route] = field(default_factory=list)
-    path_refs: list[PathRef] = field(default_factory=list)
+    Attributes:
+        records: the file's path and language, and its record lists in match order
+            (:meth:`rag.parse.parser.JsParser.parse` sorts them into the final structure);
+            imports unresolved, ``has_error`` not set yet.
+    """
+
+    records: FileStructure
 
 
 def _key_text(node: Node) -> str | None:
@@ -124,8 +124,8 @@ def _callee_name(fn: Node) -> str | None:
 class _Collector:
     """Mutable state of one extraction (built per tree, never shared)."""
 
-    def __init__(self) -> None:
-        self.out = Extraction()
+    def __init__(self, path: str, language: str) -> None:
+        self.out = FileStructure(path=path, language=language)
         # (start_byte, end_byte, definition index) for the enclosing sweep.
         self.def_spans: list[tuple[int, int, int]] = []
         self.owned: set[int] = set()
@@ -343,7 +343,7 @@ class _Collector:
             out.calls.append(Call(callee=callee, line=line, enclosing=enclosing))
         advance(1 << 62)
         apply_inline_mounts(out.routes, self.inline_mounts)
-        return out
+        return Extraction(out)
 
 
 def _destructured_key(member: Node) -> str | None:
@@ -408,9 +408,10 @@ def _pattern_identifier_nodes(pattern: Node) -> list[Node]:
     return found
 
 
-def extract(matches: Iterable[tuple[int, dict[str, list[Node]]]]) -> Extraction:
-    """Records from the ``QueryCursor.matches()`` output of the combined query."""
-    collector = _Collector()
+def extract(matches: Iterable[tuple[int, dict[str, list[Node]]]], *, path: str, language: str) -> Extraction:
+    """Records from the ``QueryCursor.matches()`` output of the combined query over the file
+    ``path`` (repository-relative) in ``language`` (``javascript``, ``typescript``, ``tsx``)."""
+    collector = _Collector(path, language)
     for _pattern, captures in matches:
         for key, nodes in captures.items():
             if key[0] == "_" or key.startswith("name."):

@@ -164,21 +164,23 @@ class JsParser:
         grammar = self._grammar(language)
         source = text.encode("utf-8", "replace")
         repaired = parse_with_repair(grammar.parser.parse, source)
-        result = extract(_run_matches(grammar.query, repaired.tree.root_node))
+        result = extract(_run_matches(grammar.query, repaired.tree.root_node), path=path, language=language)
         for tree, first_line, last_line in repaired.earlier:
-            _merge_lines(result, extract(_run_matches(grammar.query, tree.root_node)), first_line, last_line)
+            earlier = extract(_run_matches(grammar.query, tree.root_node), path=path, language=language)
+            _merge_lines(result, earlier, first_line, last_line)
         if repaired.has_error:
             logger.debug("syntax errors in %s; kept what parsed", path)
+        found = result.records
         return FileStructure(
             path=path,
             language=language,
-            imports=sorted(result.imports, key=lambda r: r.line),
-            exports=sorted(result.exports, key=lambda r: r.line),
-            definitions=sorted(result.definitions, key=lambda r: (r.start, -r.end)),
-            calls=sorted(result.calls, key=lambda r: r.line),
-            env_vars=sorted(result.env_vars, key=lambda r: r.line),
-            routes=sorted(result.routes, key=lambda r: r.line),
-            path_refs=sorted(result.path_refs, key=lambda r: r.line),
+            imports=sorted(found.imports, key=lambda r: r.line),
+            exports=sorted(found.exports, key=lambda r: r.line),
+            definitions=sorted(found.definitions, key=lambda r: (r.start, -r.end)),
+            calls=sorted(found.calls, key=lambda r: r.line),
+            env_vars=sorted(found.env_vars, key=lambda r: r.line),
+            routes=sorted(found.routes, key=lambda r: r.line),
+            path_refs=sorted(found.path_refs, key=lambda r: r.line),
             has_error=repaired.has_error,
         )
 
@@ -188,13 +190,14 @@ def _merge_lines(into: Extraction, extra: Extraction, first: int, last: int) -> 
     def inside(line: int) -> bool:
         return first <= line <= last
 
-    into.imports.extend(r for r in extra.imports if inside(r.line))
-    into.exports.extend(r for r in extra.exports if inside(r.line))
-    into.definitions.extend(r for r in extra.definitions if inside(r.start))
-    into.calls.extend(r for r in extra.calls if inside(r.line))
-    into.env_vars.extend(r for r in extra.env_vars if inside(r.line))
-    into.routes.extend(r for r in extra.routes if inside(r.line))
-    into.path_refs.extend(r for r in extra.path_refs if inside(r.line))
+    dst, src = into.records, extra.records
+    dst.imports.extend(r for r in src.imports if inside(r.line))
+    dst.exports.extend(r for r in src.exports if inside(r.line))
+    dst.definitions.extend(r for r in src.definitions if inside(r.start))
+    dst.calls.extend(r for r in src.calls if inside(r.line))
+    dst.env_vars.extend(r for r in src.env_vars if inside(r.line))
+    dst.routes.extend(r for r in src.routes if inside(r.line))
+    dst.path_refs.extend(r for r in src.path_refs if inside(r.line))
 
 
 def parse_source(path: str, text: str, *, parser: JsParser | None = None) -> FileStructure:

@@ -1,4 +1,5 @@
-"""Search stage: question analysis, lexical ranking, the vector stream, fusion and reranking."""
+"""Search stage: question analysis, lexical ranking, the structure and vector streams, fusion,
+reranking, and the retriever that runs them with its per-generation cache."""
 from __future__ import annotations
 
 from rag.lazy import lazy_exports

@@ -28,11 +28,12 @@ from dataclasses import dataclass, field
 
 from rag.ingest.manifests import is_manifest
 from rag.search.query import Query, fts_expression
+from rag.store import queries
 from rag.text import index_text, light_stem, synonyms_of
 from rag.types import Source
 
 __all__ = ["RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "rank_chunks",
-           "fuse_streams", "diversify", "focus_line", "META_TERMS"]
+           "fuse_streams", "diversify", "focus_line", "explicit_paths", "META_TERMS", "LOW_VALUE_DIRS"]
 
 _DOC_TYPES = frozenset({"md", "markdown", "mdx", "rst", "txt"})
 # Words that name the repository's own parts rather than a topic ("which module
@@ -44,7 +45,8 @@ META_TERMS = frozenset(
 )
 
 
-_LOW_VALUE_DIRS = re.compile(r"(^|/)(tests?|__tests__|spec|specs|benchmarks?|bench|fixtures?|examples?|e2e)(/|$)", re.I)
+LOW_VALUE_DIRS = re.compile(r"(^|/)(tests?|__tests__|spec|specs|benchmarks?|bench|fixtures?|examples?|e2e)(/|$)", re.I)
+"""Directories of tests, benchmarks, fixtures and examples: demoted unless the question asks for tests."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +160,7 @@ def _document_frequencies(conn: sqlite3.Connection, terms: list[str], cache: dic
     for term in terms:
         if term not in cache:
             expr = fts_expression([term])
-            cache[term] = conn.execute("SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expr,)).fetchone()[0]
+            cache[term] = queries.count_fts_matches(conn, expr)
         out[term] = cache[term]
     return out
 
@@ -210,32 +212,16 @@ def rank_chunks(
     if not expr:
         return [], NO_EVIDENCE
     if total_chunks is None:
-        total_chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
-    w = policy.fts_weights
-    # Rank inside FTS5 first, then join: SQLite would otherwise join every match.
-    kind_filter = "AND c.kind = ? " if kind else ""
-    sql = (
-        "SELECT c.id, c.path, c.start, c.end, c.file_type, c.kind, c.heading, c.text, t.s, c.stems FROM ("
-        f"SELECT rowid AS id, -bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}, {w[3]}) AS s FROM chunks_fts "
-        "WHERE chunks_fts MATCH ? ORDER BY s DESC LIMIT ?) t JOIN chunks c ON c.id = t.id "
-        f"WHERE 1 {kind_filter}ORDER BY t.s DESC"
-    )
-    # With a kind filter, read deeper so the filter still leaves enough candidates.
-    params: list = [expr, policy.candidate_chunks * (4 if kind else 1)]
-    if kind:
-        params.append(kind)
-    rows = conn.execute(sql, params).fetchall()
-    explicit = _explicit_paths(query, known_paths or [])
+        total_chunks = queries.count_chunks(conn)
+    # Ranked inside FTS5, then joined; with a kind filter, read deeper so the filter still
+    # leaves enough candidates.
+    rows = queries.bm25_candidates(conn, expr, weights=policy.fts_weights,
+                                   limit=policy.candidate_chunks * (4 if kind else 1), kind=kind)
+    explicit = explicit_paths(query, known_paths or [])
     vector_rows: list = []
     if extra_ids:
         have_ids = {r[0] for r in rows}
-        missing = [i for i in extra_ids if i not in have_ids]
-        for i in range(0, len(missing), 500):
-            part = missing[i : i + 500]
-            vector_rows += conn.execute(
-                "SELECT id, path, start, end, file_type, kind, heading, text, 0.0, stems FROM chunks "
-                f"WHERE id IN ({','.join('?' * len(part))}) AND (? IS NULL OR kind=?)", (*part, kind, kind),
-            ).fetchall()
+        vector_rows = queries.chunks_by_id(conn, [i for i in extra_ids if i not in have_ids], kind=kind)
     if not rows and not vector_rows and not explicit:
         return [], NO_EVIDENCE
     dfs = _document_frequencies(conn, query.terms, idf_cache if idf_cache is not None else {})
@@ -257,11 +243,7 @@ def rank_chunks(
         have = {c.path for c in cands}
         for path in pull_in:
             if path not in have:
-                for row in conn.execute(
-                    "SELECT id, path, start, end, file_type, kind, heading, text, 0.0, stems FROM chunks "
-                    "WHERE path=? AND (? IS NULL OR kind=?) ORDER BY start LIMIT 3",
-                    (path, kind, kind),
-                ):
+                for row in queries.first_chunks_of(conn, path, kind=kind):
                     cands.append(Candidate(*row))
     best_bm25 = max((c.bm25 for c in cands), default=0.0) or 1.0
     path_cache: dict[str, tuple[float, set[str]]] = {}
@@ -344,7 +326,7 @@ def _prior(c: Candidate, query: Query) -> float:
     intents = query.intents
     factor = 1.0
     is_doc = c.file_type in _DOC_TYPES
-    low_value = c.kind == "test" or bool(_LOW_VALUE_DIRS.search(c.path))
+    low_value = c.kind == "test" or bool(LOW_VALUE_DIRS.search(c.path))
     if low_value and "test" not in intents:
         factor *= 0.55
     if c.path.endswith(".d.ts") and "types" not in intents:
@@ -363,8 +345,9 @@ def _prior(c: Candidate, query: Query) -> float:
     return factor
 
 
-def _explicit_paths(query: Query, known_paths: list[str]) -> list[str]:
-    """Indexed paths the question names (exact, or a unique ``/``-suffix such as ``view.js``)."""
+def explicit_paths(query: Query, known_paths: list[str]) -> list[str]:
+    """Indexed paths the question names: exact, or a ``/``-suffix such as ``view.js`` matching 1–3 paths
+    (shortest first). Returns ``[]`` without path mentions; no duplicates, mention order."""
     if not query.paths:
         return []
     known = set(known_paths)

@@ -28,6 +28,7 @@ import numpy as np
 
 from rag.providers.embeddings import EmbeddingProvider
 from rag.errors import ProviderError
+from rag.store import queries
 from rag.store.index import Index
 from rag.store.vectors import EmbedReport, VectorMatrix, embed_missing, load_vectors, prune_vectors, store_vectors, vector_hashes
 
@@ -94,7 +95,7 @@ class VectorStream:
     def has_vectors(self) -> bool:
         """Whether any vector of this model is stored (no vectors: no need to embed questions)."""
         with self.index.read() as conn:
-            return conn.execute("SELECT 1 FROM chunk_vectors WHERE model=? LIMIT 1", (self.model,)).fetchone() is not None
+            return queries.has_model_vectors(conn, self.model)
 
     def embed_query(self, question: str) -> np.ndarray:
         """The question's vector; the last :data:`QUERY_CACHE_SIZE` questions are remembered.
@@ -121,7 +122,7 @@ class VectorStream:
 
     def _chunk_keys(self, conn: sqlite3.Connection) -> dict[str, list[int]]:
         keys: dict[str, list[int]] = {}
-        for chunk_id, path, text in conn.execute("SELECT id, path, text FROM chunks"):
+        for chunk_id, path, text in queries.chunk_ids_paths_texts(conn):
             keys.setdefault(embed_key(path, text), []).append(chunk_id)
         return keys
 
@@ -141,7 +142,7 @@ class VectorStream:
         keys: set[str] = set()
         texts: dict[str, str] = {}
         with self.index.read() as conn:
-            for path, text in conn.execute("SELECT path, text FROM chunks"):
+            for path, text in queries.chunk_paths_texts(conn):
                 key = embed_key(path, text)
                 if key not in texts:
                     keys.add(key)
@@ -164,9 +165,8 @@ class VectorStream:
         return report
 
     def _load(self, conn: sqlite3.Connection) -> tuple[VectorMatrix, dict[str, list[int]]]:
-        row = conn.execute("SELECT (SELECT value FROM meta WHERE key='generation'), "
-                           "(SELECT value FROM meta WHERE key='vectors_version')").fetchone()
-        key = (row[0], row[1], self.model)
+        generation, vectors_version = queries.content_versions(conn)
+        key = (generation, vectors_version, self.model)
         with self._lock:
             if key != self._cache_key:
                 self._matrix = load_vectors(conn, model=self.model)

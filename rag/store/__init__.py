@@ -1,4 +1,5 @@
-"""Storage: the SQLite index (FTS5, migrations) and the vector tables."""
+"""Storage: the SQLite index (FTS5, migrations), every SQL statement (named read queries)
+and the vector tables."""
 from __future__ import annotations
 
 from rag.lazy import lazy_exports

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag.errors import IndexUnavailableError
+from rag.store import queries
 from rag.text import index_text, light_stem
 from rag.types import Chunk
 
@@ -319,6 +320,35 @@ class Index:
     def image_paths(self) -> list[str]:
         """Indexed image paths, sorted."""
         return [r[0] for r in self.conn.execute("SELECT path FROM images ORDER BY path")]
+
+    def file_paths(self) -> list[str]:
+        """Every indexed file path, sorted (one read transaction)."""
+        with self.read() as conn:
+            return queries.file_paths(conn)
+
+    def read_lines(self, path: str, start: int, end: int) -> str:
+        """Indexed text of ``path`` lines ``start..end`` (1-based, inclusive), joined from its chunks.
+
+        Reads the index, never the working tree, so secrets stay redacted and the text
+        matches the generation that produced the line numbers. Where chunks overlap, the
+        first chunk's copy of a line wins. Lines past the end of the file are simply
+        absent (``""`` when none is left).
+
+        Raises:
+            KeyError: ``path`` is not indexed.
+        """
+        with self.read() as conn:
+            rows = queries.chunk_lines(conn, path, start, end)
+        if not rows:
+            with self.read() as conn:
+                if not queries.has_file(conn, path):
+                    raise KeyError(path)
+            return ""
+        lines: dict[int, str] = {}
+        for first, text in rows:
+            for offset, line in enumerate(text.split("\n")):
+                lines.setdefault(first + offset, line)
+        return "\n".join(lines[n] for n in range(start, end + 1) if n in lines)
 
     def counts(self) -> tuple[int, int]:
         """``(files, chunks)`` currently indexed."""

@@ -66,7 +66,7 @@ def test_job_is_one_at_a_time_coalesced_with_a_grace_time(reindexer):
 async def test_short_interval_picks_up_edit_add_and_delete(reindexer):
     startup = start_background_startup_update(reindexer)
     first = await startup
-    assert first.ok and first.trigger == "startup" and first.added == 7
+    assert first.ok and first.trigger == "startup" and first.stats.added == 7
     repo = reindexer.engine.repo_root
     scheduler = build_scheduler(reindexer, interval_s=INTERVAL_S, git_pull=False)
     scheduler.start()
@@ -87,13 +87,13 @@ async def test_short_interval_picks_up_edit_add_and_delete(reindexer):
             return [r for r in reindexer.history if r.trigger == "schedule" and r.started_at >= changed_at - INTERVAL_S]
 
         deadline = changed_at + 2 * INTERVAL_S + SLACK_S
-        while not (followed() and sum(r.removed for r in scheduled_runs()) == 1):  # history too, not only the index
+        while not (followed() and sum(r.stats.removed for r in scheduled_runs()) == 1):  # history too, not only the index
             if time.time() > deadline:
                 pytest.fail(f"index or history did not follow the edits within {2 * INTERVAL_S + SLACK_S} s")
             await asyncio.sleep(0.05)
         runs = scheduled_runs()
         assert runs and all(r.ok for r in runs)
-        assert (sum(r.added for r in runs), sum(r.changed for r in runs), sum(r.removed for r in runs)) == (1, 1, 1)
+        assert (sum(r.stats.added for r in runs), sum(r.stats.changed for r in runs), sum(r.stats.removed for r in runs)) == (1, 1, 1)
         assert reindexer.state.generation >= 2
     finally:
         stop_scheduler(scheduler)

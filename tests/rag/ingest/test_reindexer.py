@@ -1,8 +1,8 @@
 """rag.ingest.reindexer: the shared reindex lock, run records, failures, git pull, concurrency.
 
 Everything runs the real engine on temporary repositories; the only fakes are
-Engine subclasses that block or fail inside the real update (its ``_structure``
-hook) and child processes that hold the lock or die mid-write.
+Engine subclasses that block or fail inside the real update (a ``_structure`` hook
+standing in for the ingest step's structure parser) and child processes that hold the lock or die mid-write.
 """
 from __future__ import annotations
 
@@ -21,11 +21,13 @@ import pytest
 from repo_helpers import result_paths, write_repo
 
 from rag.engine import Engine
+from rag.ingest.prepare import StructureParser
 from rag.errors import RagError, UserError
 from rag.ingest.reindexer import (
     IndexBuildingError,
     Reindexer,
     ReindexBusyError,
+    RunRecord,
     current_commit,
     error_line,
     pull_ff_only,
@@ -61,7 +63,26 @@ def reindexer(repo, tmp_path):
     r.engine.close()
 
 
-class GateEngine(Engine):
+class _HookParser(StructureParser):
+    """The ingest step's structure parser, replaced by a hook ``(path, file_type, text, chunks) → result``."""
+
+    def __init__(self, hook) -> None:
+        super().__init__()
+        self.hook = hook
+
+    def parse(self, path, file_type, text, chunks):
+        return self.hook(path, file_type, text, chunks)
+
+
+class HookEngine(Engine):
+    """An engine whose update calls its ``_structure`` hook instead of parsing each file."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._parser = _HookParser(self._structure)
+
+
+class GateEngine(HookEngine):
     """Blocks inside the real update at its ``block_at``-th structure call until ``gate`` is set."""
 
     block_at = 1
@@ -83,19 +104,34 @@ def gate_reindexer(repo: Path, index: Path, *, block_at: int = 1) -> Reindexer:
 # -- records and state ------------------------------------------------------------------------
 
 
+def test_run_record_json_is_flat_and_keeps_its_key_order(reindexer, repo):
+    record = reindexer.run(trigger="cli")
+    data = record.to_json()
+    assert list(data) == ["id", "trigger", "started_at", "user", "full", "duration_s", "added", "changed", "removed",
+                          "skipped", "redactions", "files", "chunks", "generation", "ok", "error", "git", "commit",
+                          "embeddings"]
+    stats = record.stats
+    assert (data["added"], data["files"], data["chunks"], data["generation"]) == (
+        stats.added, stats.files, stats.chunks, stats.generation)
+    data["skipped"]["x"] = 1
+    assert "x" not in record.stats.skipped  # a copy
+    running = RunRecord(id="r", trigger="cli", started_at=1.0)
+    assert running.to_json()["added"] == 0 and running.to_json()["skipped"] == {} and running.to_json()["generation"] is None
+
+
 def test_run_records_what_changed_and_keeps_history(reindexer, repo):
     assert not reindexer.ready and reindexer.state.generation == 0
     first = reindexer.run(trigger="cli")
-    assert first.ok and first.trigger == "cli" and first.added == 7 and first.generation == 1
+    assert first.ok and first.trigger == "cli" and first.stats.added == 7 and first.generation == 1
     (repo / "notes.md").write_text("# Notes\n\nThe newword describes the second release.\n", encoding="utf-8")
     token = "xoxb-123456789012-123456789012-abcdefghijABCDEFGHIJabcd"
     (repo / "added.md").write_text(f"# Added\n\nA brand new page with {token} in it.\n", encoding="utf-8")
     (repo / "docs/topic0.md").unlink()
     second = reindexer.run(trigger="admin", user="U123", full=False)
-    assert (second.added, second.changed, second.removed) == (1, 1, 1)
-    assert second.ok and second.user == "U123" and second.generation == 2 and second.files == 7
+    assert (second.stats.added, second.stats.changed, second.stats.removed) == (1, 1, 1)
+    assert second.ok and second.user == "U123" and second.generation == 2 and second.stats.files == 7
     assert second.duration_s is not None and second.started_at >= first.started_at and second.commit is None
-    assert second.redactions == 1 and second.skipped == {} and token not in json.dumps(second.to_json())
+    assert second.stats.redactions == 1 and second.stats.skipped == {} and token not in json.dumps(second.to_json())
     assert [r.id for r in reindexer.history] == [first.id, second.id]
     json.dumps(second.to_json())
     state = reindexer.state
@@ -181,15 +217,18 @@ def test_another_file_lock_holder_blocks_run(reindexer):
 CHILD_HOLDS_LOCK = """
 import sys, time, pathlib
 from rag.engine import Engine
+from rag.ingest.prepare import StructureParser
 from rag.ingest.reindexer import Reindexer
 
-class Slow(Engine):
-    def _structure(self, path, file_type, text, chunks):
+class Slow(StructureParser):
+    def parse(self, path, file_type, text, chunks):
         pathlib.Path(sys.argv[3]).touch()
         time.sleep(120)
         return None, None
 
-Reindexer(Slow.open(sys.argv[1], index_path=sys.argv[2])).run(trigger="cli", user="U_CHILD")
+engine = Engine.open(sys.argv[1], index_path=sys.argv[2])
+engine._parser = Slow()
+Reindexer(engine).run(trigger="cli", user="U_CHILD")
 """
 
 
@@ -218,7 +257,7 @@ def test_update_in_another_process_is_reported_and_its_death_frees_the_lock(repo
 # -- failures -----------------------------------------------------------------------------------
 
 
-class PoisonEngine(Engine):
+class PoisonEngine(HookEngine):
     """A file containing POISON yields a structure that cannot be stored: ``Index.apply``
     raises inside its write transaction, after the other files' rows were written."""
 
@@ -304,7 +343,7 @@ def test_killed_update_process_leaves_the_old_generation(repo, tmp_path):
     assert paths(r.engine.retrieve("oldword")) == ["notes.md"]
     assert r.engine.retrieve("newword") == [] and r.engine.retrieve("handler7_3 compute3") == []
     record = r.run(trigger="schedule")
-    assert record.ok and record.generation == 2 and record.added == BIG_FILES and record.changed == 1
+    assert record.ok and record.generation == 2 and record.stats.added == BIG_FILES and record.stats.changed == 1
     assert paths(r.engine.retrieve("newword")) == ["notes.md"]
     r.engine.close()
 
@@ -331,7 +370,7 @@ def test_git_pull_fast_forwards_and_the_update_follows_the_checkout(tmp_path):
     git(seed, "push", "-q", "origin", "main")
     head = git(seed, "rev-parse", "HEAD")
     record = r.run(trigger="schedule", git_pull=True)
-    assert record.ok and record.added == 1
+    assert record.ok and record.stats.added == 1
     assert record.git["ok"] and record.git["before"] == first.commit and record.git["after"] == head
     assert record.commit == head == current_commit(clone)
     assert paths(r.engine.retrieve("pulledmarker")) == ["pulled.md"]
@@ -346,7 +385,7 @@ def test_failed_git_pull_is_recorded_and_the_update_still_runs(tmp_path):
     write(repo, {"wip.md": "# Work\n\nThe localmarker is not pushed anywhere.\n"})
     r = Reindexer.open(repo, index_path=tmp_path / "i.sqlite")
     record = r.run(trigger="schedule", git_pull=True)
-    assert record.ok and record.added == 2 and record.commit == git(repo, "rev-parse", "HEAD")
+    assert record.ok and record.stats.added == 2 and record.commit == git(repo, "rev-parse", "HEAD")
     assert record.git["ok"] is False and record.git["returncode"] not in (0, None) and record.git["message"]
     assert paths(r.engine.retrieve("localmarker")) == ["wip.md"]
     r.engine.close()
@@ -411,7 +450,7 @@ async def test_queries_during_back_to_back_updates_see_exactly_one_generation(tm
             holder = "b" if holder == "a" else "a"
             write(repo, marker_files(holder))
             record = await r.run_async(trigger="schedule")
-            assert record.ok and record.changed == 2
+            assert record.ok and record.stats.changed == 2
             generations.append(record.generation)
 
     async def reader() -> list[list[str]]:

@@ -238,7 +238,7 @@ def test_lexical_index_serves_while_embedding_runs_after_it(repo, open_engine, s
         server.gate.set()
         worker.join(10)
     record = outcome["record"]
-    assert record.ok and record.error is None and record.added == len(REPO_FILES)
+    assert record.ok and record.error is None and record.stats.added == len(REPO_FILES)
     n = len(REPO_FILES)
     assert set(record.embeddings) == {"model", "planned", "embedded", "seconds", "error"}
     assert {k: v for k, v in record.embeddings.items() if k != "seconds"} == {
@@ -260,7 +260,7 @@ def test_unchanged_chunks_are_never_re_embedded_and_an_edit_re_embeds_only_its_c
 
     sent = len(server.texts())
     second = reindexer.run(trigger="cli")
-    assert second.ok and (second.added, second.changed, second.removed) == (0, 0, 0)
+    assert second.ok and (second.stats.added, second.stats.changed, second.stats.removed) == (0, 0, 0)
     assert (second.embeddings["planned"], second.embeddings["embedded"], second.embeddings["error"]) == (0, 0, None)
     assert len(server.texts()) == sent                    # nothing sent at all
 
@@ -268,7 +268,7 @@ def test_unchanged_chunks_are_never_re_embedded_and_an_edit_re_embeds_only_its_c
     lines[9] = "function stepTen() { return 'edited'; }\n"
     (repo / "src/big.js").write_text("".join(lines), encoding="utf-8")
     third = reindexer.run(trigger="cli")
-    assert third.changed == 1
+    assert third.stats.changed == 1
     edited = [(p, t) for _, p, s, e, t in chunk_rows(engine) if p == "src/big.js" and s <= 10 <= e]
     assert len(edited) == 1                               # only the 1-60 window holds line 10
     assert (third.embeddings["planned"], third.embeddings["embedded"]) == (1, 1)
@@ -332,7 +332,7 @@ def test_provider_down_while_embedding_is_recorded_and_bm25_keeps_working(repo, 
     reindexer = Reindexer(engine)
     server.default_action = "status:500"
     record = reindexer.run(trigger="cli")
-    assert record.ok and record.error is None and record.files == len(REPO_FILES)
+    assert record.ok and record.error is None and record.stats.files == len(REPO_FILES)
     assert record.embeddings["embedded"] == 0 and record.embeddings["planned"] == len(REPO_FILES)
     assert "HTTP 500" in record.embeddings["error"]
     assert vector_rows(engine) == {}
@@ -478,6 +478,6 @@ def test_a_stop_request_ends_the_embedding_pass_and_keeps_the_lexical_update(rep
     reindexer = Reindexer(engine)
     reindexer.request_stop()  # as the bot does at shutdown
     record = reindexer.run(trigger="cli")
-    assert record.ok and record.files == len(REPO_FILES)
+    assert record.ok and record.stats.files == len(REPO_FILES)
     assert record.embeddings["planned"] == len(REPO_FILES) and record.embeddings["embedded"] == 0
     assert server.texts() == []

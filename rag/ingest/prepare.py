@@ -1,0 +1,171 @@
+"""The per-file ingest step: bytes on disk → a :class:`~rag.store.index.FileUpdate` ready to write.
+
+For one walked file :func:`prepare_file` runs, in order (DESIGN.md §3):
+
+1. read the bytes (an ``OSError`` → skipped as ``unreadable``);
+2. hash them (BLAKE2b-128, hex): the same hash as the indexed version → :class:`Unchanged`;
+3. decode (:func:`rag.ingest.walk.decode_text`; not text → skipped as ``binary``);
+4. redact secrets (:func:`rag.secrets.redact_secrets`), then the literal values of the
+   repository's secret files (:func:`secret_literals`);
+5. classify the kind (``source``, ``documentation``, ``test``, …) and chunk
+   (:func:`rag.ingest.chunk.chunk_text`);
+6. parse JavaScript-family files (:class:`StructureParser`): the structure JSON, and per
+   chunk the symbol text that feeds the FTS5 ``symbols`` column.
+
+It writes nothing: :meth:`rag.engine.Engine.update` walks, loops over this step,
+applies the updates in one transaction and reports an :class:`~rag.ingest.stats.IndexStats`.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy, chunk_text, split_lines
+from rag.ingest.walk import classify_kind, decode_text
+from rag.parse.parser import PARSEABLE_EXTENSIONS, JsParser
+from rag.secrets import LiteralRedactor, redact_secrets, secret_file_values
+from rag.store.index import FileRow, FileUpdate
+from rag.types import Chunk, WalkedFile
+
+__all__ = ["MAX_SECRET_FILE_BYTES", "Prepared", "Unchanged", "Skipped", "StructureParser",
+           "content_hash", "prepare_file", "secret_literals"]
+
+MAX_SECRET_FILE_BYTES = 256 * 1024
+"""Bytes read from the start of each secret file (``.env`` …) when collecting its values."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A new or changed file, ready for :meth:`rag.store.index.Index.apply`.
+
+    Attributes:
+        update: the file's row, chunks (text redacted), structure and chunk symbols.
+        parse_seconds: wall time spent parsing its structure (0.0 for unparsed types).
+    """
+
+    update: FileUpdate
+    parse_seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Unchanged:
+    """The file's content hash equals the indexed one: nothing to write (it stays indexed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """The file is not indexed; ``reason`` is an :attr:`IndexStats.skipped` key (``unreadable``, ``binary``)."""
+
+    reason: str
+
+
+PrepareResult = Prepared | Unchanged | Skipped
+
+
+def content_hash(data: bytes) -> str:
+    """Content hash of a file: BLAKE2b with a 16-byte digest, as 32 hex characters."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def secret_literals(repo_root: Path, secret_files: Sequence[str]) -> LiteralRedactor:
+    """A redactor for the values found in the repository's secret files (never indexed themselves).
+
+    Args:
+        repo_root: repository root.
+        secret_files: repository-relative paths of the secret files the walker found
+            (:attr:`rag.types.WalkReport.secret_files`).
+
+    Returns:
+        A :class:`rag.secrets.LiteralRedactor` over the values of
+        :func:`rag.secrets.secret_file_values` of the first :data:`MAX_SECRET_FILE_BYTES`
+        bytes of each file; unreadable and undecodable files are passed over.
+    """
+    values: set[str] = set()
+    for rel in secret_files:
+        try:
+            text = decode_text((repo_root / rel).read_bytes()[:MAX_SECRET_FILE_BYTES])
+        except OSError:
+            continue
+        if text:
+            values |= secret_file_values(text)
+    return LiteralRedactor(values)
+
+
+class StructureParser:
+    """Parses the structure of JavaScript-family files for the index; other types get none.
+
+    Holds one :class:`rag.parse.parser.JsParser`, built on first use (grammars are
+    costly); like it, an instance is not safe to share between threads (the engine
+    serialises updates).
+    """
+
+    def __init__(self) -> None:
+        self._parser: JsParser | None = None
+
+    def parse(self, path: str, file_type: str, text: str,
+              chunks: Sequence[Chunk]) -> tuple[dict | None, list[str] | None]:
+        """``(structure JSON, per-chunk symbol text)`` of one file; ``(None, None)`` unless
+        ``file_type`` is in :data:`rag.parse.parser.PARSEABLE_EXTENSIONS`.
+
+        A chunk's symbol text names, space-separated, the definitions that start inside
+        it, the env vars it reads and the route paths it declares; it feeds the FTS5
+        ``symbols`` column. The JSON is :meth:`rag.parse.records.FileStructure.to_json`.
+        """
+        if file_type not in PARSEABLE_EXTENSIONS:
+            return None, None
+        if self._parser is None:
+            self._parser = JsParser()
+        structure = self._parser.parse(path, text)
+        marks: list[tuple[int, str]] = [(d.start, d.name) for d in structure.definitions if d.name]
+        marks += [(e.line, e.name) for e in structure.env_vars]
+        marks += [(r.line, r.path) for r in structure.routes if r.path]
+        per_chunk = [" ".join(name for line, name in marks if c.start <= line <= c.end) for c in chunks]
+        return structure.to_json(), per_chunk
+
+
+def prepare_file(
+    wf: WalkedFile,
+    *,
+    indexed: FileRow | None,
+    literals: LiteralRedactor,
+    parser: StructureParser,
+    chunk_policy: ChunkPolicy = DEFAULT_CHUNK_POLICY,
+) -> PrepareResult:
+    """Run the ingest step (module docstring) for one walked file.
+
+    Args:
+        wf: the file as the walker found it (path, absolute path, size, mtime, type).
+        indexed: what the index holds for this path (``None``: new, or a full rebuild).
+        literals: redactor of the secret-file values (:func:`secret_literals`).
+        parser: the structure parser of this update.
+        chunk_policy: chunking knobs.
+
+    Returns:
+        :class:`Prepared` (new or changed), :class:`Unchanged` (same content hash) or
+        :class:`Skipped` (``unreadable``: reading failed; ``binary``: not decodable as text).
+        Never raises for a bad file; a parser failure propagates.
+    """
+    try:
+        data = wf.abs_path.read_bytes()
+    except OSError:
+        return Skipped("unreadable")
+    digest = content_hash(data)
+    if indexed is not None and indexed.hash == digest:
+        return Unchanged()
+    text = decode_text(data)
+    if text is None:
+        return Skipped("binary")
+    text, redactions = redact_secrets(text, file_type=wf.file_type)
+    text, literal_hits = literals.redact(text)
+    redactions += literal_hits
+    kind = classify_kind(wf.path)
+    chunks = chunk_text(wf.path, text, file_type=wf.file_type, kind=kind, policy=chunk_policy)
+    t0 = time.perf_counter()
+    structure, chunk_symbols = parser.parse(wf.path, wf.file_type, text, chunks)
+    parse_seconds = time.perf_counter() - t0
+    update = FileUpdate(wf.path, wf.size, wf.mtime_ns, digest, wf.file_type, kind,
+                        len(split_lines(text)), redactions, chunks, structure, chunk_symbols)
+    return Prepared(update, parse_seconds)

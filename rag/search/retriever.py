@@ -1,0 +1,236 @@
+"""The retriever: one question → the sources that answer it, with a per-generation cache.
+
+For one question :meth:`Retriever.retrieve` runs, inside one read transaction (so one
+index generation):
+
+1. :func:`rag.search.query.analyze` (terms, identifiers, path mentions, intents);
+2. the vector stream, when an embeddings provider is configured
+   (:mod:`rag.search.vector_stream`; the question is embedded *before* the transaction);
+3. the structure stream (:func:`rag.search.structure.structure_bonus`);
+4. lexical ranking (:func:`rag.search.lexical.rank_chunks`: FTS5 BM25 + coverage + priors)
+   and abstention (:meth:`rag.search.lexical.Evidence.abstain`, overruled when the vectors'
+   best chunk clearly stands out);
+
+then, outside it: Reciprocal Rank Fusion of the streams
+(:func:`rag.search.lexical.fuse_streams`), the optional reranker
+(:func:`rag.search.rerank.rerank_candidates`, a network call), per-file diversification
+and each source's focus line.
+
+Values derived from one generation — IDF and path stems, the path list, the chunk
+count, the parsed structures, the code graph, the symbol table and the package's own
+names — live in a :class:`GenerationCache`, replaced when the committed generation
+changes (an update by this process or another one). The retriever is thread-safe:
+concurrent ``retrieve`` calls share the cache; filling a field twice in a race is
+harmless (the values are equal).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rag.context.codegraph import CodeGraph
+from rag.ingest.manifests import read_manifests, repository_names
+from rag.parse.parser import FileStructure, resolve_imports
+from rag.providers.rerank import Reranker
+from rag.search import lexical
+from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
+from rag.search.query import Query, analyze
+from rag.search.rerank import rerank_candidates
+from rag.search.structure import SymbolTable, structure_bonus, symbol_table
+from rag.search.vector_stream import VectorStream, above_floor, safe_query_vector, safe_search, top_margin
+from rag.store import queries
+from rag.store.index import Index
+from rag.text import index_text, light_stem
+from rag.types import ImageHit, Source
+
+__all__ = ["MAX_QUESTION_CHARS", "GenerationCache", "Retriever"]
+
+log = logging.getLogger(__name__)
+
+MAX_QUESTION_CHARS = 4000
+"""Questions are cut to this many characters before retrieval."""
+
+
+@dataclass(slots=True)
+class GenerationCache:
+    """Values derived from one index generation; ``None`` until first needed.
+
+    Attributes:
+        generation: the index generation they were read from.
+        idf: :func:`rag.search.lexical.rank_chunks`' cache (term → chunk document
+            frequency; path stems and path IDF under tuple keys), filled as questions come.
+        paths: every indexed path, sorted.
+        total_chunks: number of chunks.
+        structures: path → parsed structure (imports resolved) of every parsed file.
+        graph: the :class:`~rag.context.codegraph.CodeGraph` of ``structures``.
+        symbols: the :data:`~rag.search.structure.SymbolTable` of ``structures``.
+        repository_names: the package's own name words (:func:`rag.ingest.manifests.repository_names`).
+    """
+
+    generation: int
+    idf: dict = field(default_factory=dict)
+    paths: list[str] | None = None
+    total_chunks: int | None = None
+    structures: dict[str, FileStructure] | None = None
+    graph: CodeGraph | None = None
+    symbols: SymbolTable | None = None
+    repository_names: frozenset[str] | None = None
+
+
+class Retriever:
+    """Retrieval over one repository's index (module docstring). Thread-safe.
+
+    Args:
+        repo_root: repository root (its manifests name the package).
+        index: the index to read.
+        policy: retrieval knobs.
+        vectors: the vector stream, or ``None`` for BM25 only.
+        reranker: optional reranker of the fused top candidates.
+
+    ``policy``, ``vectors`` and ``reranker`` are plain attributes, read at each call.
+    """
+
+    def __init__(self, repo_root: Path, index: Index, *, policy: RetrievalPolicy = DEFAULT_RETRIEVAL_POLICY,
+                 vectors: VectorStream | None = None, reranker: Reranker | None = None) -> None:
+        self.repo_root = repo_root
+        self.index = index
+        self.policy = policy
+        self.vectors = vectors
+        self.reranker = reranker
+        self._cache = GenerationCache(-1)
+        self._cache_lock = threading.Lock()
+
+    # -- the question ------------------------------------------------------------------------
+
+    def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None) -> list[Source]:
+        """Top chunks for ``question``, best file first; ``[]`` when nothing really matches.
+
+        Args:
+            question: any text; FTS5 syntax in it is inert. Cut to :data:`MAX_QUESTION_CHARS`.
+            limit: maximum number of chunks (``< 1`` → ``[]``).
+            kind: only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``).
+
+        Returns:
+            :class:`~rag.types.Source` objects with scores (larger is better; their scale
+            depends on the fusion used) and ``focus`` lines. Provider failures of the vector
+            stream fall back to BM25 (logged); reranker failures keep the fused order.
+        """
+        question = (question or "")[:MAX_QUESTION_CHARS]
+        if not question.strip() or limit < 1:
+            return []
+        query = analyze(question)
+        policy = self.policy
+        query_vector = safe_query_vector(self.vectors, question)
+        with self.index.read() as conn:
+            all_hits = safe_search(self.vectors, conn, query_vector, k=policy.stream_pool)
+            hits = above_floor(all_hits, policy.vector_floor_ratio)
+            cache = self._cache_for(conn)
+            if cache.paths is None:
+                cache.paths = queries.file_paths(conn)
+                cache.total_chunks = queries.count_chunks(conn)
+            structure = self._structure_bonus(conn, cache, query)
+            cands, evidence = lexical.rank_chunks(
+                conn, query, policy=policy, kind=kind, idf_cache=cache.idf,
+                total_chunks=cache.total_chunks, known_paths=cache.paths,
+                symbol_files=structure,
+                extra_ids=[h.chunk_id for h in hits] or None,
+                meta_terms=self._repository_names(cache),
+            )
+        # Lexical evidence decides abstention (cosines of answerable and unanswerable questions
+        # overlap), but a question worded unlike the code ("refuse a body that is too large" for
+        # bodyLimit) is answered when the vectors' best chunk clearly stands out.
+        vectors_decide = top_margin(all_hits) >= policy.min_vector_margin
+        if not cands or (evidence.abstain(policy) and not vectors_decide):
+            return []
+        pinned = {c.id for c in cands if c.score >= lexical.HARD_BOOST}  # before fusion rescales scores
+        if hits:
+            cands = lexical.fuse_streams(cands, [h.chunk_id for h in hits], policy=policy, structure=structure)
+        if self.reranker is not None:  # optional; outside the read transaction (a network call)
+            cands = rerank_candidates(cands, question=question, reranker=self.reranker,
+                                      top=policy.rerank_top, pinned=pinned,
+                                      min_score=getattr(self.reranker, "min_score", None))
+        sources = lexical.diversify(cands, limit=limit, per_file=policy.per_file,
+                                    relative_threshold=policy.relative_threshold)
+        for source in sources:
+            source.focus = lexical.focus_line(source.text, source.start, query)
+        return sources
+
+    def retrieve_images(self, question: str, *, limit: int = 6) -> list[ImageHit]:
+        """Images whose path tokens match the question, best first; ``[]`` when none do.
+
+        Score: the share of the question's distinct term stems found among the stems of
+        the image's path (extension dropped); ties by path.
+        """
+        query = analyze((question or "")[:MAX_QUESTION_CHARS])
+        if not query.terms:
+            return []
+        wanted = {light_stem(t) for t in query.terms}
+        hits: list[ImageHit] = []
+        with self.index.read() as conn:
+            for path in queries.image_paths(conn):
+                tokens = {light_stem(t) for t in index_text(path.rsplit(".", 1)[0]).split()}
+                common = wanted & tokens
+                if common:
+                    hits.append(ImageHit(path, None, len(common) / len(wanted)))
+        hits.sort(key=lambda h: (-h.score, h.path))
+        return hits[:limit]
+
+    # -- structure, cached per generation --------------------------------------------------------
+
+    def structures(self) -> dict[str, FileStructure]:
+        """Parsed structure of every indexed JS-family file, imports resolved (cached per generation)."""
+        with self.index.read() as conn:
+            return self._structures(conn, self._cache_for(conn))
+
+    def code_graph(self) -> CodeGraph:
+        """The repository's :class:`~rag.context.codegraph.CodeGraph` (cached per generation)."""
+        with self.index.read() as conn:
+            return self._graph(conn, self._cache_for(conn))
+
+    def _cache_for(self, conn: sqlite3.Connection) -> GenerationCache:
+        generation = self.index.generation(conn)
+        with self._cache_lock:
+            if self._cache.generation != generation:
+                self._cache = GenerationCache(generation)
+            return self._cache
+
+    def _structures(self, conn: sqlite3.Connection, cache: GenerationCache) -> dict[str, FileStructure]:
+        """The stored structures, decoded by :meth:`FileStructure.from_json` (the one decoder);
+        a document of another parser version is skipped with a warning."""
+        if cache.structures is None:
+            decoded: dict[str, FileStructure] = {}
+            for path, doc in queries.stored_structures(conn):
+                try:
+                    decoded[path] = FileStructure.from_json(json.loads(doc))
+                except ValueError:
+                    log.warning("stored structure of %s is stale; it is re-parsed on the next full index", path)
+            resolve_imports(decoded, known_paths=queries.file_paths(conn, ordered=False))
+            cache.structures = decoded
+        return cache.structures
+
+    def _graph(self, conn: sqlite3.Connection, cache: GenerationCache) -> CodeGraph:
+        if cache.graph is None:
+            cache.graph = CodeGraph(self._structures(conn, cache))
+        return cache.graph
+
+    def _symbols(self, conn: sqlite3.Connection, cache: GenerationCache) -> SymbolTable:
+        if cache.symbols is None:
+            cache.symbols = symbol_table(self._structures(conn, cache))
+        return cache.symbols
+
+    def _structure_bonus(self, conn: sqlite3.Connection, cache: GenerationCache,
+                         query: Query) -> dict[str, float] | None:
+        return structure_bonus(query, known_paths=cache.paths or [],
+                               structures=lambda: self._structures(conn, cache),
+                               graph=lambda: self._graph(conn, cache),
+                               symbols=lambda: self._symbols(conn, cache))
+
+    def _repository_names(self, cache: GenerationCache) -> frozenset[str]:
+        """The package's own name words, read from the manifests once per generation."""
+        if cache.repository_names is None:
+            cache.repository_names = repository_names(read_manifests(self.repo_root))
+        return cache.repository_names

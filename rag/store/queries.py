@@ -1,0 +1,161 @@
+"""Named read queries on the index: every ``SELECT`` the other stages run, in one room.
+
+Each function takes a :class:`sqlite3.Connection` (normally one inside
+:meth:`rag.store.index.Index.read`, so every statement of a question sees one
+generation) and runs one statement, written exactly as it was where it used to
+live, so plans and results are unchanged. Writes and migrations stay in
+:mod:`rag.store.index`; the vector table's own statements in :mod:`rag.store.vectors`.
+
+Candidate rows (:func:`bm25_candidates`, :func:`chunks_by_id`, :func:`first_chunks_of`)
+share one column order, :data:`CANDIDATE_COLUMNS`, which is the field order of
+:class:`rag.search.lexical.Candidate`; ``bm25`` is ``0.0`` for rows not found by BM25.
+"""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+
+__all__ = [
+    "CANDIDATE_COLUMNS", "MAX_IDS_PER_STATEMENT",
+    "count_chunks", "count_fts_matches", "bm25_candidates", "chunks_by_id", "first_chunks_of",
+    "file_paths", "stored_structures", "image_paths", "chunk_lines", "has_file",
+    "chunk_ids_paths_texts", "chunk_paths_texts", "has_model_vectors", "content_versions",
+    "files_by_size", "chunk_symbols",
+]
+
+CANDIDATE_COLUMNS = ("id", "path", "start", "end", "file_type", "kind", "heading", "text", "bm25", "stems")
+"""Column order of a candidate row (the fields of ``rag.search.lexical.Candidate``, in order)."""
+
+MAX_IDS_PER_STATEMENT = 500
+"""Ids bound in one ``IN (...)`` list (SQLite's default host-parameter limit is 999 on old builds)."""
+
+CandidateRow = tuple  # (id, path, start, end, file_type, kind, heading, text, bm25, stems)
+
+
+# -- chunks: counts and lexical candidates -------------------------------------------------------
+
+def count_chunks(conn: sqlite3.Connection) -> int:
+    """Number of chunks in the index."""
+    return conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+
+
+def count_fts_matches(conn: sqlite3.Connection, expression: str) -> int:
+    """Number of chunks matching the FTS5 ``expression`` (a term's chunk document frequency)."""
+    return conn.execute("SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expression,)).fetchone()[0]
+
+
+def bm25_candidates(conn: sqlite3.Connection, expression: str, *, weights: Sequence[float], limit: int,
+                    kind: str | None = None) -> list[CandidateRow]:
+    """The top ``limit`` chunks by FTS5 BM25 for ``expression``, best first (:data:`CANDIDATE_COLUMNS` rows).
+
+    Ranks inside FTS5 first (``-bm25(chunks_fts, body, path, heading, symbols)`` with the
+    four column ``weights``; SQLite's BM25 constants k1 = 1.2, b = 0.75), then joins
+    ``chunks``: SQLite would otherwise join every match. With ``kind`` only chunks of that
+    kind are kept (after the limit; callers read deeper to compensate). The score column
+    is the negated ``bm25()``, so larger is better.
+    """
+    w = weights
+    kind_filter = "AND c.kind = ? " if kind else ""
+    sql = (
+        "SELECT c.id, c.path, c.start, c.end, c.file_type, c.kind, c.heading, c.text, t.s, c.stems FROM ("
+        f"SELECT rowid AS id, -bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}, {w[3]}) AS s FROM chunks_fts "
+        "WHERE chunks_fts MATCH ? ORDER BY s DESC LIMIT ?) t JOIN chunks c ON c.id = t.id "
+        f"WHERE 1 {kind_filter}ORDER BY t.s DESC"
+    )
+    params: list = [expression, limit]
+    if kind:
+        params.append(kind)
+    return conn.execute(sql, params).fetchall()
+
+
+def chunks_by_id(conn: sqlite3.Connection, ids: Sequence[int], *, kind: str | None = None) -> list[CandidateRow]:
+    """Candidate rows (``bm25`` 0.0) of the chunks ``ids`` (of ``kind`` if given), in batches of
+    :data:`MAX_IDS_PER_STATEMENT`; row order within a batch is SQLite's."""
+    rows: list[CandidateRow] = []
+    for i in range(0, len(ids), MAX_IDS_PER_STATEMENT):
+        part = ids[i : i + MAX_IDS_PER_STATEMENT]
+        rows += conn.execute(
+            "SELECT id, path, start, end, file_type, kind, heading, text, 0.0, stems FROM chunks "
+            f"WHERE id IN ({','.join('?' * len(part))}) AND (? IS NULL OR kind=?)", (*part, kind, kind),
+        ).fetchall()
+    return rows
+
+
+def first_chunks_of(conn: sqlite3.Connection, path: str, *, kind: str | None = None) -> Iterator[CandidateRow]:
+    """Candidate rows (``bm25`` 0.0) of the first three chunks of ``path`` (of ``kind`` if given), by start line."""
+    return conn.execute(
+        "SELECT id, path, start, end, file_type, kind, heading, text, 0.0, stems FROM chunks "
+        "WHERE path=? AND (? IS NULL OR kind=?) ORDER BY start LIMIT 3",
+        (path, kind, kind),
+    )
+
+
+# -- files, structures, images, text ------------------------------------------------------------
+
+def file_paths(conn: sqlite3.Connection, *, ordered: bool = True) -> list[str]:
+    """Every indexed file path; sorted unless ``ordered=False`` (then in table order, cheaper)."""
+    if ordered:
+        return [r[0] for r in conn.execute("SELECT path FROM files ORDER BY path")]
+    return [r[0] for r in conn.execute("SELECT path FROM files")]
+
+
+def stored_structures(conn: sqlite3.Connection) -> Iterator[tuple[str, str]]:
+    """``(path, structure JSON text)`` of every file with a stored parse structure, in table order.
+
+    Decode the text with :meth:`rag.parse.records.FileStructure.from_json` (after ``json.loads``).
+    """
+    return conn.execute("SELECT path, structure FROM files WHERE structure IS NOT NULL")
+
+
+def image_paths(conn: sqlite3.Connection) -> list[str]:
+    """Every indexed image path, in table order (:meth:`rag.store.index.Index.image_paths` sorts)."""
+    return [path for (path,) in conn.execute("SELECT path FROM images")]
+
+
+def chunk_lines(conn: sqlite3.Connection, path: str, start: int, end: int) -> list[tuple[int, str]]:
+    """``(first line, text)`` of the chunks of ``path`` overlapping lines ``start..end``, by first line."""
+    return conn.execute(
+        "SELECT start, text FROM chunks WHERE path=? AND end>=? AND start<=? ORDER BY start",
+        (path, start, end),
+    ).fetchall()
+
+
+def has_file(conn: sqlite3.Connection, path: str) -> bool:
+    """Whether ``path`` is an indexed file."""
+    return conn.execute("SELECT 1 FROM files WHERE path=?", (path,)).fetchone() is not None
+
+
+# -- vectors: what to embed, and the cache key ----------------------------------------------------
+
+def chunk_ids_paths_texts(conn: sqlite3.Connection) -> Iterator[tuple[int, str, str]]:
+    """``(id, path, text)`` of every chunk, in table order."""
+    return conn.execute("SELECT id, path, text FROM chunks")
+
+
+def chunk_paths_texts(conn: sqlite3.Connection) -> Iterator[tuple[str, str]]:
+    """``(path, text)`` of every chunk, in table order."""
+    return conn.execute("SELECT path, text FROM chunks")
+
+
+def has_model_vectors(conn: sqlite3.Connection, model: str) -> bool:
+    """Whether any vector of embeddings ``model`` is stored."""
+    return conn.execute("SELECT 1 FROM chunk_vectors WHERE model=? LIMIT 1", (model,)).fetchone() is not None
+
+
+def content_versions(conn: sqlite3.Connection) -> tuple[str | None, str | None]:
+    """``(meta.generation, meta.vectors_version)`` as stored (text, ``None`` when absent), read in one statement."""
+    row = conn.execute("SELECT (SELECT value FROM meta WHERE key='generation'), "
+                       "(SELECT value FROM meta WHERE key='vectors_version')").fetchone()
+    return row[0], row[1]
+
+
+# -- benchmark samples ------------------------------------------------------------------------------
+
+def files_by_size(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+    """``(path, size in bytes)`` of every indexed file, largest first."""
+    return conn.execute("SELECT path, size FROM files ORDER BY size DESC").fetchall()
+
+
+def chunk_symbols(conn: sqlite3.Connection, *, limit: int = 500) -> list[str]:
+    """Up to ``limit`` chunk symbol names (chunks that have one), in table order."""
+    return [w for (w,) in conn.execute(f"SELECT symbol FROM chunks WHERE symbol IS NOT NULL LIMIT {int(limit)}")]

@@ -1,0 +1,89 @@
+"""rag.ingest.prepare: the per-file ingest step and the secret-file literals; rag.ingest.stats."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from repo_helpers import write_repo
+
+from rag.ingest.prepare import (
+    MAX_SECRET_FILE_BYTES,
+    Prepared,
+    Skipped,
+    StructureParser,
+    Unchanged,
+    content_hash,
+    prepare_file,
+    secret_literals,
+)
+from rag.ingest.stats import IndexStats
+from rag.ingest.walk import walk
+from rag.secrets import LiteralRedactor
+from rag.store.index import FileRow
+from rag.types import WalkedFile
+
+JS = "const express = require('express');\n\nfunction createApp() {\n  return process.env.PORT;\n}\n"
+
+
+def walked(root: Path, path: str) -> WalkedFile:
+    return next(f for f in walk(root).files if f.path == path)
+
+
+def test_a_new_file_is_redacted_chunked_and_parsed(tmp_path):
+    token = "xoxb-123456789012-123456789012-abcdefghijABCDEFGHIJabcd"
+    root = write_repo(tmp_path, {"src/app.js": JS + f"// {token} and hunter2-literal\n"})
+    result = prepare_file(walked(root, "src/app.js"), indexed=None,
+                          literals=LiteralRedactor({"hunter2-literal"}), parser=StructureParser())
+    assert isinstance(result, Prepared)
+    update = result.update
+    assert update.path == "src/app.js" and update.kind == "source" and update.file_type == "js"
+    assert update.hash == content_hash((root / "src/app.js").read_bytes()) and len(update.hash) == 32
+    assert update.redactions == 2 and all(token not in c.text and "hunter2" not in c.text for c in update.chunks)
+    assert update.lines == 6 and update.structure["path"] == "src/app.js"
+    assert update.chunk_symbols is not None and len(update.chunk_symbols) == len(update.chunks)
+    assert "createApp" in " ".join(update.chunk_symbols) and "PORT" in " ".join(update.chunk_symbols)
+    assert result.parse_seconds >= 0.0
+
+
+def test_same_hash_is_unchanged_and_other_types_are_not_parsed(tmp_path):
+    root = write_repo(tmp_path, {"src/app.js": JS, "README.md": "# Title\n\nSome words.\n"})
+    wf = walked(root, "src/app.js")
+    same = FileRow(wf.size, wf.mtime_ns, content_hash((root / "src/app.js").read_bytes()))
+    assert isinstance(prepare_file(wf, indexed=same, literals=LiteralRedactor(set()), parser=StructureParser()),
+                      Unchanged)
+    stale = FileRow(wf.size, wf.mtime_ns, "0" * 32)
+    assert isinstance(prepare_file(wf, indexed=stale, literals=LiteralRedactor(set()), parser=StructureParser()),
+                      Prepared)
+    doc = prepare_file(walked(root, "README.md"), indexed=None, literals=LiteralRedactor(set()),
+                       parser=StructureParser())
+    assert isinstance(doc, Prepared) and doc.update.structure is None and doc.update.chunk_symbols is None
+    assert doc.parse_seconds < 0.01
+
+
+def test_unreadable_and_binary_files_are_skipped_with_their_reason(tmp_path):
+    root = write_repo(tmp_path, {"a.txt": "text\n", "b.txt": "text\n"})
+    wf_a, wf_b = walked(root, "a.txt"), walked(root, "b.txt")
+    (root / "a.txt").unlink()
+    (root / "b.txt").write_bytes(b"\x00\x01\x02binary\xff\xfe")
+    kwargs = {"indexed": None, "literals": LiteralRedactor(set()), "parser": StructureParser()}
+    assert prepare_file(wf_a, **kwargs) == Skipped("unreadable")
+    assert prepare_file(wf_b, **kwargs) == Skipped("binary")
+
+
+def test_secret_literals_reads_the_head_of_each_secret_file(tmp_path):
+    root = write_repo(tmp_path, {".env": "API_TOKEN=sup3r-s3cret-value\n", "missing-ok": ""})
+    literals = secret_literals(root, [".env", "does/not/exist.env"])
+    text, hits = literals.redact("call with sup3r-s3cret-value now")
+    assert hits == 1 and "sup3r" not in text
+    assert secret_literals(root, []).digest != literals.digest
+    assert MAX_SECRET_FILE_BYTES == 256 * 1024
+
+
+def test_index_stats_counts_skips_and_keeps_its_json_shape():
+    stats = IndexStats(skipped={"ignored": 2})
+    stats.skip("binary")
+    stats.skip("binary")
+    stats.seconds, stats.parse_seconds = 1.234567, 0.000049
+    assert stats.skipped == {"ignored": 2, "binary": 2}
+    assert list(stats.to_json()) == ["files", "chunks", "added", "changed", "removed", "skipped", "seconds",
+                                     "redactions", "generation", "parse_seconds"]
+    assert stats.to_json()["seconds"] == 1.2346 and stats.to_json()["parse_seconds"] == 0.0
