@@ -74,8 +74,9 @@ async def make_bot(slack_fake, bot_repo, tmp_path):
     from aiohttp import web
     from slack_sdk.web.async_client import AsyncWebClient
 
-    from bot.api.routes import CONTEXT_KEY
-    from bot.slack.app import SLACK_EVENTS_PATH, create_app
+    from bot.api.routes import BOT_KEY
+    from bot.compose import create_app
+    from bot.slack.app import SLACK_EVENTS_PATH
     from bot.observability.runtime import Runtime
     from bot.settings import Settings
     from commands.registry import build_registry
@@ -115,7 +116,9 @@ async def make_bot(slack_fake, bot_repo, tmp_path):
             engine.close()
 
         cleanups.append(stop)
-        return BotHarness(app, web_app[CONTEXT_KEY], slack_fake, f"http://127.0.0.1:{port}", session, settings)
+        composed = web_app[BOT_KEY]
+        return BotHarness(app, composed.core.context, slack_fake, f"http://127.0.0.1:{port}", session, settings,
+                          ask_flow=composed.ask_flow)
 
     yield start
     for stop in reversed(cleanups):

@@ -229,7 +229,6 @@ def ask_cmd(question, repo, index_path, no_ai, limit, kind, as_json) -> None:
     otherwise prints the retrieved sources with snippets.
     """
     _check_question(question)
-    from rag.answer.orchestrator import answer_question
     from bot.cli.terminal import format_answer_for_terminal
 
     engine = open_engine(repo, index_path, quiet=as_json)
@@ -242,10 +241,9 @@ def ask_cmd(question, repo, index_path, no_ai, limit, kind, as_json) -> None:
         sys.stdout.flush()
 
     try:
-        context = _bot_context(engine)
-        result = asyncio.run(answer_question(
-            question, engine=engine, model=context.model, tools=context.tools, with_ai=not no_ai,
-            top_k=limit, kind=kind, on_token=None if as_json else on_token,
+        result = asyncio.run(_bot_core(engine).asker.answer(
+            question, with_ai=not no_ai, top_k=limit, kind=kind,
+            on_token=None if as_json else on_token,
         ))
     finally:
         engine.close()
@@ -287,17 +285,12 @@ def reranker():
         return None
 
 
-def _bot_context(engine: Engine):
-    """The bot's services (registry, runtime, live tools, model config) around ``engine``, without Slack."""
-    from bot.observability.runtime import Runtime
-    from bot.services import BotContext
+def _bot_core(engine: Engine):
+    """The bot's Slack-free objects (registry, runtime, live tools, the asker) around ``engine``."""
+    from bot.compose import compose_core
     from bot.settings import Settings
-    from commands.registry import build_registry
 
-    runtime = Runtime()
-    settings = Settings.from_env(require_slack=False)
-    return BotContext(settings, engine=engine, registry=build_registry(on_error=runtime.capture_command_error),
-                      runtime=runtime)
+    return compose_core(Settings.from_env(require_slack=False), engine=engine)
 
 
 @cli.command("tool")
@@ -311,7 +304,7 @@ def tool_cmd(name, args_json, describe, repo, index_path) -> None:
     """Run one live tool (getStatus, getCommands, runCommand, getLogs, ...) and print its sanitised output."""
     engine = open_engine(repo, index_path, quiet=True)
     try:
-        context = _bot_context(engine)
+        context = _bot_core(engine)
         if describe:
             try:
                 click.echo(context.tools.describe(name))

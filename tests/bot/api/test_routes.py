@@ -153,7 +153,7 @@ async def test_ask_without_model_and_with_the_admin_token(make_bot):
 
 
 def test_release_info_reads_the_latest_changelog_section(tmp_path):
-    from bot.observability.runtime import release_info
+    from bot.observability.release import release_info
 
     changelog = tmp_path / "CHANGELOG.md"
     changelog.write_text("# Changelog\n\n## [Unreleased]\n\n## [1.2.0] - 2025-01-02\n### Fixed\n- a bug\n\n"

@@ -37,7 +37,7 @@ def ask_bot(make_bot):
 
     async def start(**env):
         bot = await make_bot(**env)
-        bot.context.ask_flow.options = AskOptions(update_interval_s=INTERVAL, stream_interval_s=INTERVAL)
+        bot.ask_flow.options = AskOptions(update_interval_s=INTERVAL, stream_interval_s=INTERVAL)
         return bot
 
     return start
@@ -46,10 +46,10 @@ def ask_bot(make_bot):
 async def finished(bot, count: int = 1, *, timeout: float = 20.0):
     """Wait until ``count`` questions went through the flow; returns the newest outcome."""
     deadline = time.monotonic() + timeout
-    while len(bot.context.ask_flow.completed) < count:
+    while len(bot.ask_flow.completed) < count:
         assert time.monotonic() < deadline, f"calls so far: {bot.fake.methods()}"
         await asyncio.sleep(0.02)
-    return bot.context.ask_flow.completed[-1]
+    return bot.ask_flow.completed[-1]
 
 
 def slack_calls(bot) -> list:
@@ -490,7 +490,7 @@ async def test_shutdown_tells_the_asker_instead_of_leaving_searching_behind(ask_
         await bot.slash("/sz-ask", QUESTION)
         await bot.fake.wait_for("chat.postMessage")
         await asyncio.sleep(0.3)  # the answer is now waiting on the model
-        cancelled = await bot.context.ask_flow.drain(timeout_s=0.2)
+        cancelled = await bot.ask_flow.drain(timeout_s=0.2)
     assert cancelled == 1
     last = bot.fake.of("chat.update")[-1]
     assert "restarted before it could finish" in last.body["text"]
