@@ -135,7 +135,7 @@ def compose(settings: Settings, *, engine, registry: Registry | None = None, run
     from bot.slack.ask_flow import AskFlow
 
     core = compose_core(settings, engine=engine, registry=registry, runtime=runtime, schedule=schedule)
-    ask_spec = next((spec for spec in core.registry.all() if spec.kind == "ask"), None)
+    ask_spec = core.registry.ask_spec()
     ask_flow = AskFlow(core.context, core.asker, options=ask_options,
                        command_id=ask_spec.id if ask_spec else "ask")
     if client is None:

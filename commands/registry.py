@@ -237,6 +237,11 @@ class CommandSpec:
             raise ValueError(f"invalid kind {self.kind!r} for {self.id!r}; expected one of {KINDS}")
 
     @property
+    def is_ask(self) -> bool:
+        """Whether this is the question command (``kind == "ask"``), answered by the bot's ask path."""
+        return self.kind == "ask"
+
+    @property
     def slash(self) -> str:
         """The Slack slash command name, e.g. ``"/sz-hash"``."""
         return SLASH_PREFIX + self.id
@@ -288,6 +293,10 @@ class Registry:
     def all(self) -> list[CommandSpec]:
         """Every command, sorted by id."""
         return [self._specs[key] for key in sorted(self._specs)]
+
+    def ask_spec(self) -> CommandSpec | None:
+        """The question command (the first spec, by id, whose ``kind`` is ``"ask"``), or ``None``."""
+        return next((spec for spec in self.all() if spec.is_ask), None)
 
     def question_parsers(self) -> dict[str, "QuestionParser"]:
         """Command id → ``from_question`` hook, for the commands that have one."""
@@ -350,7 +359,7 @@ class Registry:
                 data={"error": "not_ai_safe"},
             )
         text = (request.text or "").strip()
-        if spec.kind == "command" and len(text) > self._max_text_chars:
+        if not spec.is_ask and len(text) > self._max_text_chars:
             return CommandResult(
                 text=f"The input is too long ({len(text):,} characters; the limit is {self._max_text_chars:,}).",
                 ok=False,

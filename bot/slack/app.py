@@ -85,7 +85,7 @@ def build_app(ctx: BotContext, *, asker: Asker, ask_flow: AskFlow, client: Async
     guard = ask_guards(duplicates=DuplicateFilter(), limiter=RateLimiter(settings.ask_rate_per_min))
     app.middleware(ignore_slack_retries)
     for spec in ctx.registry.all():
-        if spec.kind == "ask":
+        if spec.is_ask:
             app.command(spec.slash, middleware=[guard])(ack=_acknowledge(spec),
                                                         lazy=[_ask_listener(ctx, spec, ask_flow)])
         else:
@@ -97,7 +97,7 @@ def build_app(ctx: BotContext, *, asker: Asker, ask_flow: AskFlow, client: Async
 
 
 def _acknowledge(spec: CommandSpec):
-    text = messages.working(spec.slash) if spec.kind == "ask" else None
+    text = messages.working(spec.slash) if spec.is_ask else None
 
     async def ack_command(ack) -> None:
         if text:
