@@ -20,7 +20,8 @@ with a valid-JSON truncation object; one :class:`rag.activities.Activity`
 describes the call (``api_request`` with the matching ``/api/*`` endpoint, or
 ``command_tool`` with ``/sz-<id>``).
 
-``runCommand`` refuses ``ask`` (no recursion into answering), unknown ids and,
+``runCommand`` refuses the ids of :data:`rag.tools.command_names.NEVER_RUN` (``ask``: no
+recursion into answering), unknown ids and,
 when the model asks, any command whose ``ai_safe`` is false — checked here from
 ``get_commands`` metadata before ``run_command`` is called. Admin checks stay
 with the registry's ``run_command``, which receives the caller's identity.

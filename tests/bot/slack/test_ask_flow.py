@@ -36,9 +36,7 @@ def ask_bot(make_bot):
     """``await ask_bot(**env)``: the real app with the flow's intervals shortened to INTERVAL."""
 
     async def start(**env):
-        bot = await make_bot(**env)
-        bot.ask_flow.options = AskOptions(update_interval_s=INTERVAL, stream_interval_s=INTERVAL)
-        return bot
+        return await make_bot(ask_options=AskOptions(update_interval_s=INTERVAL, stream_interval_s=INTERVAL), **env)
 
     return start
 
