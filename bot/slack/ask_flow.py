@@ -41,8 +41,6 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from rag.errors import ProviderError, UserError
-
 from bot.asker import Asker
 from bot.slack import messages
 from bot.slack.render import (
@@ -56,6 +54,8 @@ from bot.identity import Identity
 from bot.slack.errors import error_code
 from bot.slack.text import escape
 from bot.slack.stream import Coalescer, ThreadStream
+from rag.errors import ProviderError, UserError
+from rag.tools.command_names import slash_name
 
 __all__ = [
     "AnswerRecord",
@@ -268,6 +268,7 @@ class AskFlow:
                 refresh()
 
         answer = refusal = None
+        crashed = False
         identity = Identity(user_id=request.user_id, is_admin=ctx.settings.is_admin(request.user_id),
                             channel_id=request.channel_id, team_id=request.team_id)
         try:
@@ -289,13 +290,15 @@ class AskFlow:
             raise
         except Exception as err:  # noqa: BLE001 - the asker must hear about it
             ctx.runtime.errors.capture(err, command=self.command_id, keep_message=False)
-            log.error("/sz-ask failed with %s", type(err).__name__, exc_info=True)
+            log.error("%s failed with %s", slash_name(self.command_id), type(err).__name__, exc_info=True)
+            refusal, crashed = messages.answer_crashed(slash_name(self.command_id)), True
         ctx.runtime.metrics.record_command(self.command_id, time.perf_counter() - started, ok=answer is not None)
 
         streamed_ts = await stream.finish() if stream is not None else None
         outcome.streamed = streamed_ts is not None
         seconds = time.perf_counter() - started
-        message, payload, reason, footer = self._final(request, answer, refusal, view, outcome, seconds)
+        message, payload, reason, footer = self._final(request, answer, refusal, view, outcome, seconds,
+                                                      crashed=crashed)
         done = view.done_payload(ok=message is not None, reason=reason, footer=footer)
         await self._deliver(client, request, payload, outcome=outcome, streamed_ts=streamed_ts, updates=updates,
                             done=done, failed=message is None)
@@ -316,11 +319,12 @@ class AskFlow:
         return outcome
 
     def _final(self, request: AskRequest, answer, refusal: str | None, view: ProgressView, outcome: AskOutcome,
-               seconds: float) -> tuple[AnswerMessage | None, dict, str | None, str]:
+               seconds: float, *, crashed: bool) -> tuple[AnswerMessage | None, dict, str | None, str]:
         """``(answer message or None, final payload, failure reason or None, footer)``.
 
         ``answer`` is the :class:`rag.answer.orchestrator.AnswerResult` (``None`` when refused or crashed);
-        ``refusal`` the engine's sentence when it refused (no index yet, bad input).
+        ``refusal`` the sentence for the asker otherwise (the engine's when it refused: no index
+        yet, bad input; :func:`messages.answer_crashed` when ``crashed``).
         """
         ctx = self.ctx
         if answer is not None:
@@ -336,9 +340,8 @@ class AskFlow:
             footer = messages.answer_footer(model=answer.model, tokens=tokens, seconds=seconds)
             return message, message.payload, None, footer
         # refused by the engine (no index yet, bad input …), or crashed
-        reason = escape(refusal) if refusal else messages.ask_crashed()
-        reason = reason.removeprefix(messages.failure(""))  # render_failure adds the warning sign
-        outcome.error = "refused" if refusal is not None else "crashed"
+        reason = escape(refusal or "").removeprefix(messages.failure(""))  # render_failure adds the warning sign
+        outcome.error = "crashed" if crashed else "refused"
         payload = render_failure(reason, question=request.question, user_id=request.user_id, sources=view.sources,
                                  web_url=ctx.settings.repo_web_url, commit=ctx.commit,
                                  lines=view.lines(include_writing=False))

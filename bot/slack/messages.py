@@ -13,7 +13,7 @@ __all__ = [
     "answer_heading",
     "answer_overflow",
     "answered_in_thread",
-    "ask_crashed",
+    "answer_crashed",
     "command_failed",
     "duplicate_ask",
     "failure",
@@ -123,8 +123,9 @@ def still_worked(has_sources: bool) -> str:
     return "Nothing was found in the repository before the failure."
 
 
-def ask_crashed() -> str:
-    return "the answer failed with an internal error (it has been logged)"
+def answer_crashed(slash: str) -> str:
+    """The answer crashed (the error is captured without its message)."""
+    return f"Sorry, {slash} failed unexpectedly. The error has been logged."
 
 
 def slack_refused(error: str) -> str:

@@ -342,6 +342,23 @@ async def test_no_index_yet_is_said_in_the_progress_message(ask_bot):
     assert "index" in last.body["text"].lower() and outcome.error == "refused"
 
 
+async def test_a_crashing_answer_is_said_and_captured_without_its_message(ask_bot, monkeypatch):
+    bot = await ask_bot()
+
+    async def boom(*args, **kwargs):
+        raise RuntimeError("secret question text")
+
+    monkeypatch.setattr(bot.ask_flow.asker, "answer", boom)
+    await bot.slash("/sz-ask", QUESTION)
+    outcome = await finished(bot)
+    last = bot.fake.of("chat.update")[-1]
+    assert last.body["ts"] == outcome.anchor_ts and outcome.error == "crashed"
+    assert "Sorry, /sz-ask failed unexpectedly. The error has been logged." in last.body["text"]
+    captured, = bot.context.errors(limit=5)
+    assert captured["command"] == "ask" and "secret question text" not in captured["message"]
+    assert bot.context.metrics()["commands"]["ask"]["failed"] == 1
+
+
 async def test_slack_refusing_the_final_message_still_answers_visibly(ask_bot):
     bot = await ask_bot()
     bot.fake.refuse_streaming()
