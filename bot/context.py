@@ -26,7 +26,7 @@ from commands.registry import CommandRequest, CommandResult, CommandServices, Re
 from rag.ingest.reindexer import Reindexer, current_commit
 from rag.providers.llm import ModelConfig
 
-__all__ = ["BotContext", "DEFAULT_STATUS_RUNS", "Identity"]
+__all__ = ["BotContext", "DEFAULT_STATUS_RUNS"]
 
 log = logging.getLogger(__name__)
 
