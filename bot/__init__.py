@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 from rag.lazy import lazy_exports
 
 # Imported on first use (PEP 562): ``slackzilla retrieve`` need not load Bolt or the openai SDK.
-_EXPORTS = {"create_app": "slack.app", "Runtime": "observability.runtime", "serve": "server", "start": "server",
-            "BotContext": "services", "Settings": "settings", "SettingsError": "settings"}
+_EXPORTS = {"create_app": "compose", "Runtime": "observability.runtime", "serve": "server", "start": "server",
+            "BotContext": "context", "Settings": "settings", "SettingsError": "settings"}
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
-    from bot.slack.app import create_app
+    from bot.compose import create_app
     from bot.observability.runtime import Runtime
     from bot.server import serve, start
-    from bot.services import BotContext
+    from bot.context import BotContext
     from bot.settings import Settings, SettingsError
 
 __all__ = ["BotContext", "Runtime", "Settings", "SettingsError", "create_app", "serve", "start"]

@@ -23,13 +23,12 @@ from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 
-from bot.api.routes import CONTEXT_KEY
-from bot.slack.app import SLACK_EVENTS_PATH, create_app
+from bot.compose import Bot, compose
+from bot.context import BotContext
 from bot.observability.runtime import Runtime
-from bot.scheduler import build_scheduler, start_background_startup_update, stop_scheduler
-from bot.services import BotContext
+from bot.scheduler import start_background_startup_update, stop_scheduler
 from bot.settings import Settings
-from commands.registry import build_registry
+from bot.slack.app import SLACK_EVENTS_PATH
 from rag.providers.embeddings import build_embeddings
 from rag.engine import Engine
 from rag.errors import ProviderError
@@ -48,23 +47,30 @@ ASK_DRAIN_S = 8.0
 class RunningServer:
     """A started bot. ``port`` is the bound port (useful with ``PORT=0``)."""
 
-    app: AsyncApp
-    context: BotContext
+    bot: Bot
     runner: web.AppRunner
     port: int
     socket_handler: AsyncSocketModeHandler | None = None
     startup_task: asyncio.Task | None = None
 
+    @property
+    def app(self) -> AsyncApp:
+        """The Bolt app."""
+        return self.bot.app
+
+    @property
+    def context(self) -> BotContext:
+        """The bot's :class:`BotContext`."""
+        return self.bot.core.context
+
     async def stop(self) -> None:
         """Stop the schedule and any embedding run, let running answers finish (briefly), disconnect
         Socket Mode, stop the HTTP server and close the index."""
-        stop_scheduler(self.context.scheduler)
-        self.context.scheduler = None
-        self.context.reindexer.request_stop()
-        if self.context.ask_flow is not None:
-            cancelled = await self.context.ask_flow.drain(timeout_s=ASK_DRAIN_S)
-            if cancelled:
-                log.warning("shutdown: %d answer(s) interrupted; their askers were told", cancelled)
+        stop_scheduler(self.bot.core.scheduler)
+        self.bot.core.reindexer.request_stop()
+        cancelled = await self.bot.ask_flow.drain(timeout_s=ASK_DRAIN_S)
+        if cancelled:
+            log.warning("shutdown: %d answer(s) interrupted; their askers were told", cancelled)
         if self.startup_task is not None and not self.startup_task.done():
             self.startup_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -73,13 +79,14 @@ class RunningServer:
             with contextlib.suppress(Exception):
                 await self.socket_handler.close_async()
         await self.runner.cleanup()
-        self.context.runtime.remove_log_handler()
-        self.context.engine.close()
+        self.bot.core.runtime.remove_log_handler()
+        self.bot.core.engine.close()
 
 
 async def start(settings: Settings, *, engine: Engine | None = None, runtime: Runtime | None = None,
                 reindex_at_startup: bool = True) -> RunningServer:
-    """Open the engine, build the app, start serving and the reindex schedule; returns at once.
+    """Open the engine, compose the bot (:func:`bot.compose.compose`), start serving and the
+    reindex schedule; returns at once.
 
     Raises:
         rag.errors.RepoNotFoundError, rag.errors.IndexUnavailableError: the repository
@@ -91,10 +98,8 @@ async def start(settings: Settings, *, engine: Engine | None = None, runtime: Ru
     if engine is None:
         engine = await asyncio.to_thread(Engine.open, settings.repo_path, index_path=settings.rag_index_path,
                                          embeddings=embeddings_provider(settings), reranker=reranker(settings))
-    registry = build_registry(on_error=runtime.capture_command_error)
-    app = create_app(settings, engine=engine, registry=registry, runtime=runtime)
-    web_app = app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)
-    context: BotContext = web_app[CONTEXT_KEY]
+    bot = compose(settings, engine=engine, runtime=runtime, schedule=True)
+    web_app = bot.app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)
     runner = web.AppRunner(web_app, shutdown_timeout=SHUTDOWN_TIMEOUT_S, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
@@ -104,18 +109,17 @@ async def start(settings: Settings, *, engine: Engine | None = None, runtime: Ru
         await runner.cleanup()
         raise
     port = site._server.sockets[0].getsockname()[1] if site._server else settings.port  # type: ignore[union-attr]
-    server = RunningServer(app=app, context=context, runner=runner, port=port)
+    socket_handler = None
     if settings.socket_mode:
-        server.socket_handler = AsyncSocketModeHandler(app, settings.slack_app_token)
-        await server.socket_handler.connect_async()
-    if reindex_at_startup:
-        server.startup_task = start_background_startup_update(context.reindexer)
-    context.scheduler = build_scheduler(context.reindexer, interval_s=settings.reindex_interval_s,
-                                        git_pull=settings.repo_git_pull)
-    if context.scheduler is not None:
-        context.scheduler.start()
+        socket_handler = AsyncSocketModeHandler(bot.app, settings.slack_app_token)
+        await socket_handler.connect_async()
+    startup_task = start_background_startup_update(bot.core.reindexer) if reindex_at_startup else None
+    server = RunningServer(bot=bot, runner=runner, port=port, socket_handler=socket_handler,
+                           startup_task=startup_task)
+    if bot.core.scheduler is not None:
+        bot.core.scheduler.start()
     mode = "Socket Mode" if settings.socket_mode else f"HTTP at {SLACK_EVENTS_PATH}"
-    log.info("slackzilla serving on %s:%d (%s), %d commands", settings.host, port, mode, len(registry))
+    log.info("slackzilla serving on %s:%d (%s), %d commands", settings.host, port, mode, len(bot.core.registry))
     return server
 
 

@@ -1,25 +1,31 @@
 """``/sz-ask <question>``: answer a question about the repository.
 
-The answering itself lives in ``rag/`` and is wired by ``bot/`` as
-``CommandServices.ask``; this module only validates the question and maps the
-engine's user-facing errors to a result. Not ``ai_safe``: the model calling
-``ask`` would recurse into itself.
+The spec declares ``kind="ask"``: the Slack app answers it with its question
+flow (progress, streaming, sources), and every surface answers through the
+bot's one answer entry point (``bot.asker.Asker``). Through the registry this
+handler gives the usage line for an empty question (the check is
+:func:`rag.answer.question.require_question`) and, when a host provides
+``CommandServices.ask``, passes the question on. Not ``ai_safe``: the model
+calling ``ask`` would recurse into itself.
 """
 from __future__ import annotations
 
 from typing import Callable
 
 from commands.registry import CommandError, CommandRequest, CommandResult, CommandSpec
-from rag.errors import ProviderError, UserError
+from rag.answer.question import require_question
+from rag.errors import EmptyQuestionError, ProviderError, UserError
 
 NOT_CONFIGURED = "This bot is not configured to answer questions (no answer engine is connected)."
+EMPTY_QUESTION = "Type a question after the command."
 
 
 async def handle(request: CommandRequest) -> CommandResult:
-    """Pass the question to ``services.ask``; engine ``UserError``/``ProviderError`` → ``ok=False``."""
-    question = request.text
-    if not question:
-        raise CommandError("Type a question after the command.")
+    """Pass the question to ``services.ask``; empty → usage, engine ``UserError``/``ProviderError`` → ``ok=False``."""
+    try:
+        question = require_question(request.text)
+    except EmptyQuestionError:
+        raise CommandError(EMPTY_QUESTION) from None
     ask = request.services.ask
     if ask is None:
         return CommandResult(text=NOT_CONFIGURED, ok=False, data={"error": "not_configured"})
@@ -38,5 +44,6 @@ def register(register: Callable[[CommandSpec], None]) -> None:
             usage="<question>",
             category="ai",
             handler=handle,
+            kind="ask",
         )
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import secrets
 from typing import Callable
 
@@ -110,6 +111,58 @@ async def handle(request: CommandRequest) -> CommandResult:
     )
 
 
+# -- reading the arguments from a question (the engine's command inference calls this) ----------
+
+QUESTION_DIGESTS = ("sha3-224", "sha3-256", "sha3-384", "sha3-512", "sha224", "sha256", "sha384", "sha512",
+                    "sha1", "md5", "blake2b", "blake2s")
+"""Digest names looked for in a question, longest names first so ``sha3-256`` wins over ``sha256``."""
+DEFAULT_QUESTION_DIGEST = "sha512"
+
+_ITERATIONS_RES = (
+    re.compile(r"(?<![\w.-])(\d[\d,_]*)\s*(?:iterations?|rounds?|iters?)\b", re.I),
+    re.compile(r"\b(?:iterations?|rounds?|iters?)\s*(?:count\s*)?(?:of|=|:|is|to)?\s*(\d[\d,_]*)", re.I),
+)
+_SECRET_WORD = r"\b(?:password|passphrase)\b"
+_PASSWORD_RES = (
+    re.compile(_SECRET_WORD + r"\s*(?:is|=|:|of)?\s*([\"'`])(.+?)\1", re.I),
+    re.compile(_SECRET_WORD + r"\s*(?:is|=|:)\s*([^\s\"'`,;]+)", re.I),
+    re.compile(_SECRET_WORD + r"\s+(?!(?:with|using|and|for|of|the|a|an|in|to|by|via|from|at)\b)([^\s\"'`,;]+)",
+               re.I),
+)
+
+
+def from_question(question: str) -> str | None:
+    """``"algorithm digest iterations password"`` for a password-hash request in ``question``, else ``None``.
+
+    A question that names a password or passphrase and an iteration count becomes
+    ``pbkdf2 <digest> <n> <password>`` when it mentions PBKDF2, else ``sha256 <digest> <n>
+    <password>``; the digest is the first of :data:`QUESTION_DIGESTS` named, else ``sha512``.
+    The result holds the password: never log it.
+    """
+    password = None
+    for pattern in _PASSWORD_RES:
+        match = pattern.search(question)
+        if match:
+            password = match.group(match.lastindex or 1)
+            without_password = question[: match.start()] + question[match.end():]
+            break
+    if not password:
+        return None
+    iterations = None
+    for pattern in _ITERATIONS_RES:
+        match = pattern.search(without_password)
+        if match:
+            iterations = re.sub(r"[,_]", "", match.group(1))
+            break
+    if not iterations:
+        return None
+    lowered = without_password.lower()
+    algorithm = "pbkdf2" if "pbkdf2" in lowered else "sha256"
+    named = [d for d in QUESTION_DIGESTS if re.search(rf"(?<![\w-]){re.escape(d)}(?![\w-])", lowered)]
+    digest = named[0] if named else DEFAULT_QUESTION_DIGEST
+    return f"{algorithm} {digest} {iterations} {password}"
+
+
 def register(register: Callable[[CommandSpec], None]) -> None:
     """Contribute ``/sz-hash``."""
     register(
@@ -120,5 +173,6 @@ def register(register: Callable[[CommandSpec], None]) -> None:
             category="utility",
             handler=handle,
             ai_safe=True,
+            from_question=from_question,
         )
     )

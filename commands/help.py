@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from commands.registry import CATEGORIES, CommandError, CommandRequest, CommandResult, CommandSpec
+from commands.registry import CATEGORIES, SLASH_PREFIX, CommandError, CommandRequest, CommandResult, CommandSpec
 
 CATEGORY_TITLES = {"info": "Info", "ai": "Ask", "utility": "Utilities", "fun": "Fun", "admin": "Admin"}
 NOT_CONFIGURED = "Help is not available: no command registry was provided."
@@ -35,7 +35,7 @@ def _overview(specs: list[CommandSpec]) -> CommandResult:
             continue
         lines.append(f"*{CATEGORY_TITLES[category]}*")
         lines.extend(f"• `{spec.usage_line()}` — {spec.description}" for spec in group)
-    lines.append("Type `/sz-help <command>` for details on one command.")
+    lines.append(f"Type `{SLASH_PREFIX}help <command>` for details on one command.")
     return CommandResult(
         text="\n".join(lines),
         title="Slackzilla commands",
@@ -52,7 +52,7 @@ def handle(request: CommandRequest) -> CommandResult:
     if not name:
         return _overview(registry.visible_to(is_admin=request.is_admin))
     if len(name.split()) > 1:
-        raise CommandError("Give one command name, for example `/sz-help hash`.")
+        raise CommandError(f"Give one command name, for example `{SLASH_PREFIX}help hash`.")
     spec = registry.get(name)
     if spec is None:
         suggestions = registry.suggest(name, is_admin=request.is_admin)

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from commands.registry import CommandError, CommandRequest, CommandResult, CommandSpec
+from commands.registry import SLASH_PREFIX, CommandError, CommandRequest, CommandResult, CommandSpec
 
 
 def handle(request: CommandRequest) -> CommandResult:
     """Answer ``Pong!``. Raises ``CommandError`` when given arguments."""
     if request.text:
-        raise CommandError("/sz-ping takes no arguments.")
+        raise CommandError(f"{SLASH_PREFIX}ping takes no arguments.")
     return CommandResult(text="Pong!", data={"pong": True})
 
 

@@ -34,7 +34,10 @@ import re
 import time
 import traceback
 from dataclasses import dataclass, field, replace
-from typing import Awaitable, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable, Protocol
+
+from rag.answer.intent import QuestionParser
+from rag.tools.command_names import SLASH_PREFIX, normalize_command_id
 
 logger = logging.getLogger(__name__)
 
@@ -46,18 +49,21 @@ __all__ = [
     "CommandServices",
     "CommandSpec",
     "DEFAULT_COMMAND_MODULES",
+    "KINDS",
     "DEFAULT_MAX_TEXT_CHARS",
     "Registry",
     "SLASH_PREFIX",
     "build_registry",
 ]
 
-SLASH_PREFIX = "/sz-"
-"""Every command's Slack name is ``SLASH_PREFIX + id``."""
 
 CATEGORIES: tuple[str, ...] = ("info", "ai", "utility", "fun", "admin")
 """Allowed ``CommandSpec.category`` values, in the order ``help`` lists them."""
 
+KINDS: tuple[str, ...] = ("command", "ask")
+"""Allowed ``CommandSpec.kind`` values: ``command`` runs through :meth:`Registry.run`;
+``ask`` is answered by the bot's answer path (``/sz-ask``). Its text follows the
+question policy of :mod:`rag.answer.question`, not :data:`DEFAULT_MAX_TEXT_CHARS`."""
 DEFAULT_MAX_TEXT_CHARS = 8_000
 """Longest command text the registry passes to a handler. Slack caps slash
 command text well below this; the limit guards the HTTP API and the model."""
@@ -145,12 +151,30 @@ class CommandServices:
     A command whose service is missing answers with a clear "not configured"
     result instead of failing. ``registry`` is filled in by :meth:`Registry.run`
     when the caller leaves it empty.
+
+    Attributes:
+        ask: ``await ask(question) -> CommandResult`` for hosts that answer ``/sz-ask``
+            through the registry (the bot answers it with its ask flow instead).
+        reindexer: a :class:`rag.ingest.reindexer.Reindexer` (``run_async``, ``clock``) for ``/sz-reindex``.
+        notify: ``await notify(text)`` posts a progress line to the caller (the reindex announces itself).
+        status: ``await status() -> dict``, the bot's status (``/sz-status``).
+        registry: the registry running the command (``/sz-help``).
     """
 
     ask: Callable[[str], Awaitable[CommandResult]] | None = None
-    reindex: Callable[[bool, str | None], Awaitable[CommandResult]] | None = None
+    reindexer: "Reindexing | None" = None
+    notify: Callable[[str], Awaitable[None]] | None = None
     status: Callable[[], Awaitable[dict]] | None = None
     registry: "Registry | None" = None
+
+
+class Reindexing(Protocol):
+    """What ``/sz-reindex`` needs of :class:`rag.ingest.reindexer.Reindexer`."""
+
+    clock: Callable[[], float]
+
+    async def run_async(self, *, full: bool = False, trigger: str, user: str | None = None,
+                        on_start: Callable[[Any], Awaitable[None]] | None = None) -> Any: ...
 
 
 @dataclass
@@ -178,10 +202,16 @@ Handler = Callable[[CommandRequest], "CommandResult | Awaitable[CommandResult]"]
 class CommandSpec:
     """A command's description and handler.
 
+    ``kind`` is ``"command"`` (the default) or ``"ask"`` (see :data:`KINDS`): the Slack
+    app answers an ``ask`` spec with its question flow instead of :meth:`Registry.run`.
+    ``from_question(question) -> str | None`` optionally reads the command's argument text
+    from a whole question (``commands.hash.from_question``); the engine's command inference
+    gets every hook through :meth:`Registry.question_parsers`.
+
     Raises:
         ValueError: on an id that is not lower-case ``[a-z0-9-]`` or makes a
             slash name longer than Slack's 32 characters, an empty or too long
-            description (> 2000) or usage hint (> 1000), or an unknown category.
+            description (> 2000) or usage hint (> 1000), an unknown category or kind.
     """
 
     id: str
@@ -191,6 +221,8 @@ class CommandSpec:
     handler: Handler
     admin_only: bool = False
     ai_safe: bool = False
+    kind: str = "command"
+    from_question: "QuestionParser | None" = None
 
     def __post_init__(self) -> None:
         if not _ID_RE.match(self.id) or len(self.slash) > _MAX_SLASH_CHARS:
@@ -201,6 +233,13 @@ class CommandSpec:
             raise ValueError(f"usage hint of {self.id!r} is longer than {_MAX_USAGE_CHARS} characters")
         if self.category not in CATEGORIES:
             raise ValueError(f"invalid category {self.category!r} for {self.id!r}; expected one of {CATEGORIES}")
+        if self.kind not in KINDS:
+            raise ValueError(f"invalid kind {self.kind!r} for {self.id!r}; expected one of {KINDS}")
+
+    @property
+    def is_ask(self) -> bool:
+        """Whether this is the question command (``kind == "ask"``), answered by the bot's ask path."""
+        return self.kind == "ask"
 
     @property
     def slash(self) -> str:
@@ -210,12 +249,6 @@ class CommandSpec:
     def usage_line(self) -> str:
         """``"/sz-hash <algorithm> <text>"`` (no trailing space when usage is empty)."""
         return f"{self.slash} {self.usage}".rstrip()
-
-
-def _normalise_id(command_id: str) -> str:
-    name = (command_id or "").strip().lower()
-    name = name.removeprefix("/")
-    return name.removeprefix("sz-")
 
 
 ErrorHook = Callable[[str, Exception], None]
@@ -255,11 +288,19 @@ class Registry:
 
     def get(self, command_id: str) -> CommandSpec | None:
         """Find a command by ``"hash"``, ``"sz-hash"`` or ``"/sz-hash"`` (any case)."""
-        return self._specs.get(_normalise_id(command_id))
+        return self._specs.get(normalize_command_id(command_id))
 
     def all(self) -> list[CommandSpec]:
         """Every command, sorted by id."""
         return [self._specs[key] for key in sorted(self._specs)]
+
+    def ask_spec(self) -> CommandSpec | None:
+        """The question command (the first spec, by id, whose ``kind`` is ``"ask"``), or ``None``."""
+        return next((spec for spec in self.all() if spec.is_ask), None)
+
+    def question_parsers(self) -> dict[str, "QuestionParser"]:
+        """Command id → ``from_question`` hook, for the commands that have one."""
+        return {spec.id: spec.from_question for spec in self.all() if spec.from_question is not None}
 
     def visible_to(self, *, is_admin: bool) -> list[CommandSpec]:
         """The commands a caller may run, sorted by id (admins see everything)."""
@@ -268,7 +309,7 @@ class Registry:
     def suggest(self, command_id: str, *, is_admin: bool, limit: int = 3) -> list[str]:
         """Slash names close to ``command_id`` among those the caller may run (difflib ratio ≥ 0.6)."""
         ids = [spec.id for spec in self.visible_to(is_admin=is_admin)]
-        matches = difflib.get_close_matches(_normalise_id(command_id), ids, n=limit, cutoff=0.6)
+        matches = difflib.get_close_matches(normalize_command_id(command_id), ids, n=limit, cutoff=0.6)
         return [SLASH_PREFIX + match for match in matches]
 
     def markdown_table(self) -> str:
@@ -289,7 +330,8 @@ class Registry:
 
         Order of checks: unknown id → error listing close matches; admin-only
         and not ``is_admin`` → refusal; ``source == "tool"`` and not
-        ``ai_safe`` → refusal; text longer than ``max_text_chars`` → error;
+        ``ai_safe`` → refusal; text longer than ``max_text_chars`` → error (a
+        command's text; a question, ``kind="ask"``, follows the question policy);
         then the handler. :class:`CommandError` → usage result; any other
         exception → logged (id and traceback, no input) and a generic result.
         """
@@ -317,7 +359,7 @@ class Registry:
                 data={"error": "not_ai_safe"},
             )
         text = (request.text or "").strip()
-        if len(text) > self._max_text_chars:
+        if not spec.is_ask and len(text) > self._max_text_chars:
             return CommandResult(
                 text=f"The input is too long ({len(text):,} characters; the limit is {self._max_text_chars:,}).",
                 ok=False,
@@ -347,7 +389,7 @@ class Registry:
             )
 
     def _unknown(self, request: CommandRequest) -> CommandResult:
-        name = _normalise_id(request.command_id)
+        name = normalize_command_id(request.command_id)
         suggestions = self.suggest(name, is_admin=request.is_admin)
         hint = f" Did you mean {', '.join(suggestions)}?" if suggestions else ""
         return CommandResult(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from commands.registry import CommandError, CommandRequest, CommandResult, CommandSpec
+from commands.registry import SLASH_PREFIX, CommandError, CommandRequest, CommandResult, CommandSpec
 
 NOT_CONFIGURED = "Status is not available: the bot did not provide a status source."
 
@@ -69,7 +69,7 @@ def status_fields(status: dict) -> list[tuple[str, str]]:
 async def handle(request: CommandRequest) -> CommandResult:
     """Read ``services.status()`` and return it as fields (and as ``data``)."""
     if request.text:
-        raise CommandError("/sz-status takes no arguments.")
+        raise CommandError(f"{SLASH_PREFIX}status takes no arguments.")
     source = request.services.status
     if source is None:
         return CommandResult(text=NOT_CONFIGURED, ok=False, data={"error": "not_configured"})

@@ -74,8 +74,9 @@ async def make_bot(slack_fake, bot_repo, tmp_path):
     from aiohttp import web
     from slack_sdk.web.async_client import AsyncWebClient
 
-    from bot.api.routes import CONTEXT_KEY
-    from bot.slack.app import SLACK_EVENTS_PATH, create_app
+    from bot.api.routes import BOT_KEY
+    from bot.compose import create_app
+    from bot.slack.app import SLACK_EVENTS_PATH
     from bot.observability.runtime import Runtime
     from bot.settings import Settings
     from commands.registry import build_registry
@@ -83,7 +84,7 @@ async def make_bot(slack_fake, bot_repo, tmp_path):
 
     cleanups = []
 
-    async def start(*, index: bool = True, extra_specs=(), **env: str) -> BotHarness:
+    async def start(*, index: bool = True, extra_specs=(), ask_options=None, **env: str) -> BotHarness:
         values = {
             "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET, "REPO_PATH": str(bot_repo),
             "RAG_INDEX_PATH": str(tmp_path / "index.sqlite"), "SLACK_API_URL": slack_fake.api_url,
@@ -99,7 +100,8 @@ async def make_bot(slack_fake, bot_repo, tmp_path):
         for spec in extra_specs:  # real CommandSpecs through the real registry
             registry.add(spec)
         client = AsyncWebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url)
-        app = create_app(settings, engine=engine, registry=registry, runtime=runtime, client=client)
+        app = create_app(settings, engine=engine, registry=registry, runtime=runtime, client=client,
+                         ask_options=ask_options)
         web_app = app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)
         runner = web.AppRunner(web_app, shutdown_timeout=0.5)
         await runner.setup()
@@ -115,7 +117,9 @@ async def make_bot(slack_fake, bot_repo, tmp_path):
             engine.close()
 
         cleanups.append(stop)
-        return BotHarness(app, web_app[CONTEXT_KEY], slack_fake, f"http://127.0.0.1:{port}", session, settings)
+        composed = web_app[BOT_KEY]
+        return BotHarness(app, composed.core.context, slack_fake, f"http://127.0.0.1:{port}", session, settings,
+                          ask_flow=composed.ask_flow)
 
     yield start
     for stop in reversed(cleanups):

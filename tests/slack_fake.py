@@ -298,6 +298,8 @@ class BotHarness:
     session: object
     settings: object
     counter: list = field(default_factory=lambda: [0])
+    #: the app's ``bot.slack.ask_flow.AskFlow`` (from the composed ``bot.compose.Bot``)
+    ask_flow: object = None
 
     def form(self, command: str, text: str, *, user_id: str = USER, channel_id: str = "C0CHANNEL") -> dict:
         self.counter[0] += 1

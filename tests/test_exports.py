@@ -40,7 +40,7 @@ def test_the_cli_loads_neither_bolt_nor_the_openai_sdk_until_needed() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, bot.cli.base, rag; from rag import Engine, Source; "
+    code = ("import sys, bot.cli, rag; from rag import Engine, Source; "
             "print(sorted(m for m in ('openai', 'slack_bolt', 'slack_sdk') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"

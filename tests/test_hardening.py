@@ -7,7 +7,8 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from bot.cli.base import cli, printable
+from bot.cli import cli
+from bot.cli.common import printable
 from rag.engine import Engine
 from rag.errors import IndexUnavailableError
 from rag.secrets import LiteralRedactor, redact_secrets, secret_file_values

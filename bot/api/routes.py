@@ -1,7 +1,7 @@
 """The HTTP API, served by the same aiohttp application as ``/slack/events``.
 
 Routes (JSON unless noted; each converts the request, calls the
-:class:`bot.services.BotContext` method the Slack handlers and live tools use,
+:class:`bot.context.BotContext` method the Slack handlers and live tools use,
 and converts the answer back):
 
     GET  /healthz             {"ok": true, "uptime_s"}
@@ -14,7 +14,7 @@ and converts the answer back):
     GET  /api/routes          {"routes": [...]}   ?path= (substring of the route) &method=
     GET  /api/admin/errors    {"errors": [...]}   bearer ADMIN_API_TOKEN; 404 when the token is unset
     POST /api/ask             (bearer when ADMIN_API_TOKEN is set, else loopback clients only)
-                              {"question", "with_ai"?} → text/event-stream of
+                              {"question", "with_ai"?} → bot.asker.Asker.answer → text/event-stream of
                               ``activity``, ``token`` and ``done`` events (``error`` on failure);
                               bearer ADMIN_API_TOKEN required when it is set
 
@@ -30,23 +30,34 @@ import logging
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from bot.services import Identity
-from rag.errors import UserError
+from bot.identity import Identity
+from rag.answer.question import require_question
+from rag.errors import EmptyQuestionError, UserError
 
-__all__ = ["install_api", "CONTEXT_KEY", "MAX_LOG_LIMIT", "MAX_QUESTION_BODY_BYTES"]
+__all__ = ["install_api", "ASKER_KEY", "BOT_KEY", "CONTEXT_KEY", "MAX_LOG_LIMIT", "MAX_QUESTION_BODY_BYTES"]
 
 log = logging.getLogger(__name__)
 
 CONTEXT_KEY: web.AppKey = web.AppKey("slackzilla_context", object)
+ASKER_KEY: web.AppKey = web.AppKey("slackzilla_asker", object)
+#: The composed ``bot.compose.Bot`` (set by the composition root; the routes do not read it).
+BOT_KEY: web.AppKey = web.AppKey("slackzilla_bot", object)
 MAX_LOG_LIMIT = 500
 DEFAULT_LOG_LIMIT = 50
 #: Largest accepted ``POST /api/ask`` body in bytes.
 MAX_QUESTION_BODY_BYTES = 64 * 1024
 
 
-def install_api(app: web.Application, ctx) -> web.Application:
-    """Add the routes above to ``app`` (the Bolt app's ``web_app()``) and return it."""
+def install_api(app: web.Application, ctx, asker) -> web.Application:
+    """Add the routes above to ``app`` (the Bolt app's ``web_app()``) and return it.
+
+    Args:
+        app: the aiohttp application.
+        ctx: the :class:`bot.context.BotContext` the read-only routes convert.
+        asker: the :class:`bot.asker.Asker` behind ``POST /api/ask`` (the one answer entry point).
+    """
     app[CONTEXT_KEY] = ctx
+    app[ASKER_KEY] = asker
     app.add_routes([
         web.get("/healthz", healthz),
         web.get("/api/status", status),
@@ -185,7 +196,11 @@ async def ask(request: web.Request) -> web.StreamResponse:
     except (ValueError, UnicodeDecodeError):
         return _error(400, "bad_request", 'The body must be JSON like {"question": "..."}.')
     question = body.get("question") if isinstance(body, dict) else None
-    if not isinstance(question, str) or not question.strip():
+    try:
+        if not isinstance(question, str):
+            raise EmptyQuestionError()
+        require_question(question)  # the one empty check; refused before the stream starts
+    except EmptyQuestionError:
         return _error(400, "bad_request", 'Give a non-empty "question" string.')
     with_ai = body.get("with_ai", True)
     if not isinstance(with_ai, bool):
@@ -208,8 +223,8 @@ async def ask(request: web.Request) -> web.StreamResponse:
 
     identity = Identity(user_id=None, is_admin=bool(token), source="api")
     try:
-        result = await ctx.answer(question, identity=identity, on_activity=on_activity, on_token=on_token,
-                                  with_ai=with_ai)
+        result = await request.app[ASKER_KEY].answer(question, identity=identity, on_activity=on_activity,
+                                                     on_token=on_token, with_ai=with_ai)
         await send("done", result.to_json())
     except UserError as err:
         await send("error", {"error": type(err).__name__, "message": str(err)})

@@ -9,22 +9,12 @@ from __future__ import annotations
 
 import click
 
-from bot.cli.base import (
-    _check_question,
-    _emit,
-    cli,
-    friendly_errors,
-    index_option,
-    json_option,
-    open_engine,
-    printable,
-    repo_option,
-)
+from bot.cli.common import check_question, emit, friendly_errors, index_option, json_option, open_engine, printable, repo_option
 
 __all__ = ["code_group", "context_cmd"]
 
 
-@cli.group("code")
+@click.group("code")
 def code_group() -> None:
     """Inspect the code structure of JavaScript/TypeScript files: symbols, routes, env vars, dependencies."""
 
@@ -47,7 +37,7 @@ def symbols_cmd(repo, index_path, as_json) -> None:
     """Every function, class, method and field definition with its line range."""
     records = _from_graph(repo, index_path, as_json, lambda g: [s.to_json() for s in g.symbols()])
     if as_json:
-        _emit(records)
+        emit(records)
         return
     for r in records:
         owner = f"{r['parent']}." if r.get("parent") else ""
@@ -63,7 +53,7 @@ def routes_cmd(repo, index_path, as_json) -> None:
     """HTTP routes (method and full path, mount prefixes applied)."""
     records = _from_graph(repo, index_path, as_json, lambda g: [r.to_json() for r in g.routes()])
     if as_json:
-        _emit(records)
+        emit(records)
         return
     for r in records:
         click.echo(f"{r['method']:<7} {r['route']:<40} {r['path']}:{r['line']}")
@@ -80,7 +70,7 @@ def env_cmd(repo, index_path, as_json) -> None:
     records = [{"name": name, "path": path, "line": line}
                for name, uses in sorted(table.items()) for path, line in uses]
     if as_json:
-        _emit(records)
+        emit(records)
         return
     for r in records:
         click.echo(f"{r['name']:<32} {r['path']}:{r['line']}")
@@ -103,7 +93,7 @@ def deps_cmd(path, repo, index_path, as_json) -> None:
     finally:
         engine.close()
     if as_json:
-        _emit(result)
+        emit(result)
         return
     click.echo("dependencies:")
     for p in result["dependencies"]:
@@ -113,7 +103,7 @@ def deps_cmd(path, repo, index_path, as_json) -> None:
         click.echo(f"  {p}")
 
 
-@cli.command("context")
+@click.command("context")
 @click.argument("question", required=False)
 @repo_option
 @index_option
@@ -123,7 +113,7 @@ def deps_cmd(path, repo, index_path, as_json) -> None:
 @friendly_errors
 def context_cmd(question, repo, index_path, budget, limit, as_json) -> None:
     """Show the context that would be given to the model for a question."""
-    _check_question(question)
+    check_question(question)
     engine = open_engine(repo, index_path, quiet=as_json)
     try:
         sources = engine.retrieve(question, limit=limit)
@@ -131,7 +121,7 @@ def context_cmd(question, repo, index_path, budget, limit, as_json) -> None:
     finally:
         engine.close()
     if as_json:
-        _emit(packed.to_json())
+        emit(packed.to_json())
         return
     click.echo(printable(packed.text))
     click.echo(f"\n-- {packed.tokens_used}/{packed.budget} tokens, {len(packed.files)} files, "

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from bot.cli.base import cli, friendly_errors
+from bot.cli.common import friendly_errors
 
 __all__ = ["serve_cmd", "manifest_cmd"]
 
 DEFAULT_MANIFEST_PATH = Path("deploy/manifest.json")
 
 
-@cli.command("serve")
+@click.command("serve")
 @friendly_errors
 def serve_cmd() -> None:
     """Run the Slack bot (HTTP on HOST:PORT, or Socket Mode with SLACK_APP_TOKEN) and the HTTP API."""
@@ -23,7 +23,7 @@ def serve_cmd() -> None:
     asyncio.run(serve(Settings.from_env()))
 
 
-@cli.command("manifest")
+@click.command("manifest")
 @click.option("--url", default=None, help="Public URL of /slack/events (HTTP mode).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_MANIFEST_PATH,
               show_default=True, help="Where to write the manifest; '-' prints it.")

@@ -1,7 +1,7 @@
 """The Bolt app factory: every ``/sz-*`` command from the registry, acked at once, worked lazily.
 
-    app = create_app(settings, engine=engine, registry=registry, runtime=runtime)
-    web_app = app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)   # /slack/events + /api/*
+    app = build_app(ctx, asker=asker, ask_flow=flow, client=client)   # bot.compose.create_app builds them
+    web_app = app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)  # /slack/events + /api/*
 
 Each command is registered by looping over the registry with Bolt's
 decorator-or-method form, ``app.command(spec.slash)(ack=…, lazy=[…])``: the ack
@@ -12,7 +12,7 @@ model or the index is doing) and the lazy function does the work afterwards
 * Ordinary commands run through ``Registry.run`` (validation, admin checks) and
   their :class:`CommandResult` goes back through ``respond()`` as Block Kit,
   ephemeral or in the channel as the result says.
-* ``/sz-ask`` runs :class:`bot.slack.ask_flow.AskFlow`: a visible progress message, the
+* ``/sz-ask`` (the spec of ``kind="ask"``) runs :class:`bot.slack.ask_flow.AskFlow`: a visible progress message, the
   answer streamed into its thread, a safe Block Kit final message with source
   links and 👍/👎 buttons (whose clicks land in the runtime's feedback and
   ``/api/metrics``). A mention of the bot in an answer's thread (``app_mention``)
@@ -33,20 +33,22 @@ import re
 import secrets
 
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack import messages
 from bot.api.routes import install_api
-from bot.slack.ask_flow import AskFlow, AskOptions, AskRequest
+from bot.asker import Asker
+from bot.context import BotContext
+from bot.identity import Identity
+from bot.slack import messages
+from bot.slack.ask_flow import AskFlow, AskRequest
+from bot.slack.errors import slack_error
 from bot.slack.guards import DuplicateFilter, RateLimiter, ask_guards, ignore_slack_retries
 from bot.slack.render import FEEDBACK_ACTIONS, render_result
-from bot.observability.runtime import Runtime
-from bot.services import BotContext, Identity
-from bot.settings import Settings
-from commands.registry import CommandSpec, Registry
+from commands.registry import CommandSpec
+from rag.answer.question import require_question
+from rag.errors import EmptyQuestionError
 
-__all__ = ["create_app", "SLACK_EVENTS_PATH"]
+__all__ = ["build_app", "slack_unescape", "SLACK_EVENTS_PATH"]
 
 log = logging.getLogger(__name__)
 
@@ -55,35 +57,22 @@ _FEEDBACK_ACTION = re.compile(r"^sz_feedback_(up|down)$")
 _ANSWER_ID = re.compile(r"^[0-9a-f]{8,64}$")
 
 
-def create_app(
-    settings: Settings,
-    *,
-    engine,
-    registry: Registry,
-    runtime: Runtime,
-    client: AsyncWebClient | None = None,
-    ask_options: AskOptions | None = None,
-) -> AsyncApp:
-    """Build the Bolt app with every registry command and the HTTP API on its aiohttp app.
+def build_app(ctx: BotContext, *, asker: Asker, ask_flow: AskFlow, client: AsyncWebClient) -> AsyncApp:
+    """The Bolt app with every registry command and the HTTP API on its aiohttp app.
+
+    Built by the composition root (:func:`bot.compose.create_app`), which hands in every object.
 
     Args:
-        settings: validated settings (``SLACK_BOT_TOKEN`` is needed unless ``client`` has a token).
-        engine: an opened :class:`rag.engine.Engine`.
-        registry: the command registry; build it with
-            ``build_registry(on_error=runtime.capture_command_error)`` so command
-            crashes land in the captured errors.
-        runtime: the process's runtime state.
-        client: the Web API client; default ``AsyncWebClient(token, base_url=SLACK_API_URL)``.
-        ask_options: intervals and limits of the ``/sz-ask`` flow (default :class:`AskOptions`);
-            the flow is reachable as ``ctx.ask_flow``.
+        ctx: the bot's context (settings, registry, runtime …).
+        asker: the one answer entry point, also behind ``POST /api/ask``.
+        ask_flow: the Slack ``/sz-ask`` flow (progress, streaming, final message).
+        client: the Web API client.
 
     Returns:
         The ``AsyncApp``; ``app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)``
         is the aiohttp application serving ``/slack/events`` and ``/api/*``.
     """
-    ctx = BotContext(settings, engine=engine, registry=registry, runtime=runtime)
-    if client is None:
-        client = AsyncWebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url)
+    settings = ctx.settings
     # In Socket Mode there is no signing secret; a random one makes /slack/events refuse
     # every HTTP request instead of accepting signatures made with an empty key.
     signing_secret = settings.slack_signing_secret or secrets.token_hex(32)
@@ -93,22 +82,22 @@ def create_app(
         name="slackzilla",
         logger=logging.getLogger("slackzilla.bolt"),
     )
-    flow = ctx.ask_flow = AskFlow(ctx, options=ask_options)
     guard = ask_guards(duplicates=DuplicateFilter(), limiter=RateLimiter(settings.ask_rate_per_min))
     app.middleware(ignore_slack_retries)
-    for spec in registry.all():
-        if spec.id == "ask":
-            app.command(spec.slash, middleware=[guard])(ack=_acknowledge(spec), lazy=[_ask_listener(ctx, spec, flow)])
+    for spec in ctx.registry.all():
+        if spec.is_ask:
+            app.command(spec.slash, middleware=[guard])(ack=_acknowledge(spec),
+                                                        lazy=[_ask_listener(ctx, spec, ask_flow)])
         else:
             app.command(spec.slash)(ack=_acknowledge(spec), lazy=[_command_listener(ctx, spec)])
-    app.event("app_mention", middleware=[guard])(ack=_ack_event, lazy=[_mention_listener(ctx, flow)])
+    app.event("app_mention", middleware=[guard])(ack=_ack_event, lazy=[_mention_listener(ctx, ask_flow)])
     app.action(_FEEDBACK_ACTION)(_feedback_listener(ctx))
-    install_api(app.web_app(path=SLACK_EVENTS_PATH, port=settings.port), ctx)
+    install_api(app.web_app(path=SLACK_EVENTS_PATH, port=settings.port), ctx, asker)
     return app
 
 
 def _acknowledge(spec: CommandSpec):
-    text = messages.working(spec.slash) if spec.id == "ask" else None
+    text = messages.working(spec.slash) if spec.is_ask else None
 
     async def ack_command(ack) -> None:
         if text:
@@ -160,7 +149,7 @@ def _ask_listener(ctx: BotContext, spec: CommandSpec, flow: AskFlow):
     async def run_ask(command: dict, respond, client: AsyncWebClient) -> None:
         question = slack_unescape(command.get("text") or "")
         try:
-            if not question.strip():  # the registry answers with the usage, only to the asker
+            if not _has_question(question):  # the registry answers with the usage, only to the asker
                 result = await ctx.run_command(spec.id, question, identity=_identity(ctx, command))
                 await respond(**render_result(result, slash=spec.slash))
                 return
@@ -171,6 +160,14 @@ def _ask_listener(ctx: BotContext, spec: CommandSpec, flow: AskFlow):
             await _report_crash(ctx, spec, err, respond)
 
     return run_ask
+
+
+def _has_question(text: str) -> bool:
+    try:
+        require_question(text)
+    except EmptyQuestionError:
+        return False
+    return True
 
 
 async def _ack_event(ack) -> None:
@@ -191,7 +188,7 @@ def _mention_listener(ctx: BotContext, flow: AskFlow):
         if not channel:
             return
         try:
-            if not question:
+            if not _has_question(question):
                 await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts,
                                                 text=messages.mention_usage())
                 return
@@ -228,8 +225,7 @@ def _feedback_listener(ctx: BotContext):
 async def _report_crash(ctx: BotContext, spec: CommandSpec, err: Exception, respond) -> None:
     ctx.runtime.errors.capture(err, command=spec.id, keep_message=False)
     log.error("%s failed with %s", spec.slash, type(err).__name__, exc_info=True)
-    reason = err.response.get("error", "Slack refused the message") if isinstance(err, SlackApiError) \
-        else "an internal error (it has been logged)"
+    reason = slack_error(err, "Slack refused the message") or "an internal error (it has been logged)"
     try:
         await respond(text=messages.command_failed(spec.slash, reason), response_type="ephemeral")
     except Exception:  # noqa: BLE001 - nothing left to tell the user with

@@ -1,6 +1,6 @@
 """The Slack experience of one question: visible progress, a streamed answer, a safe final message.
 
-    flow = AskFlow(ctx)                                   # one per app (create_app builds it)
+    flow = AskFlow(ctx, asker)                            # one per app (bot.compose builds it)
     outcome = await flow.run(client, AskRequest(question, channel_id=…, user_id=…, team_id=…))
 
 What the asker sees, in Web API calls:
@@ -41,8 +41,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from slack_sdk.errors import SlackApiError
-
+from bot.asker import Asker
 from bot.slack import messages
 from bot.slack.render import (
     DEFAULT_MAX_PROGRESS_LINES,
@@ -51,9 +50,12 @@ from bot.slack.render import (
     render_answer_message,
     render_failure,
 )
-from bot.services import Identity
+from bot.identity import Identity
+from bot.slack.errors import error_code
 from bot.slack.text import escape
 from bot.slack.stream import Coalescer, ThreadStream
+from rag.errors import ProviderError, UserError
+from rag.tools.command_names import slash_name
 
 __all__ = [
     "AnswerRecord",
@@ -177,20 +179,20 @@ class ThreadMemory:
         return self._answers.get(answer_id)
 
 
-def _error_code(err: BaseException) -> str:
-    return str(err.response.get("error", "error")) if isinstance(err, SlackApiError) else type(err).__name__
-
-
 class AskFlow:
     """Runs questions for one app: progress, streaming, final message, memory of threads.
 
     Args:
-        ctx: the :class:`bot.services.BotContext` (engine, settings, runtime, registry).
+        ctx: the :class:`bot.context.BotContext` (settings, repository name and commit, runtime).
+        asker: the one answer entry point (:class:`bot.asker.Asker`).
         options: intervals and limits (:class:`AskOptions`).
+        command_id: the ask command's id, for its metrics and captured errors (``"ask"``).
     """
 
-    def __init__(self, ctx, *, options: AskOptions | None = None) -> None:
+    def __init__(self, ctx, asker: Asker, *, options: AskOptions | None = None, command_id: str = "ask") -> None:
         self.ctx = ctx
+        self.asker = asker
+        self.command_id = command_id
         self.options = options or AskOptions()
         self.memory = ThreadMemory(max_threads=self.options.max_threads, max_pairs=self.options.history_pairs)
         #: The latest outcomes, newest last (for status checks and tests).
@@ -265,13 +267,15 @@ class AskFlow:
                 view.writing, view.show_partial = "in_place", True
                 refresh()
 
-        answers: list = []
-        result = None
+        answer = refusal = None
+        crashed = False
         identity = Identity(user_id=request.user_id, is_admin=ctx.settings.is_admin(request.user_id),
                             channel_id=request.channel_id, team_id=request.team_id)
         try:
-            result = await ctx.run_command("ask", request.question, identity=identity, answers=answers,
-                                           on_activity=on_activity, on_token=on_token, history=history or None)
+            answer = await self.asker.answer(request.question, identity=identity, on_activity=on_activity,
+                                             on_token=on_token, history=history or None)
+        except (UserError, ProviderError) as err:  # no index yet, bad input: a sentence for the asker
+            refusal = str(err)
         except asyncio.CancelledError:
             if updates is not None:
                 updates.cancel()
@@ -285,13 +289,16 @@ class AskFlow:
                     )), RESTART_NOTICE_TIMEOUT_S)
             raise
         except Exception as err:  # noqa: BLE001 - the asker must hear about it
-            ctx.runtime.errors.capture(err, command="ask", keep_message=False)
-            log.error("/sz-ask failed with %s", type(err).__name__, exc_info=True)
+            ctx.runtime.errors.capture(err, command=self.command_id, keep_message=False)
+            log.error("%s failed with %s", slash_name(self.command_id), type(err).__name__, exc_info=True)
+            refusal, crashed = messages.answer_crashed(slash_name(self.command_id)), True
+        ctx.runtime.metrics.record_command(self.command_id, time.perf_counter() - started, ok=answer is not None)
 
         streamed_ts = await stream.finish() if stream is not None else None
         outcome.streamed = streamed_ts is not None
         seconds = time.perf_counter() - started
-        message, payload, reason, footer = self._final(request, result, answers, view, outcome, seconds)
+        message, payload, reason, footer = self._final(request, answer, refusal, view, outcome, seconds,
+                                                      crashed=crashed)
         done = view.done_payload(ok=message is not None, reason=reason, footer=footer)
         await self._deliver(client, request, payload, outcome=outcome, streamed_ts=streamed_ts, updates=updates,
                             done=done, failed=message is None)
@@ -302,7 +309,7 @@ class AskFlow:
             if message.overflow:
                 await self._upload_overflow(client, request, root, message.overflow, outcome.answer_id)
             if root:
-                self.memory.remember(root, request.question, answers[0].answer)
+                self.memory.remember(root, request.question, answer.answer)
             self.memory.add_answer(AnswerRecord(outcome.answer_id, request.channel_id, root, outcome.final_ts,
                                                 request.user_id, outcome.mode))
         log.info("ask delivered: mode=%s streamed=%s appends=%d progress_updates=%d ok=%s seconds=%.2f",
@@ -311,12 +318,16 @@ class AskFlow:
         self.completed.append(outcome)
         return outcome
 
-    def _final(self, request: AskRequest, result, answers: list, view: ProgressView, outcome: AskOutcome,
-               seconds: float) -> tuple[AnswerMessage | None, dict, str | None, str]:
-        """``(answer message or None, final payload, failure reason or None, footer)``."""
+    def _final(self, request: AskRequest, answer, refusal: str | None, view: ProgressView, outcome: AskOutcome,
+               seconds: float, *, crashed: bool) -> tuple[AnswerMessage | None, dict, str | None, str]:
+        """``(answer message or None, final payload, failure reason or None, footer)``.
+
+        ``answer`` is the :class:`rag.answer.orchestrator.AnswerResult` (``None`` when refused or crashed);
+        ``refusal`` the sentence for the asker otherwise (the engine's when it refused: no index
+        yet, bad input; :func:`messages.answer_crashed` when ``crashed``).
+        """
         ctx = self.ctx
-        if result is not None and result.ok and answers:
-            answer = answers[0]
+        if answer is not None:
             outcome.answer_id = uuid.uuid4().hex[:16]
             outcome.ok, outcome.error = answer.error is None, answer.error
             notice = messages.failure(escape(answer.error, keep_user_mentions=False)) if answer.error else None
@@ -328,10 +339,9 @@ class AskFlow:
                 searched=len(answer.sources) if answer.grounding is not None and answer.grounding.declined else 0)
             footer = messages.answer_footer(model=answer.model, tokens=tokens, seconds=seconds)
             return message, message.payload, None, footer
-        # refused by the engine or the registry (no index yet, too long …), or crashed
-        reason = escape(result.text) if result is not None and result.text else messages.ask_crashed()
-        reason = reason.removeprefix(messages.failure(""))  # render_failure adds the warning sign
-        outcome.error = "refused" if result is not None else "crashed"
+        # refused by the engine (no index yet, bad input …), or crashed
+        reason = escape(refusal or "").removeprefix(messages.failure(""))  # render_failure adds the warning sign
+        outcome.error = "crashed" if crashed else "refused"
         payload = render_failure(reason, question=request.question, user_id=request.user_id, sources=view.sources,
                                  web_url=ctx.settings.repo_web_url, commit=ctx.commit,
                                  lines=view.lines(include_writing=False))
@@ -344,7 +354,7 @@ class AskFlow:
                                                      **payload)
             return response.get("ts")
         except Exception as err:  # noqa: BLE001 - not in the channel, a DM … → answer via response_url
-            log.info("progress message refused (%s); answering without it", _error_code(err))
+            log.info("progress message refused (%s); answering without it", error_code(err))
             return None
 
     async def _deliver(self, client, request: AskRequest, payload: dict, *, outcome: AskOutcome,
@@ -356,7 +366,7 @@ class AskFlow:
                 await client.chat_update(channel=request.channel_id, ts=streamed_ts, **payload)
                 outcome.mode, outcome.final_ts = "stream", streamed_ts
             except Exception as err:  # noqa: BLE001
-                error = _error_code(err)
+                error = error_code(err)
             if updates is not None:
                 await updates.aclose(lambda: done)
             if error is None:
@@ -365,14 +375,14 @@ class AskFlow:
             if await updates.aclose(lambda: payload):
                 outcome.mode, outcome.final_ts = "in_place", outcome.anchor_ts
                 return
-            error = _error_code(updates.last_error) if updates.last_error else "error"
+            error = error_code(updates.last_error) if updates.last_error else "error"
         elif request.respond is not None:
             try:
                 await request.respond(response_type="ephemeral" if failed else "in_channel", **payload)
                 outcome.mode = "respond"
                 return
             except Exception as err:  # noqa: BLE001
-                error = _error_code(err)
+                error = error_code(err)
         log.info("final message refused (%s); replying in the thread instead", error)
         await self._reply_instead(client, request, payload, outcome=outcome, error=error or "error")
 
@@ -386,7 +396,7 @@ class AskFlow:
                 outcome.mode, outcome.final_ts = "reply", response.get("ts")
                 return
             except Exception as err:  # noqa: BLE001
-                log.info("reply refused too (%s)", _error_code(err))
+                log.info("reply refused too (%s)", error_code(err))
         note = self._plain_failure(error, payload)
         try:
             if request.respond is not None:
@@ -396,7 +406,7 @@ class AskFlow:
                                                 thread_ts=thread, text=note["text"])
             outcome.mode = "ephemeral"
         except Exception as err:  # noqa: BLE001 - nothing left to tell the user with
-            log.warning("could not tell the asker that Slack refused the answer (%s)", _error_code(err))
+            log.warning("could not tell the asker that Slack refused the answer (%s)", error_code(err))
 
     def _plain_failure(self, error: str, payload: dict) -> dict:
         """Text only (no blocks to refuse): the reason, and the sources line of ``payload`` if any."""
@@ -415,7 +425,7 @@ class AskFlow:
                                          filename=f"answer-{answer_id}.md", title=messages.overflow_comment(),
                                          initial_comment=messages.overflow_comment())
         except Exception as err:  # noqa: BLE001 - say so rather than leave a promise unkept
-            code = _error_code(err)
+            code = error_code(err)
             log.warning("overflow upload failed (%s)", code)
             try:
                 await client.chat_postMessage(channel=request.channel_id, thread_ts=thread_ts,

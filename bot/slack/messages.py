@@ -2,7 +2,8 @@
 
 Keeping the wording here means handlers stay wiring, translations or tone changes
 touch one file, and tests can assert on the same function the code calls.
-All functions return Slack mrkdwn; callers escape user-supplied text first.
+All functions return Slack mrkdwn; callers escape user-supplied text first. The
+``/sz-reindex`` texts belong to that command (``commands/reindex.py``).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ __all__ = [
     "answer_heading",
     "answer_overflow",
     "answered_in_thread",
-    "ask_crashed",
+    "answer_crashed",
     "command_failed",
     "duplicate_ask",
     "failure",
@@ -27,10 +28,6 @@ __all__ = [
     "slack_refused",
     "still_worked",
     "writing_answer",
-    "reindex_busy",
-    "reindex_failed",
-    "reindex_started",
-    "reindex_summary",
     "sources_label",
     "working",
 ]
@@ -80,41 +77,6 @@ def command_failed(slash: str, reason: str) -> str:
     return failure(f"`{slash}` failed: {reason}")
 
 
-def reindex_started(*, user_id: str | None, full: bool) -> str:
-    kind = "Full reindex" if full else "Reindex"
-    who = f" requested by <@{user_id}>" if user_id else ""
-    return f":arrows_counterclockwise: {kind} started{who}…"
-
-
-def reindex_busy(*, started_by: str | None, running_s: float | None) -> str:
-    details = []
-    if started_by:
-        details.append(f"started by <@{started_by}>")
-    if running_s is not None:
-        details.append(f"{running_s:.0f} s ago")
-    extra = f" ({', '.join(details)})" if details else ""
-    return f"A reindex is already running{extra}. Try again when it has finished."
-
-
-def reindex_summary(*, stats: dict, seconds: float, full: bool) -> str:
-    """``Reindex done in 1.2 s: 3 added, 1 changed, 0 removed (120 files, 900 chunks).``"""
-    kind = "Full reindex" if full else "Reindex"
-    files = stats.get("files")
-    chunks = stats.get("chunks")
-    totals = f" ({files:,} files, {chunks:,} chunks)" if isinstance(files, int) and isinstance(chunks, int) else ""
-    skipped = stats.get("skipped") or {}
-    skipped_n = sum(skipped.values()) if isinstance(skipped, dict) else 0
-    skipped_text = f", {skipped_n:,} skipped" if skipped_n else ""
-    return (
-        f":white_check_mark: {kind} done in {seconds:.1f} s: {stats.get('added', 0):,} added, "
-        f"{stats.get('changed', 0):,} changed, {stats.get('removed', 0):,} removed{skipped_text}{totals}."
-    )
-
-
-def reindex_failed(reason: str) -> str:
-    return f"Reindex failed: {reason}. The previous index is still in use."
-
-
 # -- /sz-ask progress, answers and failures (issue 8) ---------------------------------------------
 
 def searching(repo: str, *, follow_up: bool = False, done: bool = False) -> str:
@@ -161,8 +123,9 @@ def still_worked(has_sources: bool) -> str:
     return "Nothing was found in the repository before the failure."
 
 
-def ask_crashed() -> str:
-    return "the answer failed with an internal error (it has been logged)"
+def answer_crashed(slash: str) -> str:
+    """The answer crashed (the error is captured without its message)."""
+    return f"Sorry, {slash} failed unexpectedly. The error has been logged."
 
 
 def slack_refused(error: str) -> str:

@@ -26,8 +26,8 @@ import logging
 import time
 from typing import Any, Awaitable, Callable, Generic, TypeVar
 
-from slack_sdk.errors import SlackApiError
 
+from bot.slack.errors import error_code
 from bot.slack.text import neutralise_markdown, stream_safe_length
 
 __all__ = ["Coalescer", "ThreadStream", "DEFAULT_STREAM_BUFFER_CHARS", "MAX_APPEND_CHARS"]
@@ -107,7 +107,7 @@ class Coalescer(Generic[T]):
             except Exception as err:  # noqa: BLE001 - a progress sink must not break the answer
                 self.failures += 1
                 self.last_error = err
-                code = err.response.get("error") if isinstance(err, SlackApiError) else type(err).__name__
+                code = error_code(err)
                 log.warning("%s: a send failed (%s)", self._name, code)
             finally:
                 self._last_end = self._clock()
@@ -211,7 +211,7 @@ class ThreadStream:
         return True
 
     def _fail(self, err: BaseException) -> None:
-        code = err.response.get("error", "error") if isinstance(err, SlackApiError) else type(err).__name__
+        code = error_code(err)
         self.state = "refused" if self.state == "idle" else "broken"
         self.error = str(code)
         log.info("thread stream %s (%s); falling back to in-place updates", self.state, code)
@@ -233,7 +233,7 @@ class ThreadStream:
         try:
             await self._stream.stop()
         except Exception as err:  # noqa: BLE001 - the final message still goes out by chat.update
-            code = err.response.get("error", "error") if isinstance(err, SlackApiError) else type(err).__name__
+            code = error_code(err)
             log.info("chat.stopStream failed (%s)", code)
             self.state, self.error = "broken", str(code)
             return self.ts

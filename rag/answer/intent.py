@@ -1,46 +1,34 @@
 """Command inference: which registered ``/sz-*`` command a question asks to run.
 
 Follows the seed: a ``/sz-<id>`` mention that matches a registered command
-(other than ``ask``) is run before the model is asked, with the text after
-the mention as its arguments. Hash requests that mention a password or
-passphrase and an iteration count are rewritten to the ``hash`` command's
-``algorithm digest iterations password`` form: ``pbkdf2`` when PBKDF2 is
-mentioned, else ``sha256``; digest ``sha512`` unless another supported digest
-is named. A question that asks to run/execute/use/call/invoke a command skips
-code-context expansion (its answer is the command's output, not the code).
+(never one of :data:`rag.tools.command_names.NEVER_RUN`) is run before the model
+is asked, with the text after the mention as its arguments. A command may read
+its own arguments from the whole question: its ``from_question`` hook, injected
+by the caller as ``parsers`` (the ``hash`` command turns "hash the password X
+with 1000 iterations" into ``pbkdf2 sha512 1000 X``; see ``commands.hash``). A
+question that asks to run/execute/use/call/invoke a command skips code-context
+expansion (its answer is the command's output, not the code).
 
-The registered ids come from the caller (the tools adapter's ``get_commands``),
-so ``rag`` never imports ``commands``.
+The registered ids and the parsers come from the caller (the tools adapter's
+``get_commands``, the command specs), so ``rag`` never imports ``commands``.
 """
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["CommandIntent", "HASH_DIGESTS", "infer_command", "asks_to_run_command", "hash_command_text",
-           "strip_command_mentions"]
+from rag.tools.command_names import NEVER_RUN, SLASH_PREFIX, normalize_command_id
 
-HASH_DIGESTS = ("sha3-224", "sha3-256", "sha3-384", "sha3-512", "sha224", "sha256", "sha384", "sha512",
-                "sha1", "md5", "blake2b", "blake2s")
-"""Digests the ``hash`` command supports, longest names first so ``sha3-256`` wins over ``sha256``."""
-DEFAULT_HASH_DIGEST = "sha512"
-NEVER_INFERRED = frozenset({"ask"})
+__all__ = ["CommandIntent", "QuestionParser", "infer_command", "asks_to_run_command", "strip_command_mentions"]
 
-_MENTION_RE = re.compile(r"(?<![\w/-])/sz-([a-z0-9][a-z0-9_-]*)", re.I)
+QuestionParser = Callable[[str], "str | None"]
+"""A command's ``from_question(question)``: its argument text read from the whole question, or ``None``."""
+
+_PREFIX = re.escape(SLASH_PREFIX)
+_MENTION_RE = re.compile(r"(?<![\w/-])" + _PREFIX + r"([a-z0-9][a-z0-9_-]*)", re.I)
 _RUN_VERB_RE = re.compile(r"\b(?:run|runs|running|execute|executing|use|using|call|calling|invoke|invoking)\b", re.I)
-_COMMAND_WORD_RE = re.compile(r"\bcommands?\b|(?<![\w/-])/sz-[a-z0-9]", re.I)
-_ITERATIONS_RES = (
-    re.compile(r"(?<![\w.-])(\d[\d,_]*)\s*(?:iterations?|rounds?|iters?)\b", re.I),
-    re.compile(r"\b(?:iterations?|rounds?|iters?)\s*(?:count\s*)?(?:of|=|:|is|to)?\s*(\d[\d,_]*)", re.I),
-)
-_SECRET_WORD = r"\b(?:password|passphrase)\b"
-_PASSWORD_RES = (
-    re.compile(_SECRET_WORD + r"\s*(?:is|=|:|of)?\s*([\"'`])(.+?)\1", re.I),
-    re.compile(_SECRET_WORD + r"\s*(?:is|=|:)\s*([^\s\"'`,;]+)", re.I),
-    re.compile(_SECRET_WORD + r"\s+(?!(?:with|using|and|for|of|the|a|an|in|to|by|via|from|at)\b)([^\s\"'`,;]+)",
-               re.I),
-)
+_COMMAND_WORD_RE = re.compile(r"\bcommands?\b|(?<![\w/-])" + _PREFIX + r"[a-z0-9]", re.I)
 _CLOSERS = {"`": "`", '"': '"', "'": "'", "(": ")"}
 
 
@@ -85,55 +73,29 @@ def _arguments_after(question: str, end: int, start: int) -> str:
     return rest.rstrip("?").strip()
 
 
-def _number(text: str) -> str:
-    return re.sub(r"[,_]", "", text)
-
-
-def hash_command_text(question: str) -> str | None:
-    """``"algorithm digest iterations password"`` for a password-hash request, else ``None``."""
-    password = None
-    for pattern in _PASSWORD_RES:
-        match = pattern.search(question)
-        if match:
-            password = match.group(match.lastindex or 1)
-            without_password = question[: match.start()] + question[match.end():]
-            break
-    if not password:
-        return None
-    iterations = None
-    for pattern in _ITERATIONS_RES:
-        match = pattern.search(without_password)
-        if match:
-            iterations = _number(match.group(1))
-            break
-    if not iterations:
-        return None
-    lowered = without_password.lower()
-    algorithm = "pbkdf2" if "pbkdf2" in lowered else "sha256"
-    named = [d for d in HASH_DIGESTS if re.search(rf"(?<![\w-]){re.escape(d)}(?![\w-])", lowered)]
-    digest = named[0] if named else DEFAULT_HASH_DIGEST
-    return f"{algorithm} {digest} {iterations} {password}"
-
-
-def infer_command(question: str, command_ids: Iterable[str], *, command_id: str | None = None) -> CommandIntent | None:
+def infer_command(question: str, command_ids: Iterable[str], *, command_id: str | None = None,
+                  parsers: Mapping[str, QuestionParser] | None = None) -> CommandIntent | None:
     """The command to run first, if any.
 
     Args:
         question: the user's question.
         command_ids: registered command ids (``hash``, ``uuid`` …).
         command_id: an explicit command chosen by the caller; wins over mentions
-            (``ask`` is still never inferred).
+            (a :data:`NEVER_RUN` command is still never inferred).
+        parsers: command id → ``from_question`` hook; when the chosen command has one and it
+            returns text, that text replaces the words after the mention.
 
     Returns:
         A :class:`CommandIntent`, or ``None`` when no registered command is named.
     """
-    known = {c.strip().lower().removeprefix("/").removeprefix("sz-"): c for c in command_ids if c}
+    known = {normalize_command_id(c): c for c in command_ids if c}
+    hooks = {normalize_command_id(name): hook for name, hook in (parsers or {}).items()}
     skip = asks_to_run_command(question)
     chosen: str | None = None
     text = ""
     if command_id:
-        wanted = command_id.strip().lower().removeprefix("/").removeprefix("sz-")
-        if wanted in NEVER_INFERRED:
+        wanted = normalize_command_id(command_id)
+        if wanted in NEVER_RUN:
             return None
         chosen = wanted
         mention = next((m for m in _MENTION_RE.finditer(question) if m.group(1).lower() == wanted), None)
@@ -141,12 +103,12 @@ def infer_command(question: str, command_ids: Iterable[str], *, command_id: str 
     else:
         for mention in _MENTION_RE.finditer(question):
             name = mention.group(1).lower()
-            if name in known and name not in NEVER_INFERRED:
+            if name in known and name not in NEVER_RUN:
                 chosen = name
                 text = _arguments_after(question, mention.end(), mention.start())
                 break
     if chosen is None:
         return None
-    if chosen == "hash":
-        text = hash_command_text(question) or text
+    if chosen in hooks:
+        text = hooks[chosen](question) or text
     return CommandIntent(known.get(chosen, chosen), text, skip)

@@ -36,6 +36,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -46,12 +47,12 @@ from rag.answer.prompting import (NOT_DOCUMENTED, build_messages, local_answer, 
                              validate_history)
 from rag.answer.citations import CitationCheck, check_citations, extract_citations
 from rag.context.packer import DEFAULT_BUDGET_TOKENS
-from rag.engine import MAX_QUESTION_CHARS
-from rag.errors import EmptyQuestionError, ProviderError, UserError
-from rag.secrets import redact_secrets
-from rag.answer.intent import asks_to_run_command, infer_command, strip_command_mentions
+from rag.answer.question import MAX_QUESTION_CHARS, prepare_question
+from rag.errors import ProviderError, UserError
+from rag.answer.intent import QuestionParser, asks_to_run_command, infer_command, strip_command_mentions
 from rag.providers.llm import ModelClient, ModelConfig, Usage
 from rag.tools.adapter import ToolAdapter, ToolResult
+from rag.tools.command_names import SLASH_PREFIX, slash_name
 from rag.types import ImageHit, Source
 
 __all__ = ["AnswerEngine", "AnswerResult", "answer_question",
@@ -184,18 +185,19 @@ def _ms(since: float) -> float:
 
 
 async def _run_command(result: AnswerResult, recorder: ActivityRecorder, tools: ToolAdapter | None,
-                       question: str, command_id: str | None, identity: Any) -> tuple[ToolResult | None, bool]:
+                       question: str, command_id: str | None, identity: Any,
+                       parsers: Mapping[str, QuestionParser] | None) -> tuple[ToolResult | None, bool]:
     """Run the inferred command; returns ``(command result, skip code context)``."""
     skip = asks_to_run_command(question)
-    if tools is None or not (command_id or "/sz-" in question.lower()):
+    if tools is None or not (command_id or SLASH_PREFIX in question.lower()):
         return None, skip
-    intent = infer_command(question, await tools.command_ids(), command_id=command_id)
+    intent = infer_command(question, await tools.command_ids(), command_id=command_id, parsers=parsers)
     if intent is None:
         return None, skip
-    await recorder.add("command", "started", f"Running /sz-{intent.command_id}", command=intent.command_id)
+    await recorder.add("command", "started", f"Running {slash_name(intent.command_id)}", command=intent.command_id)
     outcome = await tools.run_command(intent.command_id, intent.text, identity=identity)
     await recorder.add("command", "completed" if outcome.ok else "failed",
-                       f"/sz-{intent.command_id} " + ("finished" if outcome.ok else f"failed: {outcome.error}"),
+                       f"{slash_name(intent.command_id)} " + ("finished" if outcome.ok else f"failed: {outcome.error}"),
                        **outcome.activity.metadata)
     result.command = {"id": intent.command_id, **outcome.to_json()}
     return outcome, intent.skip_code_context
@@ -216,11 +218,13 @@ async def answer_question(
     kind: str | None = None,
     history: list[dict] | None = None,
     budget_tokens: int = DEFAULT_CONTEXT_BUDGET_TOKENS,
+    command_parsers: Mapping[str, QuestionParser] | None = None,
 ) -> AnswerResult:
     """Answer ``question`` about the engine's repository (see the module docstring).
 
     Args:
-        question: the user's question; capped at :data:`MAX_QUESTION_CHARS` with a note.
+        question: the user's question; checked and cut by :func:`rag.answer.question.prepare_question`
+            (over :data:`MAX_QUESTION_CHARS` characters: cut, with a note).
         engine: the retrieval engine (rag.engine.Engine).
         model: model configuration; ``None`` reads ``AI_*`` from the environment
             (only when ``with_ai``). Without a key the answer is the ``no_key`` path.
@@ -234,6 +238,9 @@ async def answer_question(
         kind: only sources of this chunk kind (``documentation``, ``source`` …).
         history: prior ``{"role", "content"}`` turns of the thread, for follow-ups.
         budget_tokens: token budget of the packed context.
+        command_parsers: command id → ``from_question(question) -> str | None``: the command's own
+            reading of its arguments from the question (the ``hash`` command's password grammar);
+            injected by the caller from the command specs, so ``rag`` knows no command's grammar.
 
     Returns:
         An :class:`AnswerResult`; provider and retrieval failures are reported in
@@ -245,22 +252,16 @@ async def answer_question(
         ValueError: a ``history`` item is not ``{"role": "user"|"assistant", "content": str}``.
     """
     started = time.perf_counter()
-    text = (question or "").strip()
-    if not text:
-        raise EmptyQuestionError()
-    # A secret pasted into a question must not reach the model, Slack or logs either.
-    text, _pasted_secrets = redact_secrets(text)
+    prepared = prepare_question(question)  # the one empty check and length policy (rag.answer.question)
+    text = prepared.text
     if top_k < 1:
         raise UserError(f"top_k must be at least 1, got {top_k}.")
     validate_history(history)
     config = (model or ModelConfig.from_env()) if with_ai else None
     recorder = ActivityRecorder(on_activity)
-    result = AnswerResult(question=text, activities=recorder.items)
-    if len(text) > MAX_QUESTION_CHARS:
-        text = result.question = text[:MAX_QUESTION_CHARS]
-        result.notes.append(f"The question was cut to its first {MAX_QUESTION_CHARS} characters.")
+    result = AnswerResult(question=text, activities=recorder.items, notes=list(prepared.notes))
 
-    command, skip_code = await _run_command(result, recorder, tools, text, command_id, identity)
+    command, skip_code = await _run_command(result, recorder, tools, text, command_id, identity, command_parsers)
 
     await recorder.add("retrieval", "started", "Searching the repository", top_k=top_k, kind=kind)
     t0 = time.perf_counter()

@@ -20,7 +20,8 @@ with a valid-JSON truncation object; one :class:`rag.activities.Activity`
 describes the call (``api_request`` with the matching ``/api/*`` endpoint, or
 ``command_tool`` with ``/sz-<id>``).
 
-``runCommand`` refuses ``ask`` (no recursion into answering), unknown ids and,
+``runCommand`` refuses the ids of :data:`rag.tools.command_names.NEVER_RUN` (``ask``: no
+recursion into answering), unknown ids and,
 when the model asks, any command whose ``ai_safe`` is false — checked here from
 ``get_commands`` metadata before ``run_command`` is called. Admin checks stay
 with the registry's ``run_command``, which receives the caller's identity.
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag.activities import Activity, new_activity
+from rag.tools.command_names import NEVER_RUN, normalize_command_id, slash_name
 from rag.tools.sanitize import DEFAULT_MAX_OUTPUT_BYTES, cap_json, sanitize
 from rag.tools.schemas import MAX_LOG_ENTRIES, TOOL_NAMES, TOOL_SPECS, tool_definitions, validate_arguments
 
@@ -49,7 +51,6 @@ DEFAULT_TOOL_DEADLINE_S = 5.0
 ENVELOPE_RESERVE_BYTES = 256
 """Room kept for the ``{"tool","ok","result"}`` envelope inside the output cap."""
 STACK_KEYS = frozenset({"stack", "stack_trace", "stacktrace", "traceback", "exc_info", "exception"})
-REFUSED_COMMANDS = frozenset({"ask"})
 MAX_TOOL_NAME_CHARS = 64
 
 
@@ -146,12 +147,6 @@ def _schema_summary(schema: dict) -> str:
         return node
     text = json.dumps(strip(schema), separators=(",", ":"), ensure_ascii=False)
     return text if len(text) <= MAX_SCHEMA_SUMMARY_CHARS else text[:MAX_SCHEMA_SUMMARY_CHARS] + "…"
-
-
-def normalize_command_id(value: str) -> str:
-    """``"/sz-Hash"`` → ``"hash"``: lower-case, without a leading ``/`` or ``sz-``."""
-    text = value.strip().lower().lstrip("/")
-    return text[3:] if text.startswith("sz-") else text
 
 
 async def _invoke(handler: Callable[..., Any], **kwargs: Any) -> Any:
@@ -258,7 +253,7 @@ class ToolAdapter:
                 raise ToolFailure("unknown_tool", f"unknown tool {name!r}; available: {', '.join(TOOL_NAMES)}")
             args = self._parse(spec.name, arguments_json)
             if name == "runCommand":
-                endpoint = f"/sz-{normalize_command_id(args['commandId'])}"
+                endpoint = slash_name(normalize_command_id(args['commandId']))
             value = await asyncio.wait_for(self._dispatch(name, args, identity, requested_by), self.deadline_s)
         except ToolFailure as failure:
             code, message = failure.code, str(failure)
@@ -351,7 +346,7 @@ class ToolAdapter:
 
     async def _run_command(self, args: dict, identity: Any, requested_by: str) -> Any:
         command_id = normalize_command_id(args["commandId"])
-        if command_id in REFUSED_COMMANDS:
+        if command_id in NEVER_RUN:
             raise ToolFailure("refused", f"runCommand never runs '{command_id}'")
         commands = await _invoke(self._handler("get_commands"))
         record = next((c for c in commands or [] if isinstance(c, dict)

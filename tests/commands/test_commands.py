@@ -13,6 +13,7 @@ import pytest
 from command_helpers import assert_usage, run
 from commands import CommandResult, CommandServices, build_registry
 from rag.errors import ProviderError, UserError
+from rag.ingest.reindexer import ReindexBusyError, RunRecord
 
 
 @pytest.fixture(scope="module")
@@ -24,15 +25,37 @@ async def _status() -> dict:
     return {"version": "0.1.0", "uptime_s": 12.5, "index": {"generation": 3, "age_s": None}, "scheduler": True}
 
 
-async def _reindex(full: bool, user_id: str | None) -> CommandResult:
-    return CommandResult(text=f"reindexed full={full} by {user_id}")
+class FakeReindexer:
+    """What /sz-reindex needs of rag.ingest.reindexer.Reindexer: ``run_async`` and ``clock``.
+
+    ``busy``: raise ReindexBusyError (started by ``UOTHER`` 12 s ago); ``error``: the run fails.
+    """
+
+    def __init__(self, *, busy: bool = False, error: str | None = None) -> None:
+        self.calls: list[tuple[bool, str | None]] = []
+        self.busy, self.error = busy, error
+
+    def clock(self) -> float:
+        return 1000.0
+
+    async def run_async(self, *, full=False, trigger, user=None, on_start=None):
+        assert trigger == "admin"
+        if self.busy:
+            raise ReindexBusyError(trigger="schedule", user="UOTHER", started_at=988.0)
+        self.calls.append((full, user))
+        record = RunRecord(id="r1", trigger=trigger, started_at=990.0, user=user, full=full)
+        if on_start is not None:
+            await on_start(record)
+        record.duration_s, record.stats.added, record.stats.files, record.stats.chunks = 1.25, 2, 3, 9
+        record.ok, record.error = self.error is None, self.error
+        return record
 
 
 async def _ask(question: str) -> CommandResult:
     return CommandResult(text=f"answer to {question}", ephemeral=False)
 
 
-SERVICES = CommandServices(ask=_ask, reindex=_reindex, status=_status)
+SERVICES = CommandServices(ask=_ask, reindexer=FakeReindexer(), status=_status)
 
 # (command, good input, bad input) for every built-in command.
 EVERY_COMMAND = [
@@ -366,13 +389,8 @@ async def test_unix_bad(registry, text, message):
 
 @pytest.fixture
 def reindex_calls():
-    calls: list[tuple[bool, str | None]] = []
-
-    async def reindex(full, user_id):
-        calls.append((full, user_id))
-        return CommandResult(text="Reindex started.")
-
-    return calls, CommandServices(reindex=reindex)
+    reindexer = FakeReindexer()
+    return reindexer.calls, CommandServices(reindexer=reindexer)
 
 
 async def test_reindex_refused_for_non_admins(registry, reindex_calls):
@@ -386,8 +404,34 @@ async def test_reindex_refused_for_non_admins(registry, reindex_calls):
 async def test_reindex_for_admins(registry, reindex_calls, text, full):
     calls, services = reindex_calls
     result = await run(registry, "reindex", text, user_id="UADMIN", is_admin=True, services=services)
-    assert result.text == "Reindex started."
+    kind = "Full reindex" if full else "Reindex"
+    assert result.ok and not result.ephemeral
+    assert result.text == f":white_check_mark: {kind} done in 1.2 s: 2 added, 0 changed, 0 removed (3 files, 9 chunks)."
+    assert result.data["full"] is full and result.data["user"] == "UADMIN"
     assert calls == [(full, "UADMIN")]
+
+
+async def test_reindex_announces_itself_once_the_lock_is_held(registry):
+    said: list[str] = []
+
+    async def notify(text: str) -> None:
+        said.append(text)
+
+    services = CommandServices(reindexer=FakeReindexer(), notify=notify)
+    await run(registry, "reindex", "full", user_id="UADMIN", is_admin=True, services=services)
+    assert said == [":arrows_counterclockwise: Full reindex started requested by <@UADMIN>…"]
+
+
+async def test_reindex_busy_and_failed_runs(registry):
+    busy = await run(registry, "reindex", "", user_id="UADMIN", is_admin=True,
+                     services=CommandServices(reindexer=FakeReindexer(busy=True)))
+    assert not busy.ok and busy.data == {"error": "busy"}
+    assert busy.text == ("A reindex is already running (started by <@UOTHER>, 12 s ago). "
+                         "Try again when it has finished.")
+    failed = await run(registry, "reindex", "", user_id="UADMIN", is_admin=True,
+                       services=CommandServices(reindexer=FakeReindexer(error="disk full")))
+    assert not failed.ok and not failed.ephemeral
+    assert failed.text == "Reindex failed: disk full. The previous index is still in use."
 
 
 async def test_reindex_bad_option_and_missing_service(registry, reindex_calls):

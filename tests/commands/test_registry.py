@@ -297,3 +297,40 @@ def test_markdown_table_lists_every_command():
     assert "`encode\\|decode <text>`" in rows["`/sz-base64`"]
     assert all(line.replace("\\|", "").count("|") == 4 for line in lines)
     assert "| `/sz-ping` |  | Check that the bot is alive. |" in lines
+
+
+# kinds and question hooks ------------------------------------------------------------------
+
+def test_ask_is_the_one_spec_of_kind_ask():
+    registry = build_registry()
+    assert [spec.id for spec in registry.all() if spec.is_ask] == ["ask"]
+    assert registry.ask_spec() is registry.get("ask")
+    assert {spec.kind for spec in registry.all()} == {"command", "ask"}
+    with pytest.raises(ValueError, match="invalid kind"):
+        CommandSpec(id="x", description="d", usage="", category="info", handler=lambda r: None, kind="question")
+
+
+def test_question_parsers_come_from_the_specs():
+    from commands.hash import from_question
+
+    assert build_registry().question_parsers() == {"hash": from_question}
+
+
+async def test_a_question_is_not_refused_for_its_length():
+    # Questions follow rag.answer.question's policy (cut at 4,000 characters with a note), not the
+    # registry's command-text limit.
+    seen: list[str] = []
+    registry = _registry_with(CommandSpec(id="q", description="d", usage="", category="ai", kind="ask",
+                                          handler=lambda r: seen.append(r.text) or CommandResult("ok")),
+                              max_text_chars=10)
+    result = await registry.run(CommandRequest(command_id="q", text="x" * 11))
+    assert result.ok and seen == ["x" * 11]
+
+
+def test_command_names_are_normalised_in_one_place():
+    from rag.tools.command_names import normalize_command_id
+
+    registry = build_registry()
+    for name in ("hash", "HASH", "/sz-hash", "sz-Hash", "  /SZ-hash "):
+        assert normalize_command_id(name) == "hash" and registry.get(name).id == "hash"
+    assert normalize_command_id(None) == ""

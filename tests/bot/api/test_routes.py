@@ -151,13 +151,3 @@ async def test_ask_without_model_and_with_the_admin_token(make_bot):
     assert done.event == "done" and done.json()["mode"] == "local"
     assert any(s["path"] == "src/webhook.js" for s in done.json()["sources"])
 
-
-def test_release_info_reads_the_latest_changelog_section(tmp_path):
-    from bot.observability.runtime import release_info
-
-    changelog = tmp_path / "CHANGELOG.md"
-    changelog.write_text("# Changelog\n\n## [Unreleased]\n\n## [1.2.0] - 2025-01-02\n### Fixed\n- a bug\n\n"
-                         "## [1.1.0] - 2024-12-01\n- older\n", encoding="utf-8")
-    info = release_info(changelog=changelog)
-    assert info["changelog"] == {"title": "[1.2.0] - 2025-01-02", "body": "### Fixed\n- a bug"}
-    assert release_info(changelog=tmp_path / "missing.md")["changelog"] is None

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bot.cli.base import _load_subcommands, cli
+from bot.cli import cli
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "code-repo"
 
@@ -17,7 +17,6 @@ FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "code-repo"
 def repo(tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("code") / "repo"
     shutil.copytree(FIXTURE, dest)
-    _load_subcommands()
     return dest
 
 

@@ -36,9 +36,7 @@ def ask_bot(make_bot):
     """``await ask_bot(**env)``: the real app with the flow's intervals shortened to INTERVAL."""
 
     async def start(**env):
-        bot = await make_bot(**env)
-        bot.context.ask_flow.options = AskOptions(update_interval_s=INTERVAL, stream_interval_s=INTERVAL)
-        return bot
+        return await make_bot(ask_options=AskOptions(update_interval_s=INTERVAL, stream_interval_s=INTERVAL), **env)
 
     return start
 
@@ -46,10 +44,10 @@ def ask_bot(make_bot):
 async def finished(bot, count: int = 1, *, timeout: float = 20.0):
     """Wait until ``count`` questions went through the flow; returns the newest outcome."""
     deadline = time.monotonic() + timeout
-    while len(bot.context.ask_flow.completed) < count:
+    while len(bot.ask_flow.completed) < count:
         assert time.monotonic() < deadline, f"calls so far: {bot.fake.methods()}"
         await asyncio.sleep(0.02)
-    return bot.context.ask_flow.completed[-1]
+    return bot.ask_flow.completed[-1]
 
 
 def slack_calls(bot) -> list:
@@ -344,6 +342,23 @@ async def test_no_index_yet_is_said_in_the_progress_message(ask_bot):
     assert "index" in last.body["text"].lower() and outcome.error == "refused"
 
 
+async def test_a_crashing_answer_is_said_and_captured_without_its_message(ask_bot, monkeypatch):
+    bot = await ask_bot()
+
+    async def boom(*args, **kwargs):
+        raise RuntimeError("secret question text")
+
+    monkeypatch.setattr(bot.ask_flow.asker, "answer", boom)
+    await bot.slash("/sz-ask", QUESTION)
+    outcome = await finished(bot)
+    last = bot.fake.of("chat.update")[-1]
+    assert last.body["ts"] == outcome.anchor_ts and outcome.error == "crashed"
+    assert "Sorry, /sz-ask failed unexpectedly. The error has been logged." in last.body["text"]
+    captured, = bot.context.errors(limit=5)
+    assert captured["command"] == "ask" and "secret question text" not in captured["message"]
+    assert bot.context.metrics()["commands"]["ask"]["failed"] == 1
+
+
 async def test_slack_refusing_the_final_message_still_answers_visibly(ask_bot):
     bot = await ask_bot()
     bot.fake.refuse_streaming()
@@ -490,7 +505,7 @@ async def test_shutdown_tells_the_asker_instead_of_leaving_searching_behind(ask_
         await bot.slash("/sz-ask", QUESTION)
         await bot.fake.wait_for("chat.postMessage")
         await asyncio.sleep(0.3)  # the answer is now waiting on the model
-        cancelled = await bot.context.ask_flow.drain(timeout_s=0.2)
+        cancelled = await bot.ask_flow.drain(timeout_s=0.2)
     assert cancelled == 1
     last = bot.fake.of("chat.update")[-1]
     assert "restarted before it could finish" in last.body["text"]

@@ -17,7 +17,8 @@ from bot.cli.terminal import format_answer_for_terminal
 from rag.answer.prompting import NOT_DOCUMENTED
 from rag.engine import Engine
 from rag.errors import EmptyQuestionError, IndexUnavailableError, UserError
-from rag.answer.intent import asks_to_run_command, hash_command_text, infer_command
+from commands.hash import from_question as hash_from_question
+from rag.answer.intent import asks_to_run_command, infer_command
 from rag.providers.llm import ModelConfig
 from rag.tools.adapter import ToolAdapter, ToolHandlers
 
@@ -453,8 +454,10 @@ async def test_a_named_command_runs_first_and_its_result_reaches_the_model(engin
 
 async def test_command_without_model_and_unregistered_mentions(engine):
     bot = Bot()
+    # the hash command's own reading of the question (commands.hash.from_question), injected
     result = await answer_question("use /sz-hash password hunter2 with PBKDF2 and 100,000 iterations",
-                                   engine=engine, with_ai=False, tools=bot.adapter())
+                                   engine=engine, with_ai=False, tools=bot.adapter(),
+                                   command_parsers={"hash": hash_from_question})
     assert bot.calls[-1][1]["text"] == "pbkdf2 sha512 100000 hunter2"
     assert "Command /sz-hash ran" in result.answer
     bot.calls.clear()
@@ -471,9 +474,16 @@ def test_command_inference_rules():
     quoted = infer_command("please run `/sz-hash sha256 hello` and explain it?", ids)
     assert (quoted.command_id, quoted.text, quoted.skip_code_context) == ("hash", "sha256 hello", True)
     assert infer_command("/sz-hash md5 abc?", ids).text == "md5 abc"
-    assert hash_command_text("hash the password 'pa ss' with 5000 rounds using sha384") == "sha256 sha384 5000 pa ss"
-    assert hash_command_text("PBKDF2 passphrase: s3cret iterations=1000") == "pbkdf2 sha512 1000 s3cret"
-    assert hash_command_text("hash the password hunter2") is None
+    # a command's from_question hook (injected) rewrites its arguments; None keeps the mention's text
+    parsers = {"hash": hash_from_question}
+    assert infer_command("/sz-hash the password 'pa ss' with 5000 rounds using sha384", ids,
+                         parsers=parsers).text == "sha256 sha384 5000 pa ss"
+    assert infer_command("/sz-hash md5 abc?", ids, parsers=parsers).text == "md5 abc"
+    assert infer_command("/sz-hash the password 'pa ss' with 5000 rounds", ids).text == (
+        "the password 'pa ss' with 5000 rounds")  # no hook: the words after the mention
+    assert hash_from_question("hash the password 'pa ss' with 5000 rounds using sha384") == "sha256 sha384 5000 pa ss"
+    assert hash_from_question("PBKDF2 passphrase: s3cret iterations=1000") == "pbkdf2 sha512 1000 s3cret"
+    assert hash_from_question("hash the password hunter2") is None
     assert asks_to_run_command("can you execute the uuid command?")
     assert not asks_to_run_command("how do I use the router?")
 

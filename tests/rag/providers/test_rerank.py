@@ -361,7 +361,7 @@ def test_reranking_is_off_unless_rerank_url_is_set(tmp_path, monkeypatch):
     assert settings.engine.rerank == RerankConfig()
 
     from bot import server
-    from bot.cli import base as cli
+    from bot.cli import common as cli
 
     assert server.reranker(settings) is None and cli.reranker() is None
     assert Engine.open(tmp_path, index_path=tmp_path / "i.sqlite").reranker is None

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from fixtures_engine import PLANTED_SECRETS, SECRET_FRAGMENTS, make_sample_repo
-from bot.cli.base import cli
+from bot.cli import cli
 
 SOURCE_KEYS = {"path", "start", "end", "score", "type", "heading"}
 CLEAN_ENV = {"REPO_PATH": None, "RAG_INDEX_PATH": None, "AI_API_KEY": None, "AI_URL": None, "AI_MODEL": None}

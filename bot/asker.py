@@ -1,0 +1,89 @@
+"""The one answer entry point: Slack's ``/sz-ask`` (and mentions), ``POST /api/ask`` and ``slackzilla ask``.
+
+    asker = Asker(engine=engine, model=model, tools=tools, metrics=runtime.metrics,
+                  require_ready=reindexer.require_ready, command_parsers=registry.question_parsers())
+    result = await asker.answer("how is the index updated?", identity=Identity("U1"))   # AnswerResult
+
+Every surface hands the question as typed; the one validation (empty check, length
+policy: over 4,000 characters cut with a note) is :func:`rag.answer.question.prepare_question`
+inside :func:`rag.answer.orchestrator.answer_question`. Surfaces that must refuse an empty
+question before they start (a 400, a usage line, exit code 2) call
+:func:`rag.answer.question.require_question`, the same check.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from bot.identity import Identity
+from rag.answer.orchestrator import DEFAULT_TOP_K, AnswerResult, answer_question
+from rag.providers.llm import ModelConfig
+from rag.tools.adapter import ToolAdapter
+
+__all__ = ["Asker"]
+
+
+class Asker:
+    """Answers questions with the orchestrator and live tools, and records the ask metrics.
+
+    Args:
+        engine: an opened :class:`rag.engine.Engine`.
+        model: the model configuration (``ModelConfig.enabled`` False → sources only).
+        tools: the live tools (``None``: no tools, no command inference).
+        metrics: a :class:`bot.observability.metrics.Metrics` whose ``record_ask`` counts
+            each answer (``None``: not counted, as in the CLI).
+        require_ready: raises ``rag.errors.IndexBuildingError`` while the index has no
+            generation (the bot's ``Reindexer.require_ready``; ``None``: the caller built it).
+        command_parsers: command id → ``from_question(question) -> str | None`` hooks of the
+            command specs, handed to the engine's command inference.
+    """
+
+    def __init__(self, *, engine, model: ModelConfig, tools: ToolAdapter | None = None, metrics=None,
+                 require_ready: Callable[[], None] | None = None,
+                 command_parsers: Mapping[str, Callable[[str], str | None]] | None = None) -> None:
+        self.engine = engine
+        self.model = model
+        self.tools = tools
+        self._metrics = metrics
+        self._require_ready = require_ready
+        self._command_parsers = dict(command_parsers or {})
+
+    async def answer(self, question: str, *, identity: Identity | None = None, on_activity: Any = None,
+                     on_token: Any = None, with_ai: bool = True, history: list[dict] | None = None,
+                     top_k: int = DEFAULT_TOP_K, kind: str | None = None) -> AnswerResult:
+        """Answer ``question`` (as typed; validated once, inside the orchestrator).
+
+        Args:
+            question: the question.
+            identity: the asker, handed to commands run on their behalf.
+            on_activity: ``callback(Activity)``, sync or async, as the stages happen.
+            on_token: ``callback(str)``, sync or async, with answer text as it streams.
+            with_ai: False → the local answer (sources and packed context).
+            history: the thread so far (``[{"role": "user"|"assistant", "content"}]``).
+            top_k: sources to retrieve (≥ 1).
+            kind: only sources of this chunk kind.
+
+        Returns:
+            a :class:`rag.answer.orchestrator.AnswerResult` (model failures are inside it, in ``error``).
+
+        Raises:
+            rag.errors.UserError: an empty question (``EmptyQuestionError``) and other bad input,
+                or no index yet (``IndexBuildingError`` says how far the first build is).
+        """
+        if self._require_ready is not None:
+            self._require_ready()
+        try:
+            result = await answer_question(
+                question, engine=self.engine, model=self.model, identity=identity, tools=self.tools,
+                on_activity=on_activity, on_token=on_token, with_ai=with_ai, history=history,
+                top_k=top_k, kind=kind, command_parsers=self._command_parsers,
+            )
+        except Exception:
+            if self._metrics is not None:
+                self._metrics.record_ask(ok=False)
+            raise
+        if self._metrics is not None:
+            self._metrics.record_ask(ok=result.error is None, input_tokens=result.usage.prompt_tokens,
+                                     output_tokens=result.usage.completion_tokens,
+                                     declined=result.grounding is not None and result.grounding.declined)
+        return result

@@ -1,0 +1,190 @@
+"""What every ``slackzilla`` command shares: options, one-line errors, terminal-safe text, opening the engine.
+
+Every command that reads a repository takes ``--repo`` (default ``$REPO_PATH``,
+then the current directory) and ``--index`` (default ``$RAG_INDEX_PATH``, then
+``<repo>/.rag/index.sqlite``). ``--json`` prints exactly one JSON document on
+stdout; progress and logs go to stderr. Errors are one line on stderr and a
+non-zero exit, never a traceback.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import re
+import sqlite3
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from rag.answer.question import require_question
+from rag.engine import Engine
+from rag.errors import EmptyQuestionError, RagError
+
+__all__ = [
+    "EXIT_FAILURE", "EXIT_USAGE", "bot_core", "check_question", "emit", "embeddings_provider", "fail",
+    "friendly_errors", "index_option", "json_option", "open_engine", "printable", "progress_bar", "repo_option",
+    "reranker", "run_update",
+]
+
+EXIT_USAGE = 2
+EXIT_FAILURE = 1
+
+
+def fail(message: str, code: int = EXIT_FAILURE) -> None:
+    """Print ``error: <message>`` on stderr and exit with ``code`` (raises ``SystemExit``)."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def friendly_errors(fn: Callable) -> Callable:
+    """Turn engine and OS errors into one clear line and a non-zero exit."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except RagError as exc:
+            fail(str(exc))
+        except (OSError, ValueError) as exc:
+            fail(str(exc))
+        except sqlite3.Error as exc:
+            fail(f"index error: {exc} (run `slackzilla index --full` to rebuild it)")
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+
+    return wrapper
+
+
+def _env_default(position: int) -> Callable:
+    """A click callback: the option's value, else ``REPO_PATH`` (``position`` 0) or ``RAG_INDEX_PATH`` (1)
+    as read by :func:`rag.config.engine_paths` (unchecked; ``Engine.open`` checks the repository)."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+        from rag.config import engine_paths
+
+        return value if value is not None else engine_paths()[position]
+
+    return callback
+
+
+repo_option = click.option(
+    "--repo", "repo", type=click.Path(path_type=Path), default=None, callback=_env_default(0),
+    help="Repository root (default: $REPO_PATH, then the current directory).",
+)
+index_option = click.option(
+    "--index", "index_path", type=click.Path(path_type=Path), default=None, callback=_env_default(1),
+    help="Index file (default: $RAG_INDEX_PATH, then <repo>/.rag/index.sqlite).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe for a terminal: control characters other than newline and tab shown as ``\\xNN``.
+
+    Repository text could otherwise carry escape sequences (OSC 52 clipboard
+    writes, cursor moves) into the user's terminal.
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+
+
+def emit(data) -> None:
+    """Print ``data`` as one JSON line on stdout."""
+    click.echo(json.dumps(data, ensure_ascii=False, indent=None))
+
+
+def check_question(question: str | None) -> str:
+    """The question, or exit 2 with one line when it is empty (the check is
+    :func:`rag.answer.question.require_question`, shared with Slack and the HTTP API)."""
+    try:
+        require_question(question)
+    except EmptyQuestionError:
+        fail("the question is empty: pass a question in quotes, e.g. slackzilla ask \"how is the index built?\"",
+             EXIT_USAGE)
+    return question
+
+
+def open_engine(repo: Path | None, index_path: Path | None, *, update: bool = True, quiet: bool = False) -> Engine:
+    """Open the engine and bring the index up to date (progress bar on a TTY unless ``quiet``).
+
+    With an embeddings provider configured, retrieval also uses the vectors already
+    stored (``slackzilla index`` computes missing ones; questions do not wait for that).
+    """
+    engine = Engine.open(repo, index_path=index_path, embeddings=embeddings_provider(), reranker=reranker())
+    if update:
+        run_update(engine, full=False, quiet=quiet)
+    return engine
+
+
+def run_update(engine: Engine, *, full: bool, quiet: bool):
+    """Run one index update with a progress bar on stderr when it is a terminal; returns its ``IndexStats``."""
+    with progress_bar(quiet=quiet) as progress:
+        return engine.update(full=full, progress=progress)
+
+
+@contextlib.contextmanager
+def progress_bar(*, quiet: bool):
+    """Yield a ``progress(done, total)`` callback drawing a bar on a terminal stderr, else ``None``."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    bar = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=total, label="indexing", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    try:
+        yield progress
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+
+
+def embeddings_provider():
+    """The configured embeddings provider (``EMBEDDINGS_*`` variables, or the installed local
+    model), or ``None``; a misconfiguration is reported on stderr and retrieval stays BM25-only."""
+    from rag.config import EmbeddingsConfig
+    from rag.providers.embeddings import build_embeddings
+
+    return _build_or_warn("embeddings", lambda: build_embeddings(EmbeddingsConfig.from_env()))
+
+
+def reranker():
+    """The reranker configured by ``RERANK_URL`` (+ ``RERANK_API_KEY``, ``RERANK_MODEL``), or ``None``
+    (off by default); a bad URL is reported on stderr and retrieval keeps the fused order."""
+    from rag.config import RerankConfig
+    from rag.providers.rerank import build_reranker
+
+    return _build_or_warn("reranking", lambda: build_reranker(RerankConfig.from_env()))
+
+
+def _build_or_warn(what: str, build: Callable):
+    """``build()``, or ``None`` after ``warning: <what> disabled: <reason>`` on stderr (one line)."""
+    from rag.config import ConfigError
+    from rag.errors import ProviderError
+
+    try:
+        return build()
+    except ConfigError as exc:
+        click.echo(f"warning: {what} disabled: {'; '.join(exc.problems)}", err=True)
+    except ProviderError as exc:
+        click.echo(f"warning: {what} disabled: {exc}", err=True)
+    return None
+
+
+def bot_core(engine: Engine):
+    """The bot's Slack-free objects around ``engine`` (:func:`bot.compose.compose_core`: registry,
+    runtime, live tools and the one answer entry point, ``.asker``); loads neither Bolt nor Slack."""
+    from bot.compose import compose_core
+    from bot.settings import Settings
+
+    return compose_core(Settings.from_env(require_slack=False), engine=engine)

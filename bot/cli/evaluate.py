@@ -1,0 +1,42 @@
+"""``slackzilla eval``: score retrieval on an eval set (R@1, R@5, MRR@10 per kind, abstain rate)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from bot.cli.common import embeddings_provider, emit, friendly_errors, json_option
+
+__all__ = ["eval_cmd"]
+
+
+@click.command("eval")
+@click.option("--set", "set_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--corpora", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 100))
+@click.option("--results", type=click.Path(dir_okay=False, path_type=Path), help="Also write score.py-style results JSONL.")
+@click.option("--index-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Keep the corpora's indexes (and vectors) here between runs (default: a temp dir).")
+@click.option("--embeddings", "use_embeddings", type=click.Choice(["auto", "off"]), default="auto", show_default=True,
+              help="auto: hybrid retrieval when an embeddings provider is configured or installed.")
+@json_option
+@friendly_errors
+def eval_cmd(set_path, corpora, limit, results, index_dir, use_embeddings, as_json) -> None:
+    """Score retrieval on an eval set: R@1, R@5, MRR@10 per kind, abstain rate."""
+    from rag.evaluation import run_eval
+
+    provider = embeddings_provider() if use_embeddings == "auto" else None
+    if index_dir is not None:
+        index_dir.mkdir(parents=True, exist_ok=True)
+    result = run_eval(set_path, corpora, limit=limit, results_out=results, index_dir=index_dir,
+                      embeddings=provider, progress=lambda m: click.echo(m, err=True))
+    if as_json:
+        emit(result)
+        return
+    click.echo(f"{'kind':<12}{'n':>4}{'R@1':>8}{'R@5':>8}{'MRR@10':>8}")
+    for kind, row in [*result["kinds"].items(), ("ALL", result["all"])]:
+        if row.get("n"):
+            click.echo(f"{kind:<12}{row['n']:>4}{row['r1']:>8.3f}{row['r5']:>8.3f}{row['mrr10']:>8.3f}")
+    ab = result["abstain"]
+    if ab["n"]:
+        click.echo(f"{'none':<12}{ab['n']:>4}  abstain rate {ab['rate']:.3f}")

@@ -1,0 +1,166 @@
+"""What the bot knows and can do, read by Slack, the HTTP API and the live tools alike.
+
+One :class:`BotContext` per process (built by :mod:`bot.compose`), so ``/sz-status``,
+``GET /api/status`` and the ``getStatus`` tool can never disagree (adapters convert
+and call; they hold no logic):
+
+    ctx = BotContext(settings, engine=engine, registry=registry, runtime=runtime,
+                     reindexer=reindexer, model=model, scheduler=scheduler)
+    ctx.status()                                                            # dict
+    await ctx.run_command("hash", "sha256 abc", identity=Identity("U1"))    # CommandResult
+
+Questions are not commands: they go to :class:`bot.asker.Asker`.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Awaitable, Callable
+
+from bot.identity import Identity
+from bot.observability.release import release_info
+from bot.observability.runtime import Runtime
+from bot.scheduler import next_run_at
+from bot.settings import Settings
+from commands.registry import CommandRequest, CommandResult, CommandServices, Registry
+from rag.ingest.reindexer import Reindexer, current_commit
+from rag.providers.llm import ModelConfig
+
+__all__ = ["BotContext", "DEFAULT_STATUS_RUNS"]
+
+log = logging.getLogger(__name__)
+
+Notify = Callable[[str], Awaitable[None]]
+#: Reindex runs shown in the status (the reindexer keeps more).
+DEFAULT_STATUS_RUNS = 5
+
+
+class BotContext:
+    """The bot's state and commands, built once and passed to handlers, routes and live tools.
+
+    Args:
+        settings: validated settings (``socket_mode``, ``is_admin``, ``repo_web_url`` are read).
+        engine: an opened :class:`rag.engine.Engine`.
+        registry: the command registry (build it with
+            ``build_registry(on_error=runtime.capture_command_error)``).
+        runtime: the process's :class:`bot.observability.runtime.Runtime`.
+        reindexer: the process's :class:`rag.ingest.reindexer.Reindexer` around ``engine``.
+        model: the model configuration (status shows its model name when enabled).
+        scheduler: the periodic reindex scheduler (``None``: no schedule); its next run is in the status.
+    """
+
+    def __init__(self, settings: Settings, *, engine, registry: Registry, runtime: Runtime, reindexer: Reindexer,
+                 model: ModelConfig, scheduler=None) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.registry = registry
+        self.runtime = runtime
+        self.reindexer = reindexer
+        self.model = model
+        self.scheduler = scheduler
+        self._startup_commit = current_commit(engine.repo_root)
+
+    @property
+    def commit(self) -> str | None:
+        """The repository's checked-out commit, as of the last reindex (or start-up)."""
+        history = self.reindexer.history
+        return history[-1].commit if history and history[-1].commit else self._startup_commit
+
+    # -- read-only views (Slack, /api/*, live tools) --------------------------------------------
+    def status(self) -> dict:
+        """``{"version", "uptime_s", "started_at", "next_reindex_at", "repo", "commit", "mode", "model",
+        "index": {generation, ready, updated_at, age_s, files, chunks}, "reindex": {running, trigger, user,
+        started_at, done, total, last_success_at, last_error, runs, busy_refusals, history}}``."""
+        state = self.reindexer.state.to_json()
+        try:
+            files, chunks = self.engine.index.counts()
+        except Exception as err:  # noqa: BLE001 - status must answer even with a broken index
+            log.warning("status: index unreadable (%s)", type(err).__name__)
+            files, chunks = None, None
+        data = self.runtime.status()
+        data.update({
+            "next_reindex_at": next_run_at(self.scheduler),
+            "repo": self.engine.repo_root.name,
+            "commit": self.commit,
+            "mode": "socket" if self.settings.socket_mode else "http",
+            "model": self.model.model if self.model.enabled else None,
+            "index": {key: state.pop(key) for key in ("generation", "ready", "updated_at", "age_s")},
+            "reindex": state,
+        })
+        data["index"].update({"files": files, "chunks": chunks})
+        state["history"] = [run.to_json() for run in self.reindexer.history[-DEFAULT_STATUS_RUNS:]]
+        return data
+
+    def commands(self) -> list[dict]:
+        """Every command: ``{id, name, description, category, usage, admin_only, ai_safe}``."""
+        return [
+            {"id": s.id, "name": s.slash, "description": s.description, "category": s.category,
+             "usage": s.usage, "admin_only": s.admin_only, "ai_safe": s.ai_safe}
+            for s in self.registry.all()
+        ]
+
+    def release(self) -> dict:
+        """Slackzilla's version and latest CHANGELOG section (see :func:`bot.observability.release.release_info`).
+
+        Not the indexed repository's changelog: this describes the running bot.
+        """
+        return release_info()
+
+    def logs(self, *, limit: int = 50, level: str | None = None, include_stack: bool = False) -> list[dict]:
+        """Newest log records first. Raises ``ValueError`` for an unknown level."""
+        entries = self.runtime.logs.entries(limit=limit, level=level)
+        return [e.to_json(include_stack=include_stack) for e in entries]
+
+    def errors(self, *, limit: int = 50, include_stack: bool = False) -> list[dict]:
+        """Newest captured errors first: ``{"type", "message", "time", "command"[, "stack"]}``."""
+        return [e.to_json(include_stack=include_stack) for e in self.runtime.errors.entries(limit=limit)]
+
+    def metrics(self) -> dict:
+        """The runtime's metrics snapshot, reindex counts included."""
+        self._sync_reindex_metrics()
+        return self.runtime.metrics.snapshot()
+
+    def prometheus_text(self) -> bytes:
+        """The Prometheus exposition of this process's metrics."""
+        self._sync_reindex_metrics()
+        return self.runtime.metrics.prometheus_text()
+
+    def _sync_reindex_metrics(self) -> None:
+        state = self.reindexer.state
+        self.runtime.metrics.set_reindex(runs=state.runs, busy_refusals=state.busy_refusals)
+
+    def routes(self) -> list[dict]:
+        """HTTP routes found in the indexed code (the engine's code graph), as
+        ``{"path" (file), "line", "method", "route", "router", ...}`` records."""
+        return [route.to_json() for route in self.engine.code_graph().routes()]
+
+    # -- commands -------------------------------------------------------------------------------
+    async def run_command(self, command_id: str, text: str, *, identity: Identity, source: str = "slack",
+                          notify: Notify | None = None) -> CommandResult:
+        """Run one command through the registry (admin checks included) and record its metrics.
+
+        Args:
+            command_id: ``"hash"``, ``"sz-hash"`` or ``"/sz-hash"``.
+            text: what followed the command name.
+            identity: the caller (admin rights, channel).
+            source: ``"slack"``, ``"tool"``, ``"api"`` or ``"cli"``.
+            notify: posts a progress line to the caller (``/sz-reindex`` announces itself with it).
+
+        Returns:
+            the :class:`commands.registry.CommandResult` (never raises: see :meth:`Registry.run`).
+        """
+        request = CommandRequest(
+            command_id=command_id, text=text, user_id=identity.user_id, channel_id=identity.channel_id,
+            is_admin=identity.is_admin, source=source,
+            services=CommandServices(reindexer=self.reindexer, notify=notify, status=self._status,
+                                     registry=self.registry),
+        )
+        started = time.perf_counter()
+        result = await self.registry.run(request)
+        spec = self.registry.get(command_id)
+        self.runtime.metrics.record_command(spec.id if spec else "unknown", time.perf_counter() - started,
+                                            ok=result.ok)
+        return result
+
+    async def _status(self) -> dict:
+        return self.status()

@@ -1,0 +1,58 @@
+"""The model's live tools read the running bot: :func:`tool_handlers` joins them to a :class:`BotContext`.
+
+``getStatus``, ``getCommands``, ``runCommand`` … call the same :class:`bot.context.BotContext`
+methods as ``/sz-status`` and ``GET /api/*``, so the three can never disagree.
+"""
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable
+
+from bot.context import BotContext
+from bot.identity import Identity
+from rag.tools.adapter import ToolAdapter, ToolHandlers
+
+__all__ = ["build_tools", "tool_handlers"]
+
+
+def tool_handlers(ctx: BotContext) -> ToolHandlers:
+    """The :class:`rag.tools.adapter.ToolHandlers` reading ``ctx`` (same data as ``/api/*``).
+
+    ``runCommand`` runs through :meth:`BotContext.run_command` with ``source="tool"`` and the
+    asker's :class:`Identity` (anything else counts as an anonymous non-admin).
+    """
+
+    async def run_command(*, command_id: str, text: str, identity: Any) -> dict:
+        who = identity if isinstance(identity, Identity) else Identity(None)
+        result = await ctx.run_command(command_id, text, identity=who, source="tool")
+        return result.to_json()
+
+    async def get_logs(*, limit: int, level: str | None = None, include_stack: bool = False) -> list[dict]:
+        return ctx.logs(limit=limit, level=level, include_stack=include_stack)
+
+    async def get_errors(*, limit: int, include_stack: bool = False) -> list[dict]:
+        return ctx.errors(limit=limit, include_stack=include_stack)
+
+    return ToolHandlers(
+        get_status=_async(ctx.status),
+        get_commands=_async(ctx.commands),
+        get_release_info=_async(ctx.release),
+        run_command=run_command,
+        get_logs=get_logs,
+        get_errors=get_errors,
+        get_metrics=_async(ctx.metrics),
+        get_routes=_async(ctx.routes),
+    )
+
+
+def build_tools(ctx: BotContext) -> ToolAdapter:
+    """The :class:`rag.tools.adapter.ToolAdapter` the model (and ``slackzilla tool``) calls."""
+    return ToolAdapter(tool_handlers(ctx))
+
+
+def _async(function: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:
+    """Wrap a quick synchronous reader so the tools adapter awaits it on the loop (no thread)."""
+
+    async def call() -> Any:
+        return function()
+
+    return call
