@@ -69,8 +69,9 @@ class BotContext:
     # -- read-only views (Slack, /api/*, live tools) --------------------------------------------
     def status(self) -> dict:
         """``{"version", "uptime_s", "started_at", "next_reindex_at", "repo", "commit", "mode", "model",
-        "index": {generation, ready, updated_at, age_s, files, chunks}, "reindex": {running, trigger, user,
-        started_at, done, total, last_success_at, last_error, runs, busy_refusals, history}}``."""
+        "index": {generation, ready, updated_at, age_s, files, chunks, not_indexed}, "reindex": {running, trigger,
+        user, started_at, done, total, last_success_at, last_error, runs, busy_refusals, history}}``;
+        ``not_indexed`` names the odd files the last successful run skipped, by reason (``None``: none)."""
         state = self.reindexer.state.to_json()
         try:
             files, chunks = self.engine.index.counts()
@@ -87,9 +88,18 @@ class BotContext:
             "index": {key: state.pop(key) for key in ("generation", "ready", "updated_at", "age_s")},
             "reindex": state,
         })
-        data["index"].update({"files": files, "chunks": chunks})
+        data["index"].update({"files": files, "chunks": chunks, "not_indexed": self._not_indexed()})
         state["history"] = [run.to_json() for run in self.reindexer.history[-DEFAULT_STATUS_RUNS:]]
         return data
+
+    def _not_indexed(self, shown: int = 5) -> str | None:
+        """``"data.json (data_file), caf\\xe9.js (undecodable_name) and 3 more"`` from the last good run."""
+        last = next((run for run in reversed(self.reindexer.history) if run.ok), None)
+        problems = last.stats.problems if last is not None else []
+        if not problems:
+            return None
+        text = ", ".join(f"{p['path']} ({p['reason']})" for p in problems[:shown])
+        return text + (f" and {len(problems) - shown} more" if len(problems) > shown else "")
 
     def commands(self) -> list[dict]:
         """Every command: ``{id, name, description, category, usage, admin_only, ai_safe}``."""

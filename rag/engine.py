@@ -145,7 +145,8 @@ class Engine:
             if self.index.meta("secret_values") not in (None, literals.digest):
                 full = True  # a secret file changed: re-redact every file
             known = {} if full else self.index.file_rows()
-            stats = IndexStats(skipped=dict(report.skipped))
+            stats = IndexStats(skipped=dict(report.skipped),
+                               problems=[{"path": path, "reason": reason} for path, reason in report.problems])
             updates: list[FileUpdate] = []
             seen: set[str] = set()
             total = len(report.files)
@@ -156,7 +157,7 @@ class Engine:
                 result = prepare_file(wf, indexed=old, literals=literals, parser=self._parser,
                                       chunk_policy=self.chunk_policy)
                 if isinstance(result, Skipped):
-                    stats.skip(result.reason)
+                    stats.skip(result.reason, wf.path)
                     continue
                 seen.add(wf.path)
                 if isinstance(result, Unchanged):

@@ -11,6 +11,10 @@ from pathlib import Path
 __all__ = ["WalkedFile", "WalkReport", "Chunk", "Source", "ImageHit"]
 
 
+MAX_PROBLEMS = 50
+"""Odd files listed by path per walk or update (the counts by reason are complete)."""
+
+
 @dataclass(frozen=True, slots=True)
 class WalkedFile:
     """One text file accepted by the walker.
@@ -44,12 +48,16 @@ class WalkReport:
             ``max_depth``, ``unreadable``, ``virtualenv``, ``undecodable_name`` …).
         secret_files: repository-relative paths of the secret files skipped (``.env`` …);
             never indexed, but their values are redacted wherever else they appear.
+        problems: ``(path, reason)`` of the odd files among the skipped ones (a name that
+            is not UTF-8, shown with escapes; a FIFO, socket or device; an unreadable entry;
+            a file over the size cap), at most :data:`MAX_PROBLEMS`, in walk order.
     """
 
     files: list[WalkedFile] = field(default_factory=list)
     images: list[str] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
     secret_files: list[str] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

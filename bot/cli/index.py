@@ -5,7 +5,8 @@ from pathlib import Path
 
 import click
 
-from bot.cli.common import embeddings_provider, emit, fail, friendly_errors, index_option, json_option, progress_bar, repo_option
+from bot.cli.common import (embeddings_provider, emit, fail, friendly_errors, index_option, json_option, printable,
+                             progress_bar, repo_option)
 from rag.engine import Engine
 
 __all__ = ["index_cmd"]
@@ -19,7 +20,7 @@ __all__ = ["index_cmd"]
 @friendly_errors
 def index_cmd(repo: Path | None, index_path: Path | None, full: bool, as_json: bool) -> None:
     """Build or update the index (incremental by content hash)."""
-    from rag.ingest.reindexer import Reindexer
+    from rag.ingest.reindexer import Reindexer, empty_index_message
 
     engine = Engine.open(repo, index_path=index_path, embeddings=embeddings_provider())
     try:
@@ -37,7 +38,8 @@ def index_cmd(repo: Path | None, index_path: Path | None, full: bool, as_json: b
     run = record.stats
     stats = {"files": run.files, "chunks": run.chunks, "added": run.added, "changed": run.changed,
              "removed": run.removed, "skipped": run.skipped, "seconds": record.duration_s,
-             "redactions": run.redactions, "generation": record.generation, "embeddings": record.embeddings}
+             "redactions": run.redactions, "generation": record.generation, "embeddings": record.embeddings,
+             "problems": run.problems}
     if as_json:
         emit(stats)
         return
@@ -46,3 +48,7 @@ def index_cmd(repo: Path | None, index_path: Path | None, full: bool, as_json: b
         f"{run.files} files, {run.chunks} chunks: {run.added} added, {run.changed} changed, "
         f"{run.removed} removed in {record.duration_s:.2f}s (skipped: {skipped}; secrets redacted: {run.redactions})"
     )
+    for problem in run.problems:
+        click.echo(f"  not indexed: {printable(problem['path'])} ({problem['reason']})")
+    if run.files == 0:
+        click.echo(f"warning: {empty_index_message(Path(repo or '.').resolve().name, record)}", err=True)

@@ -4,7 +4,10 @@ For one walked file :func:`prepare_file` runs, in order (DESIGN.md §3):
 
 1. read the bytes (an ``OSError`` → skipped as ``unreadable``);
 2. hash them (BLAKE2b-128, hex): the same hash as the indexed version → :class:`Unchanged`;
-3. decode (:func:`rag.ingest.walk.decode_text`; not text → skipped as ``binary``);
+3. decode (:func:`rag.ingest.walk.decode_text`; not text → skipped as ``binary``); a
+   file that is mostly very long lines is data or generated code, not something to read
+   (a 150 KB one-line JSON, a bundle without ``.min`` in its name): skipped as
+   ``data_file``, or ``minified`` for code types (:func:`is_long_line_file`);
 4. redact secrets (:func:`rag.secrets.redact_secrets`), then the literal values of the
    repository's secret files (:func:`secret_literals`);
 5. classify the kind (``source``, ``documentation``, ``test``, …) and chunk
@@ -31,10 +34,32 @@ from rag.store.index import FileRow, FileUpdate
 from rag.types import Chunk, WalkedFile
 
 __all__ = ["MAX_SECRET_FILE_BYTES", "Prepared", "Unchanged", "Skipped", "StructureParser",
-           "content_hash", "prepare_file", "secret_literals"]
+           "content_hash", "is_long_line_file", "prepare_file", "secret_literals"]
 
 MAX_SECRET_FILE_BYTES = 256 * 1024
 """Bytes read from the start of each secret file (``.env`` …) when collecting its values."""
+
+
+LONG_LINE_CHARS = 1000
+"""A line longer than this is not written by hand (DESIGN.md's minified threshold)."""
+LONG_LINE_FILE_MIN_CHARS = 20_000
+"""Files shorter than this are always read: a short file with one long line is still small."""
+LONG_LINE_SHARE = 0.5
+"""A file whose long lines hold more than this share of its characters is data."""
+_CODE_TYPES = frozenset({"js", "mjs", "cjs", "jsx", "ts", "tsx", "mts", "cts", "css", "scss", "py"})
+
+
+def is_long_line_file(text: str) -> bool:
+    """Whether ``text`` is at least :data:`LONG_LINE_FILE_MIN_CHARS` characters and more than
+    :data:`LONG_LINE_SHARE` of them sit on lines longer than :data:`LONG_LINE_CHARS`.
+
+    Chunked, such a file gives dozens of chunks of one line each that no question
+    is about (a 150 KB one-line JSON gave 43), and they crowd out real matches.
+    """
+    if len(text) < LONG_LINE_FILE_MIN_CHARS:
+        return False
+    long_chars = sum(len(line) for line in text.split("\n") if len(line) > LONG_LINE_CHARS)
+    return long_chars > LONG_LINE_SHARE * len(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +82,8 @@ class Unchanged:
 
 @dataclass(frozen=True, slots=True)
 class Skipped:
-    """The file is not indexed; ``reason`` is an :attr:`IndexStats.skipped` key (``unreadable``, ``binary``)."""
+    """The file is not indexed; ``reason`` is an :attr:`IndexStats.skipped` key
+    (``unreadable``, ``binary``, ``data_file``, ``minified``)."""
 
     reason: str
 
@@ -145,7 +171,8 @@ def prepare_file(
 
     Returns:
         :class:`Prepared` (new or changed), :class:`Unchanged` (same content hash) or
-        :class:`Skipped` (``unreadable``: reading failed; ``binary``: not decodable as text).
+        :class:`Skipped` (``unreadable``: reading failed; ``binary``: not decodable as text;
+        ``data_file``/``minified``: mostly very long lines).
         Never raises for a bad file; a parser failure propagates.
     """
     try:
@@ -158,6 +185,8 @@ def prepare_file(
     text = decode_text(data)
     if text is None:
         return Skipped("binary")
+    if is_long_line_file(text):
+        return Skipped("minified" if wf.file_type in _CODE_TYPES else "data_file")
     text, redactions = redact_secrets(text, file_type=wf.file_type)
     text, literal_hits = literals.redact(text)
     redactions += literal_hits

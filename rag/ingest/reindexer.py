@@ -98,6 +98,23 @@ class IndexBuildingError(UserError):
     """The index has no generation yet; ``str(err)`` says how far the first build is."""
 
 
+class IndexEmptyError(UserError):
+    """The index is built but holds no file; ``str(err)`` says why (the last run's skip reasons)."""
+
+
+def empty_index_message(repo_name: str, last: "RunRecord | None") -> str:
+    """Why nothing can be answered: ``Nothing is indexed in shop: the last update read no file
+    it could index (skipped: 12 ignored, 3 binary). …``; without a run record, says so."""
+    if last is not None and last.ok:
+        skipped = ", ".join(f"{count} {reason}" for reason, count in sorted(last.stats.skipped.items(),
+                                                                            key=lambda kv: (-kv[1], kv[0])))
+        why = f"the last update found no file it could index (skipped: {skipped or 'nothing: the folder is empty'})"
+    else:
+        why = "no update has completed since the bot started"
+    return (f"Nothing is indexed in {repo_name}: {why}. Check that REPO_PATH points at the repository, "
+            "and its .gitignore/.szignore rules; then reindex.")
+
+
 @dataclass(slots=True)
 class GitPullResult:
     """Outcome of ``git pull --ff-only``: ``message`` is one sanitised line; times in seconds."""
@@ -151,7 +168,8 @@ class RunRecord:
     def to_json(self) -> dict:
         """The flat JSON of ``/sz-status``, ``/api/status`` and the CLI (a deep copy), keys in this order:
         ``id, trigger, started_at, user, full, duration_s, added, changed, removed, skipped,
-        redactions, files, chunks, generation, ok, error, git, commit, embeddings``."""
+        redactions, files, chunks, generation, ok, error, git, commit, embeddings, problems``
+        (``problems``: the odd files not indexed, ``[{"path", "reason"}]``)."""
         s = self.stats
         return {
             "id": self.id, "trigger": self.trigger, "started_at": self.started_at, "user": self.user,
@@ -160,6 +178,7 @@ class RunRecord:
             "redactions": s.redactions, "files": s.files, "chunks": s.chunks, "generation": self.generation,
             "ok": self.ok, "error": self.error, "git": copy.deepcopy(self.git), "commit": self.commit,
             "embeddings": copy.deepcopy(self.embeddings),
+            "problems": copy.deepcopy(s.problems),
         }
 
 
@@ -326,13 +345,18 @@ class Reindexer:
         self._stop.set()
 
     def require_ready(self) -> None:
-        """Raise :class:`IndexBuildingError` (a ``UserError``) unless the index has a generation.
+        """Raise :class:`IndexBuildingError` (a ``UserError``) unless the index has a generation,
+        and :class:`IndexEmptyError` when it has one but holds no file (an empty repository,
+        or one where everything was skipped: the message gives the reasons).
 
         The message says how far the first build is, e.g. ``The index is being
         built: 120/426 files so far. Try again in a moment.``
         """
         state = self.state
         if state.ready:
+            if self._indexed_files() == 0:
+                last = self.history[-1] if self.history else None
+                raise IndexEmptyError(empty_index_message(self.engine.repo_root.name, last))
             return
         if state.running:
             where = f": {state.done}/{state.total} files so far" if state.total else " (listing files)"
@@ -340,6 +364,13 @@ class Reindexer:
         if state.last_error:
             raise IndexBuildingError("The index is not built yet: the last update failed. An admin can start a reindex.")
         raise IndexBuildingError("The index is not built yet; it will be built shortly. Try again in a moment.")
+
+    def _indexed_files(self) -> int | None:
+        try:
+            return self.engine.index.counts()[0]
+        except Exception as exc:  # noqa: BLE001 - an unreadable index is reported by the answer path itself
+            log.warning("index unreadable (%s)", type(exc).__name__)
+            return None
 
     def _index_info(self) -> tuple[int | None, float | None]:
         try:
@@ -470,7 +501,7 @@ class Reindexer:
             if report is not None:
                 record.embeddings = {"model": report.model, "planned": report.planned,
                                      "embedded": report.embedded, "seconds": round(report.seconds, 2),
-                                     "error": report.error}
+                                     "error": report.error, "rejected": report.rejected}
         except Exception as exc:  # noqa: BLE001 - recorded; the previous generation stays in place
             record.ok = False
             record.error = error_line(exc)

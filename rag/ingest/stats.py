@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from rag.types import MAX_PROBLEMS
+
 __all__ = ["IndexStats"]
 
 
@@ -18,6 +20,9 @@ class IndexStats:
         redactions: secrets redacted in the files (re)read by this update.
         generation: index generation after the update.
         parse_seconds: time spent parsing code structure (part of ``seconds``).
+        problems: ``{"path", "reason"}`` of the odd files not indexed (the walk's, plus
+            ``unreadable``, ``binary``, ``data_file``, ``minified`` found while reading),
+            at most :data:`rag.types.MAX_PROBLEMS`.
     """
 
     files: int = 0
@@ -30,10 +35,13 @@ class IndexStats:
     redactions: int = 0
     generation: int = 0
     parse_seconds: float = 0.0
+    problems: list[dict] = field(default_factory=list)
 
-    def skip(self, reason: str) -> None:
-        """Count one more file not indexed for ``reason``."""
+    def skip(self, reason: str, path: str | None = None) -> None:
+        """Count one more file not indexed for ``reason``; with ``path``, list it among the problems."""
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        if path is not None and len(self.problems) < MAX_PROBLEMS:
+            self.problems.append({"path": path, "reason": reason})
 
     def to_json(self) -> dict:
         """The fields as a JSON-ready dict, in field order; seconds rounded to 4 decimals."""

@@ -51,7 +51,8 @@ Everything skipped is counted by reason in ``WalkReport.skipped`` (reasons:
 ``symlink``, ``skipped_dir``, ``secret``, ``lockfile``, ``ignored``,
 ``unsupported_type``, ``too_large``, ``max_files``, ``max_total_bytes``,
 ``max_depth``, ``unreadable``, ``build_output``, ``minified``, ``virtualenv``,
-``undecodable_name``). Output is sorted
+``undecodable_name``, ``special_file`` for FIFOs, sockets and devices); the odd ones
+are also listed by path in ``WalkReport.problems``. Output is sorted
 by path and deterministic: entries are visited in name order, so caps always cut
 at the same place.
 
@@ -74,7 +75,7 @@ from pathlib import Path
 from pathspec import GitIgnoreSpec
 
 from rag.errors import RepoNotFoundError
-from rag.types import WalkedFile, WalkReport
+from rag.types import MAX_PROBLEMS, WalkedFile, WalkReport
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -317,13 +318,17 @@ class _Walker:
         self.images: list[str] = []
         self.skipped: dict[str, int] = {}
         self.secret_files: list[str] = []
+        self.problems: list[tuple[str, str]] = []
         self.total_bytes = 0
         self.deferred: list[tuple[str, str, int, list[tuple[str, GitIgnoreSpec]]]] = []
         self.output_stems: set[str] | None = None  # set while reading build-output directories
         self.siblings: set[str] = set()  # lower-case names in the directory being read
 
-    def skip(self, reason: str) -> None:
+    def skip(self, reason: str, path: str | None = None) -> None:
+        """Count one skipped entry; an odd one (``path`` given) is also listed by path."""
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        if path is not None and len(self.problems) < MAX_PROBLEMS:
+            self.problems.append((path, reason))
 
     def walk_dir(self, abs_dir: str, rel_dir: str, depth: int, levels: list[tuple[str, GitIgnoreSpec]],
                  *, only_reincluded: bool = False) -> None:
@@ -338,7 +343,7 @@ class _Walker:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
             logger.warning("cannot list directory %r: %s", rel_dir or ".", exc.__class__.__name__)
-            self.skip("unreadable")
+            self.skip("unreadable", rel_dir or ".")
             return
         if depth > 0 and any(e.name == VENV_MARKER for e in entries):
             logger.info("skipping %r: a Python virtual environment (%s)", rel_dir, VENV_MARKER)
@@ -357,8 +362,8 @@ class _Walker:
             if not _utf8_name(rel):
                 # Paths are stored as UTF-8 text; a name that is not valid UTF-8 (bytes
                 # ``caf\xe9.js``, decoded by os.scandir with surrogate escapes) cannot be.
-                logger.warning("skipping %s: its name is not valid UTF-8", ascii(rel))
-                self.skip("undecodable_name")
+                logger.warning("skipping %s: its name is not valid UTF-8", os.fsencode(rel).decode("utf-8", "backslashreplace"))
+                self.skip("undecodable_name", os.fsencode(rel).decode("utf-8", "backslashreplace"))
                 continue
             try:
                 if entry.is_symlink():
@@ -393,12 +398,12 @@ class _Walker:
                         subdirs.append((entry.path, rel + "/", False))
                     continue
                 if not entry.is_file(follow_symlinks=False):
-                    self.skip("unsupported_type")  # sockets, FIFOs, devices
+                    self.skip("special_file", rel)  # FIFOs, sockets, devices: never opened
                     continue
                 self.visit_file(entry, rel, levels)
             except OSError as exc:
                 logger.warning("cannot stat %r: %s", rel, exc.__class__.__name__)
-                self.skip("unreadable")
+                self.skip("unreadable", rel)
         for abs_sub, rel_sub, restricted in subdirs:
             self.walk_dir(abs_sub, rel_sub, depth + 1, levels, only_reincluded=restricted)
 
@@ -446,7 +451,7 @@ class _Walker:
             return
         st = entry.stat(follow_symlinks=False)
         if st.st_size > policy.max_file_bytes:
-            self.skip("too_large")
+            self.skip("too_large", rel)
             return
         if self.total_bytes + st.st_size > policy.max_total_bytes:
             self.skip("max_total_bytes")
@@ -520,7 +525,7 @@ def walk(root: Path, policy: WalkPolicy = DEFAULT_WALK_POLICY) -> WalkReport:
     logger.debug("walked %s: %d files, %d images, skipped %s",
                  root_str, len(walker.files), len(walker.images), walker.skipped)
     return WalkReport(files=walker.files, images=walker.images, skipped=dict(sorted(walker.skipped.items())),
-                      secret_files=sorted(walker.secret_files))
+                      secret_files=sorted(walker.secret_files), problems=walker.problems)
 
 
 def read_text(path: Path) -> str | None:

@@ -240,9 +240,9 @@ def test_lexical_index_serves_while_embedding_runs_after_it(repo, open_engine, s
     record = outcome["record"]
     assert record.ok and record.error is None and record.stats.added == len(REPO_FILES)
     n = len(REPO_FILES)
-    assert set(record.embeddings) == {"model", "planned", "embedded", "seconds", "error"}
+    assert set(record.embeddings) == {"model", "planned", "embedded", "seconds", "error", "rejected"}
     assert {k: v for k, v in record.embeddings.items() if k != "seconds"} == {
-        "model": "openai:bow-v1", "planned": n, "embedded": n, "error": None}
+        "model": "openai:bow-v1", "planned": n, "embedded": n, "error": None, "rejected": 0}
     assert isinstance(record.embeddings["seconds"], float) and record.embeddings["seconds"] >= 0
     assert sorted(server.texts()) == sorted(embed_text(p, t) for _, p, _, _, t in chunk_rows(engine))
     assert vector_rows(engine) == {"openai:bow-v1": n}
