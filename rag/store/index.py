@@ -175,6 +175,8 @@ class Index:
         except sqlite3.Error as exc:
             raise IndexUnavailableError(f"cannot open the index at {self.path}: {exc}") from exc
         conn.execute("PRAGMA journal_mode=WAL")
+        # Without a limit the WAL keeps its largest size (twice the database after a rebuild).
+        conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT_BYTES}")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=OFF")
         with self._connections_lock:
@@ -207,6 +209,10 @@ class Index:
                 f"the index path {self.path} exists and is not a regular file; choose another --index path")
         if self.path.exists() and not os.access(self.path, os.W_OK):
             raise IndexUnavailableError(f"the index at {self.path} is read-only; it cannot be updated")
+        if self.path.exists() and not _may_be_index(self.path):
+            raise IndexUnavailableError(
+                f"{self.path} is not an index (it is not a SQLite database and has no .sqlite/.db name): "
+                "choose another --index path; nothing was changed")
         try:
             self._migrate(self.conn)
             check = self.conn.execute("PRAGMA quick_check").fetchall()
@@ -415,7 +421,47 @@ class Index:
                 conn.executemany("INSERT INTO images VALUES (?)", [(p,) for p in images])
             for key, value in (meta or {}).items():
                 conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+        self.checkpoint()
         return self.generation()
+
+    def checkpoint(self) -> bool:
+        """Copy the WAL into the database and truncate it (``PRAGMA wal_checkpoint(TRUNCATE)``).
+
+        Called after every update, so the ``-wal`` file does not stay at the size of the
+        largest transaction. Best effort: with a reader still on an old snapshot SQLite
+        checkpoints what it can and the file shrinks at the next call.
+
+        Returns:
+            ``True`` when the WAL was fully checkpointed and truncated.
+        """
+        try:
+            busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error as exc:
+            log.warning("WAL checkpoint failed: %s", exc)
+            return False
+        return busy == 0
+
+
+WAL_SIZE_LIMIT_BYTES = 16 * 1024 * 1024
+"""``journal_size_limit``: after a checkpoint the WAL is truncated to at most this size."""
+SQLITE_HEADER = b"SQLite format 3\x00"
+"""The first 16 bytes of every SQLite database file (https://www.sqlite.org/fileformat.html §1.3)."""
+INDEX_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+
+
+def _may_be_index(path: Path) -> bool:
+    """Whether an existing file may be (or have been) an index, so that a damaged one is rebuilt.
+
+    An empty file, a SQLite database, or a file named like one (``*.sqlite``, ``*.db``:
+    a damaged index) may be; any other file (``README.md`` given as ``--index``) is
+    someone's data and is never moved aside or replaced.
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_HEADER))
+    except OSError:
+        return True  # unreadable: opening it reports the real reason
+    return not head or head == SQLITE_HEADER or path.name.lower().endswith(INDEX_SUFFIXES)
 
 
 def _chunk_hash(text: str) -> str:

@@ -320,3 +320,34 @@ def test_index_in_read_only_directory_raises_index_unavailable(tmp_path):
             Index(ro / "index.sqlite")
     finally:
         ro.chmod(0o700)
+
+
+# -- hostile index paths and WAL growth (issue 14) ------------------------------------------------
+
+def test_an_ordinary_file_given_as_the_index_is_refused_and_left_alone(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# My project\n\nImportant notes.\n")
+    with pytest.raises(IndexUnavailableError, match="is not an index"):
+        Index(readme)
+    assert readme.read_text() == "# My project\n\nImportant notes.\n"
+    assert list(tmp_path.glob("README.md.broken-*")) == []
+
+
+def test_the_wal_is_truncated_after_a_rebuild(tmp_path):
+    from rag.engine import Engine
+
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    for i in range(150):
+        (repo / "src" / f"m{i}.js").write_text("".join(f"export function f{i}_{j}(a) {{ return a + {j}; }}\n"
+                                                       for j in range(120)))
+    index_path = tmp_path / "idx" / "index.sqlite"
+    engine = Engine.open(repo, index_path=index_path)
+    try:
+        engine.update()
+        engine.update(full=True)
+        wal = Path(str(index_path) + "-wal")
+        assert index_path.stat().st_size > 1_000_000
+        assert not wal.exists() or wal.stat().st_size < 0.05 * index_path.stat().st_size
+    finally:
+        engine.close()
