@@ -114,6 +114,13 @@ class RepositoryOutput:
     summary: str = ""
 
 
+def _budget_error(max_tokens: int | None) -> RepositoryToolError:
+    left = max(0, max_tokens or 0)
+    return RepositoryToolError("budget_exhausted", f"the repository read budget of this answer is spent ({left} "
+                                                   "tokens left, too few for this call); answer now from what you "
+                                                   "have already read, citing it")
+
+
 def _tokens(value: Any) -> int:
     return estimate_tokens(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
@@ -168,8 +175,7 @@ class RepositoryTools:
             "findSymbol": self.find_symbol, "listFiles": self.list_files,
         }[name]
         if max_tokens is not None and max_tokens <= 0:
-            raise RepositoryToolError("budget_exhausted", "the repository read budget of this answer is spent; "
-                                                          "answer from what you have already read")
+            raise _budget_error(max_tokens)
         output = method(**args, max_tokens=max_tokens, max_bytes=max_bytes)
         output.tokens = _tokens(output.value)
         return output
@@ -268,8 +274,7 @@ class RepositoryTools:
                              or (max_tokens is not None and used_tokens + cost_tokens > max_tokens)):
                 break
             if not numbered and max_tokens is not None and used_tokens + cost_tokens > max_tokens:
-                raise RepositoryToolError("budget_exhausted", "the repository read budget of this answer is "
-                                                              "spent; answer from what you have already read")
+                raise _budget_error(max_tokens)
             numbered.append(entry)
             used_bytes += cost_bytes
             used_tokens += cost_tokens
@@ -308,8 +313,7 @@ class RepositoryTools:
             tokens = _tokens(hit)
             if used_bytes + cost > max_bytes or (max_tokens is not None and used_tokens + tokens > max_tokens):
                 if not hits and max_tokens is not None and used_tokens + tokens > max_tokens:
-                    raise RepositoryToolError("budget_exhausted", "the repository read budget of this answer is "
-                                                                  "spent; answer from what you have already read")
+                    raise _budget_error(max_tokens)
                 break
             used_bytes += cost
             used_tokens += tokens
@@ -403,8 +407,7 @@ class RepositoryTools:
                                                                        "(read budget)"}
             evidence = evidence[: len(definitions)]
             if _tokens(value) > max_tokens:
-                raise RepositoryToolError("budget_exhausted", "the repository read budget of this answer is "
-                                                              "spent; answer from what you have already read")
+                raise _budget_error(max_tokens)
         noun = "definition" if len(found) == 1 else "definitions"
         return RepositoryOutput(value, evidence, summary=f"finding `{_quote(wanted)}`… {len(found)} {noun}, "
                                                          f"{len(calls)} call site(s)")
@@ -429,8 +432,7 @@ class RepositoryTools:
             while shown and _tokens(shown) > max_tokens:
                 shown = shown[: len(shown) // 2]
             if not shown and paths:
-                raise RepositoryToolError("budget_exhausted", "the repository read budget of this answer is "
-                                                              "spent; answer from what you have already read")
+                raise _budget_error(max_tokens)
         value: dict[str, Any] = {"path_prefix": prefix, "count": len(paths), "paths": shown}
         if len(shown) < len(paths):
             value["cut"] = f"{len(paths) - len(shown)} more; narrow path_prefix or pattern"
