@@ -182,7 +182,8 @@ class RepositoryTools:
 
     @staticmethod
     def summary(name: str, args: dict | None, error_code: str | None = None) -> str:
-        """The progress line of a call that did not succeed (``error_code``) or had no output."""
+        """The progress line of a call that did not succeed: ``reading `../x` refused: invalid_path``,
+        ``finding `foo`… not found``, ``searching `x` failed: timeout``."""
         args = args if isinstance(args, dict) else {}
         verb = {
             "searchCode": f"searching `{_quote(args.get('query', ''))}`",
@@ -190,7 +191,13 @@ class RepositoryTools:
             "findSymbol": f"finding `{_quote(args.get('name', ''))}`",
             "listFiles": f"listing files under `{_quote(args.get('path_prefix') or '.', 120)}`",
         }.get(name, f"{name}")
-        return verb + (f" refused: {error_code}" if error_code else "")
+        if not error_code:
+            return verb
+        if error_code in ("not_found", "out_of_range"):
+            return f"{verb}… {error_code.replace('_', ' ')}"
+        if error_code in ("timeout", "handler_error", "unavailable"):
+            return f"{verb} failed: {error_code}"
+        return f"{verb} refused: {error_code}"
 
     # -- paths ----------------------------------------------------------------------------------
 

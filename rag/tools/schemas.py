@@ -1,4 +1,9 @@
-"""Live-tool definitions (OpenAI function-tool JSON schemas) and their validator.
+"""Tool definitions (OpenAI function-tool JSON schemas) and their validator.
+
+:data:`TOOL_SPECS` are the live tools (runtime state, commands);
+:data:`REPOSITORY_TOOL_SPECS` the repository tools (``searchCode``, ``readFile``,
+``findSymbol``, ``listFiles``), served by :class:`rag.tools.repository.RepositoryTools`
+and offered only by an adapter that has one.
 
 The schemas are the single source of truth: :func:`tool_definitions` sends
 them to the model and :func:`validate_arguments` checks the model's arguments

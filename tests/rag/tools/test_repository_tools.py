@@ -177,7 +177,7 @@ async def test_hostile_read_file_arguments_are_refused_with_nothing_read(spy, ar
     assert "hunter2" not in result.content and "outside the repository" not in result.content
     assert "read_lines" not in spy.calls or code == "out_of_range"  # a range past the end reads nothing
     assert result.activity.status == "failed" and result.activity.message.startswith("reading `")
-    assert result.activity.message.endswith(f"refused: {code}")
+    assert result.activity.message.endswith("out of range" if code == "out_of_range" else f"refused: {code}")
 
 
 async def test_refused_range_says_what_to_ask_for(spy):
@@ -237,6 +237,7 @@ async def test_find_symbol_gives_definition_signature_callers_and_importers(spy)
     assert body["result"]["definitions"][0]["parent"] == "Pool"
     result, body = await call(adapter_for(spy), "findSymbol", {"name": "Backoff"})
     assert result.error_code == "not_found" and "computeBackoff" in body["error"]["message"]
+    assert result.activity.message == "finding `Backoff`… not found"
 
 
 async def test_list_files_lists_indexed_paths_only(spy):
@@ -268,4 +269,4 @@ async def test_read_tokens_allowance_trims_output_and_zero_refuses(spy):
 async def test_a_slow_engine_hits_the_deadline(engine):
     slow = SpyEngine(engine, delay_s=0.5)
     result, body = await call(adapter_for(slow, deadline_s=0.1), "searchCode", {"query": "backoff"})
-    assert result.error_code == "timeout" and result.activity.message == "searching `backoff` refused: timeout"
+    assert result.error_code == "timeout" and result.activity.message == "searching `backoff` failed: timeout"
