@@ -123,8 +123,10 @@ class ToolResult:
     tokens_read: int = 0
 
     def to_json(self) -> dict:
-        """``{"tool", "ok", "error", "duration_ms", "redactions", "truncated", "output"}``."""
-        return {
+        """``{"tool", "ok", "error", "duration_ms", "redactions", "truncated", "output"}``; a repository
+        tool's also ``"summary"`` (its progress line), ``"tokens_read"`` and ``"evidence"``
+        (``[{"path", "start", "end"}]``)."""
+        data = {
             "tool": self.name,
             "ok": self.ok,
             "error": self.error,
@@ -133,6 +135,10 @@ class ToolResult:
             "truncated": self.truncated,
             "output": json.loads(self.content),
         }
+        if self.repository:
+            data.update(summary=self.activity.message, tokens_read=self.tokens_read,
+                        evidence=[{"path": p, "start": a, "end": b} for p, a, b in self.evidence])
+        return data
 
 
 class ToolFailure(Exception):

@@ -136,6 +136,9 @@ async def test_read_file_returns_numbered_redacted_index_lines_and_evidence(spy)
     assert result.activity.stage == "tool" and result.activity.status == "completed"
     assert result.activity.message == "reading `lib/pool.js:21-25`"
     assert result.activity.metadata["type"] == "repository" and result.activity.metadata["tokens_read"] > 0
+    data = result.to_json()
+    assert data["summary"] == "reading `lib/pool.js:21-25`" and data["tokens_read"] == result.tokens_read
+    assert data["evidence"] == [{"path": "lib/pool.js", "start": 21, "end": 25}] and data["output"] == body
     whole, body = await call(adapter, "readFile", {"path": "./lib/pool.js"})
     assert PLANTED not in whole.content and "const token" in whole.content  # the index's redacted text
     assert body["result"]["more"] is False and body["result"]["end"] == len(lines) - 1
