@@ -16,12 +16,12 @@ Round by round (the seed's algorithm):
    a ``refused`` result (every call still gets its tool message).
 5. After :attr:`ToolBudget.max_rounds` tool rounds, append the tool-limit system
    prompt and make one final request with tools disabled.
+6. Otherwise the round's text (tags removed) is the answer.
 
 Repository tools (``searchCode``, ``readFile`` …, offered when the adapter has an
 engine) also spend :attr:`ToolBudget.max_read_tokens`: each call may return at most
 what is left (its output is trimmed to fit), and once it is spent further calls get a
 ``budget_exhausted`` tool error saying so. ``LoopState.read_tokens`` counts what was read.
-6. Otherwise the round's text (tags removed) is the answer.
 
 The loop writes into a :class:`LoopState` owned by the caller, so whatever
 was gathered (usage, rounds, tool results) survives a deadline or a provider

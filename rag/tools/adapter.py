@@ -285,7 +285,8 @@ class ToolAdapter:
         code = message = None
         try:
             args = self._parse(name, arguments_json)
-            assert self.repository is not None
+            if self.repository is None:
+                raise ToolFailure("unavailable", f"{name} needs an engine; none is configured here")
             output = await asyncio.wait_for(asyncio.to_thread(
                 self.repository.run, name, args, max_tokens=max_tokens,
                 max_bytes=self.max_output_bytes - ENVELOPE_RESERVE_BYTES - 512), self.deadline_s)
