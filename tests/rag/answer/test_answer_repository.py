@@ -112,6 +112,16 @@ async def test_search_then_read_then_a_cited_answer_is_kept_and_shown(engine, se
     assert budget["max_read_tokens"] == DEFAULT_MAX_READ_TOKENS and result.to_json()["tool_budget"] == budget
 
 
+async def test_a_search_snippet_is_citable_without_reading_the_file(engine, server):
+    args = json.dumps({"query": "nextDelay exponential backoff", "limit": 2})
+    probe = await tools_for(engine).call("searchCode", args)  # the same call the model will make
+    path, first, last = next(e for e in probe.evidence if e[0] == "lib/pool.js")
+    server.script(tool_reply([("searchCode", args)]), text_reply(f"See {path}:{first}-{last}."))
+    result = await answer_question(QUESTION, engine=engine, model=model_for(server), tools=tools_for(engine))
+    assert [c.label() for c in result.grounding.supported] == [f"{path}:{first}-{last}"]
+    assert [(s.path, s.start, s.end) for s in result.shown_sources] == [(path, first, last)]
+
+
 async def test_lines_the_model_never_saw_are_reported_unsupported(engine, server):
     server.script(
         tool_reply([("readFile", json.dumps({"path": "lib/pool.js", "start": 80, "end": 90}))]),
