@@ -4,8 +4,9 @@ The system prompt asks the model to cite every claim as ``path:start-end``
 using only locations shown in the excerpts, and to reply exactly
 :data:`rag.answer.prompting.NOT_DOCUMENTED` when the evidence does not answer the
 question. This module reads those citations back out of the answer and checks
-them against the evidence the model really received (the packed excerpts and
-code-context entries):
+them against the evidence the model really received (the packed excerpts,
+code-context entries, and the lines repository tools showed it: ``readFile`` ranges,
+``searchCode`` snippets, ``findSymbol`` signature and call lines):
 
 - a **supported** citation overlaps a location the model was given;
 - an **unsupported** one names a file or line range it was not given (a
@@ -156,7 +157,8 @@ def check_citations(answer: str, *, sources: Sequence[Source], evidence: Iterabl
         sources: the retrieved sources, best first (what :attr:`CitationCheck.cited` draws on).
         evidence: every ``(path, start, end)`` location given to the model: the packed
             excerpts and code-context entries (a retrieved source the packer left out is
-            not evidence), and locations cited in earlier answers of the conversation.
+            not evidence), lines shown by repository tools (``ToolResult.evidence``), and
+            locations cited in earlier answers of the conversation.
         declined_phrase: the sentence the system prompt asks for when the evidence does
             not answer (compared case-insensitively, ignoring whitespace and emphasis).
 

@@ -12,11 +12,16 @@ Round by round (the seed's algorithm):
    that tool called once per answer, exactly as if it had used ``tool_calls``.
    So does one whose whole answer is an untagged JSON call of a known tool
    (``{"name": "getStatus", "arguments": {}}``): it is run, never posted.
-4. At most :data:`MAX_TOOL_CALLS_PER_ROUND` calls of one round run; the others get
+4. At most :attr:`ToolBudget.max_calls_per_round` calls of one round run; the others get
    a ``refused`` result (every call still gets its tool message).
-5. After :data:`MAX_TOOL_ROUNDS` tool rounds, append the tool-limit system
+5. After :attr:`ToolBudget.max_rounds` tool rounds, append the tool-limit system
    prompt and make one final request with tools disabled.
 6. Otherwise the round's text (tags removed) is the answer.
+
+Repository tools (``searchCode``, ``readFile`` …, offered when the adapter has an
+engine) also spend :attr:`ToolBudget.max_read_tokens`: each call may return at most
+what is left (its output is trimmed to fit), and once it is spent further calls get a
+``budget_exhausted`` tool error saying so. ``LoopState.read_tokens`` counts what was read.
 
 The loop writes into a :class:`LoopState` owned by the caller, so whatever
 was gathered (usage, rounds, tool results) survives a deadline or a provider
@@ -35,15 +40,52 @@ from rag.providers.llm import ModelClient, ToolCall, Usage
 from rag.providers.tool_tags import parse_bare_tool_call, parse_textual_tool_calls, strip_tool_tags
 from rag.tools.adapter import ToolAdapter, ToolResult
 
-__all__ = ["MAX_TOOL_CALLS_PER_ROUND", "MAX_TOOL_ROUNDS", "LoopState", "run_model_loop"]
+__all__ = ["MAX_TOOL_CALLS_PER_ROUND", "MAX_TOOL_ROUNDS", "DEFAULT_MAX_READ_TOKENS", "ToolBudget", "LoopState",
+           "run_model_loop"]
 
 MAX_TOOL_ROUNDS = 3
 """Tool rounds before the tool-limit prompt (the seed's limit)."""
 MAX_TOOL_CALLS_PER_ROUND = 8
 """Tool calls run per round; more are refused (30 ``runCommand`` hash calls in one round
 once cost 16 s of CPU for one answer)."""
+DEFAULT_MAX_READ_TOKENS = 12_000
+"""Tokens one answer may read through repository tools (three times the packed context's 4,000)."""
 ROUND_SEPARATOR = "\n\n"
 """Streamed between rounds when an earlier round already showed text."""
+
+
+@dataclass(frozen=True)
+class ToolBudget:
+    """How much tool use one answer may spend; pass one to ``answer_question(tool_budget=…)``.
+
+    Attributes:
+        max_rounds: model rounds with tools enabled before the tool-limit prompt and a final
+            answer without tools (default :data:`MAX_TOOL_ROUNDS` = 3; ``0`` → no tools at all).
+        max_calls_per_round: tool calls run per round, the others refused (default
+            :data:`MAX_TOOL_CALLS_PER_ROUND` = 8).
+        max_read_tokens: estimated tokens all repository tool outputs of the answer may hold
+            together (default :data:`DEFAULT_MAX_READ_TOKENS` = 12,000); live tools do not count.
+
+    Raises:
+        ValueError: a negative value, or ``max_calls_per_round`` < 1.
+    """
+
+    max_rounds: int = MAX_TOOL_ROUNDS
+    max_calls_per_round: int = MAX_TOOL_CALLS_PER_ROUND
+    max_read_tokens: int = DEFAULT_MAX_READ_TOKENS
+
+    def __post_init__(self) -> None:
+        if self.max_rounds < 0 or self.max_calls_per_round < 1 or self.max_read_tokens < 0:
+            raise ValueError(f"invalid tool budget: need max_rounds >= 0, max_calls_per_round >= 1, "
+                             f"max_read_tokens >= 0 (got {self.max_rounds}, {self.max_calls_per_round}, "
+                             f"{self.max_read_tokens})")
+
+    def to_json(self) -> dict:
+        return {"max_rounds": self.max_rounds, "max_calls_per_round": self.max_calls_per_round,
+                "max_read_tokens": self.max_read_tokens}
+
+
+DEFAULT_TOOL_BUDGET = ToolBudget()
 
 
 @dataclass
@@ -58,6 +100,8 @@ class LoopState:
         tool_results: tool results in call order.
         answer: the final text, ``None`` until a round produced usable text.
         notes: one-line remarks for the user (e.g. a stream cut short).
+        tool_rounds: rounds in which tools were run.
+        read_tokens: estimated tokens returned by repository tools (see :class:`ToolBudget`).
     """
 
     messages: list[dict]
@@ -67,6 +111,8 @@ class LoopState:
     tool_results: list[ToolResult] = field(default_factory=list)
     answer: str | None = None
     notes: list[str] = field(default_factory=list)
+    tool_rounds: int = 0
+    read_tokens: int = 0
 
 
 class _TokenStream:
@@ -105,12 +151,20 @@ def _echo_arguments(arguments: str) -> str:
 
 async def run_model_loop(client: ModelClient, state: LoopState, *, tools: ToolAdapter | None,
                          identity: Any, recorder: ActivityRecorder, on_token: Any = None,
-                         max_tool_rounds: int = MAX_TOOL_ROUNDS) -> None:
+                         max_tool_rounds: int | None = None, budget: ToolBudget | None = None) -> None:
     """Run rounds until an answer, filling ``state``.
+
+    Args:
+        budget: the answer's :class:`ToolBudget` (default :data:`DEFAULT_TOOL_BUDGET`).
+        max_tool_rounds: overrides ``budget.max_rounds`` (kept for older callers).
 
     Raises:
         ProviderError: the provider failed (``state`` keeps what was gathered).
     """
+    budget = budget or DEFAULT_TOOL_BUDGET
+    if max_tool_rounds is None:
+        max_tool_rounds = budget.max_rounds
+    max_calls = budget.max_calls_per_round
     definitions = tools.definitions() if tools is not None else None
     tool_names = frozenset(d["function"]["name"] for d in definitions or [])
     textual_used = False
@@ -161,15 +215,13 @@ async def run_model_loop(client: ModelClient, state: LoopState, *, tools: ToolAd
                 "content": visible or None,
                 "tool_calls": [c.to_message(arguments=_echo_arguments(c.arguments)) for c in calls],
             })
+            state.tool_rounds += 1
             for position, call in enumerate(calls):
-                if position < MAX_TOOL_CALLS_PER_ROUND:
-                    result = await tools.call(call.name, call.arguments, identity=identity)
-                else:
-                    result = tools.refuse(call.name, "refused",
-                                          f"not run: at most {MAX_TOOL_CALLS_PER_ROUND} tool calls per round; "
-                                          f"this round asked for {len(calls)}")
+                result = await _run_call(tools, call, position=position, count=len(calls), state=state,
+                                         budget=budget, max_calls=max_calls, identity=identity)
                 await recorder.record(result.activity)
                 state.tool_results.append(result)
+                state.read_tokens += result.tokens_read
                 state.messages.append(tool_message(call.id, result))
                 state.trace.append({"round": number, "tool": result.name, "ok": result.ok,
                                     "error_code": result.error_code, "duration_ms": round(result.duration_ms, 1),
@@ -184,3 +236,20 @@ async def run_model_loop(client: ModelClient, state: LoopState, *, tools: ToolAd
             state.notes.append("The model hit its output limit; the answer is cut short.")
         state.answer = answer or None
         return
+
+
+async def _run_call(tools: ToolAdapter, call: ToolCall, *, position: int, count: int, state: LoopState,
+                    budget: ToolBudget, max_calls: int, identity: Any) -> ToolResult:
+    """One tool call of a round, or its refusal (over the per-round cap, or the read budget spent)."""
+    if position >= max_calls:
+        return tools.refuse(call.name, "refused", f"not run: at most {max_calls} tool calls per round; "
+                                                  f"this round asked for {count}", arguments_json=call.arguments)
+    if not tools.is_repository_tool(call.name):
+        return await tools.call(call.name, call.arguments, identity=identity)
+    remaining = budget.max_read_tokens - state.read_tokens
+    if remaining <= 0:
+        return tools.refuse(call.name, "budget_exhausted",
+                            f"not run: this answer's repository read budget ({budget.max_read_tokens} tokens) is "
+                            f"spent; answer now from what you have already read, citing it",
+                            arguments_json=call.arguments)
+    return await tools.call(call.name, call.arguments, identity=identity, max_read_tokens=remaining)

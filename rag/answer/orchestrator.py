@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rag.activities import Activity, ActivityRecorder
-from rag.answer.loop import LoopState, run_model_loop
+from rag.answer.loop import DEFAULT_TOOL_BUDGET, LoopState, ToolBudget, run_model_loop
 from rag.answer.prompting import (NOT_DOCUMENTED, build_messages, local_answer, snippet,
                              validate_history)
 from rag.answer.citations import CitationCheck, check_citations, extract_citations
@@ -55,7 +55,7 @@ from rag.tools.adapter import ToolAdapter, ToolResult
 from rag.tools.command_names import SLASH_PREFIX, slash_name
 from rag.types import ImageHit, Source
 
-__all__ = ["AnswerEngine", "AnswerResult", "answer_question",
+__all__ = ["AnswerEngine", "AnswerResult", "answer_question", "ToolBudget",
            "DEFAULT_TOP_K", "DEFAULT_CONTEXT_BUDGET_TOKENS", "MAX_QUESTION_CHARS"]
 
 ask_log = logging.getLogger("slackzilla.ask")
@@ -112,6 +112,9 @@ class AnswerResult:
         notes: remarks for the user (question cut, stream ended early …).
         timings_ms: ``retrieval``, ``context``, ``ai``, ``total``.
         grounding: the citation check of a model answer (``None`` on the other paths).
+        tool_budget: on the ``ai``/``fallback`` paths, the :class:`~rag.answer.loop.ToolBudget` and what
+            was spent: ``{"max_rounds", "max_calls_per_round", "max_read_tokens", "tool_rounds",
+            "tool_calls", "read_tokens"}``.
     """
 
     question: str
@@ -132,6 +135,7 @@ class AnswerResult:
     notes: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     grounding: CitationCheck | None = None
+    tool_budget: dict | None = None
 
     @property
     def shown_sources(self) -> list[Source]:
@@ -176,6 +180,7 @@ class AnswerResult:
             "notes": self.notes,
             "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
             "grounding": self.grounding.to_json() if self.grounding is not None else None,
+            "tool_budget": self.tool_budget,
             "shown_sources": [{"path": s.path, "start": s.start, "end": s.end} for s in self.shown_sources],
         }
 
@@ -219,6 +224,7 @@ async def answer_question(
     history: list[dict] | None = None,
     budget_tokens: int = DEFAULT_CONTEXT_BUDGET_TOKENS,
     command_parsers: Mapping[str, QuestionParser] | None = None,
+    tool_budget: ToolBudget | None = None,
 ) -> AnswerResult:
     """Answer ``question`` about the engine's repository (see the module docstring).
 
@@ -241,6 +247,11 @@ async def answer_question(
         command_parsers: command id → ``from_question(question) -> str | None``: the command's own
             reading of its arguments from the question (the ``hash`` command's password grammar);
             injected by the caller from the command specs, so ``rag`` knows no command's grammar.
+        tool_budget: tool rounds, calls per round and repository read tokens the model may spend
+            (default :data:`rag.answer.loop.DEFAULT_TOOL_BUDGET`: 3 rounds, 8 calls, 12,000 tokens).
+            Repository tools are offered when ``tools`` has them
+            (``ToolAdapter(handlers, repository=RepositoryTools(engine))``); what the model read
+            through them is citable and listed in :attr:`AnswerResult.shown_sources`.
 
     Returns:
         An :class:`AnswerResult`; provider and retrieval failures are reported in
@@ -317,7 +328,10 @@ async def answer_question(
         evidence += [(c.path, c.start, c.end) for turn in history or ()
                      if turn.get("role") == "assistant" and isinstance(turn.get("content"), str)
                      for c in extract_citations(turn["content"])]
-        await _model_answer(result, recorder, config, packed.text, command, tools, identity, on_token, history)
+        await _model_answer(result, recorder, config, packed.text, command, tools, identity, on_token, history,
+                            tool_budget or DEFAULT_TOOL_BUDGET)
+        # Lines the model read through repository tools (readFile, searchCode …) are evidence too.
+        evidence += [location for r in result.tool_results for location in r.evidence]
         if result.mode == "ai":
             _check_grounding(result, evidence)
     result.timings_ms["total"] = _ms(started)
@@ -349,7 +363,7 @@ def _id(result: AnswerResult) -> str | None:
 
 async def _model_answer(result: AnswerResult, recorder: ActivityRecorder, config: ModelConfig, context_text: str,
                         command: ToolResult | None, tools: ToolAdapter | None, identity: Any, on_token: Any,
-                        history: list[dict] | None) -> None:
+                        history: list[dict] | None, budget: ToolBudget = DEFAULT_TOOL_BUDGET) -> None:
     """The ``ai`` path, falling back to the local answer with a one-line reason on any failure."""
     result.model = config.model
     state = LoopState(build_messages(result.question, context_text, command=command, command_id=_id(result),
@@ -360,7 +374,7 @@ async def _model_answer(result: AnswerResult, recorder: ActivityRecorder, config
         async with ModelClient(config) as client:
             async with asyncio.timeout(config.timeout_s):
                 await run_model_loop(client, state, tools=tools, identity=identity, recorder=recorder,
-                                     on_token=on_token)
+                                     on_token=on_token, budget=budget)
     except TimeoutError:
         reason = f"the model did not finish within {config.timeout_s:g} s"
     except ProviderError as exc:
@@ -368,6 +382,8 @@ async def _model_answer(result: AnswerResult, recorder: ActivityRecorder, config
     result.timings_ms["ai"] = _ms(t0)
     result.response_rounds, result.usage, result.trace = state.rounds, state.usage, state.trace
     result.tool_results = state.tool_results
+    result.tool_budget = {**budget.to_json(), "tool_rounds": state.tool_rounds,
+                          "tool_calls": len(state.tool_results), "read_tokens": state.read_tokens}
     result.notes += state.notes
     if reason is None and state.answer is None:
         reason = "the model returned no usable answer"

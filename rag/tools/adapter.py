@@ -18,7 +18,15 @@ it returns, so handlers that may block should be ``async`` or bound their own
 I/O. Output is sanitised (rag.tools.sanitize) and capped at ``max_output_bytes``
 with a valid-JSON truncation object; one :class:`rag.activities.Activity`
 describes the call (``api_request`` with the matching ``/api/*`` endpoint, or
-``command_tool`` with ``/sz-<id>``).
+``command_tool`` with ``/sz-<id>``, or ``repository`` with a progress line such as
+"reading `lib/pool.js:80-140`").
+
+Repository tools (``searchCode``, ``readFile``, ``findSymbol``, ``listFiles``; see
+rag.tools.repository) are offered only when the adapter is given an engine-backed
+:class:`~rag.tools.repository.RepositoryTools`: ``ToolAdapter(handlers,
+repository=RepositoryTools(engine))``. Without it the adapter is exactly the live-tool
+adapter. Their results carry :attr:`ToolResult.evidence` (the locations the model was
+shown, citable) and :attr:`ToolResult.tokens_read` (counted by the answer's budget).
 
 ``runCommand`` refuses the ids of :data:`rag.tools.command_names.NEVER_RUN` (``ask``: no
 recursion into answering), unknown ids and,
@@ -39,8 +47,10 @@ from typing import Any
 
 from rag.activities import Activity, new_activity
 from rag.tools.command_names import NEVER_RUN, normalize_command_id, slash_name
-from rag.tools.sanitize import DEFAULT_MAX_OUTPUT_BYTES, cap_json, sanitize
-from rag.tools.schemas import MAX_LOG_ENTRIES, TOOL_NAMES, TOOL_SPECS, tool_definitions, validate_arguments
+from rag.tools.repository import RepositoryOutput, RepositoryTools, RepositoryToolError
+from rag.tools.sanitize import DEFAULT_MAX_OUTPUT_BYTES, cap_json, redact_text, sanitize
+from rag.tools.schemas import (MAX_LOG_ENTRIES, REPOSITORY_TOOL_SPECS, TOOL_SPECS, ToolSpec, tool_definitions,
+                               validate_arguments)
 
 __all__ = ["DEFAULT_TOOL_DEADLINE_S", "ToolHandlers", "ToolResult", "ToolAdapter", "normalize_command_id"]
 
@@ -94,6 +104,10 @@ class ToolResult:
         redactions: values redacted from the output.
         truncated: the output was cut to the cap.
         activity: the activity describing the call.
+        repository: a repository tool (``searchCode`` …), not live runtime state.
+        evidence: ``(path, start, end)`` locations the model was shown by this call (repository
+            tools only; empty when the output had to be truncated by the cap).
+        tokens_read: estimated tokens of a repository tool's output (0 for the others).
     """
 
     name: str
@@ -105,10 +119,15 @@ class ToolResult:
     redactions: int
     truncated: bool
     activity: Activity
+    repository: bool = False
+    evidence: tuple[tuple[str, int, int], ...] = ()
+    tokens_read: int = 0
 
     def to_json(self) -> dict:
-        """``{"tool", "ok", "error", "duration_ms", "redactions", "truncated", "output"}``."""
-        return {
+        """``{"tool", "ok", "error", "duration_ms", "redactions", "truncated", "output"}``; a repository
+        tool's also ``"summary"`` (its progress line), ``"tokens_read"`` and ``"evidence"``
+        (``[{"path", "start", "end"}]``)."""
+        data = {
             "tool": self.name,
             "ok": self.ok,
             "error": self.error,
@@ -117,6 +136,10 @@ class ToolResult:
             "truncated": self.truncated,
             "output": json.loads(self.content),
         }
+        if self.repository:
+            data.update(summary=self.activity.message, tokens_read=self.tokens_read,
+                        evidence=[{"path": p, "start": a, "end": b} for p, a, b in self.evidence])
+        return data
 
 
 class ToolFailure(Exception):
@@ -176,22 +199,36 @@ class ToolAdapter:
     """Runs live tools for the model (and for ``slackzilla tool NAME``).
 
     Args:
-        handlers: the injected :class:`ToolHandlers`.
+        handlers: the injected :class:`ToolHandlers` (``None`` → none: every live tool is unavailable).
         deadline_s: per-call deadline in seconds (default 5).
         max_output_bytes: cap on ``ToolResult.content`` in UTF-8 bytes (default 32 KiB).
+        repository: engine-backed repository tools; ``None`` (default) → not offered.
     """
 
-    def __init__(self, handlers: ToolHandlers, *, deadline_s: float = DEFAULT_TOOL_DEADLINE_S,
-                 max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES) -> None:
+    def __init__(self, handlers: ToolHandlers | None, *, deadline_s: float = DEFAULT_TOOL_DEADLINE_S,
+                 max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+                 repository: RepositoryTools | None = None) -> None:
         if deadline_s <= 0:
             raise ValueError(f"deadline_s must be positive, got {deadline_s}")
-        self.handlers = handlers
+        self.handlers = handlers if handlers is not None else ToolHandlers()
         self.deadline_s = deadline_s
         self.max_output_bytes = max_output_bytes
+        self.repository = repository
+        self._specs: dict[str, ToolSpec] = {**TOOL_SPECS, **(REPOSITORY_TOOL_SPECS if repository else {})}
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Names of the tools this adapter offers (live tools, then repository tools when configured)."""
+        return tuple(self._specs)
+
+    def is_repository_tool(self, name: str) -> bool:
+        """Whether ``name`` is a repository tool this adapter serves."""
+        return self.repository is not None and name in REPOSITORY_TOOL_SPECS
 
     def definitions(self) -> list[dict]:
-        """OpenAI tool definitions for every live tool (``additionalProperties: false``)."""
-        return tool_definitions()
+        """OpenAI tool definitions for every live tool, and the repository tools when configured
+        (``additionalProperties: false``)."""
+        return tool_definitions(repository=self.repository is not None)
 
     def describe(self, name: str) -> str:
         """Help text for one tool (``slackzilla tool NAME --help``).
@@ -199,9 +236,9 @@ class ToolAdapter:
         Raises:
             KeyError: unknown tool name (the message lists the known ones).
         """
-        spec = TOOL_SPECS.get(name)
+        spec = self._specs.get(name)
         if spec is None:
-            raise KeyError(f"unknown tool {name!r}; known tools: {', '.join(TOOL_NAMES)}")
+            raise KeyError(f"unknown tool {name!r}; known tools: {', '.join(self.names)}")
         lines = [f"{spec.name} — {spec.description}", f"endpoint: {spec.endpoint}"]
         for param, schema in spec.parameters["properties"].items():
             required = " (required)" if param in spec.parameters.get("required", []) else ""
@@ -219,15 +256,54 @@ class ToolAdapter:
             return []
         return [str(c.get("id")) for c in commands or [] if isinstance(c, dict) and c.get("id")]
 
-    async def call(self, name: str, arguments_json: str | None, *, identity: Any = None) -> ToolResult:
+    async def call(self, name: str, arguments_json: str | None, *, identity: Any = None,
+                   max_read_tokens: int | None = None) -> ToolResult:
         """Run tool ``name`` with the model's raw argument text. Never raises for bad input.
 
         Args:
-            name: tool name (see rag.tools.schemas.TOOL_NAMES).
+            name: tool name (see :attr:`names`).
             arguments_json: JSON object text; empty or ``None`` means ``{}``.
             identity: the asking user, passed to ``run_command`` only.
+            max_read_tokens: tokens a repository tool may still return (its output is trimmed to
+                fit; ``0`` → refused as ``budget_exhausted``); ``None`` → unbounded. Live tools ignore it.
         """
+        if self.is_repository_tool(str(name)[:MAX_TOOL_NAME_CHARS]):
+            return await self._run_repository(str(name), arguments_json, max_read_tokens)
         return await self._run(name, arguments_json, identity=identity, requested_by="model")
+
+    async def _run_repository(self, name: str, arguments_json: str | None, max_tokens: int | None) -> ToolResult:
+        """A repository tool call: validated, run in a thread under the deadline, summarised."""
+        started = time.perf_counter()
+        spec = REPOSITORY_TOOL_SPECS[name]
+        output: RepositoryOutput | None = None
+        args: dict | None = None
+        code = message = None
+        try:
+            args = self._parse(name, arguments_json)
+            if self.repository is None:
+                raise ToolFailure("unavailable", f"{name} needs an engine; none is configured here")
+            output = await asyncio.wait_for(asyncio.to_thread(
+                self.repository.run, name, args, max_tokens=max_tokens,
+                max_bytes=self.max_output_bytes - ENVELOPE_RESERVE_BYTES - 512), self.deadline_s)
+        except ToolFailure as failure:
+            code, message = failure.code, str(failure)
+        except RepositoryToolError as failure:
+            code, message = failure.code, str(failure)
+        except (asyncio.TimeoutError, TimeoutError):
+            code, message = "timeout", f"{name} did not finish within {self.deadline_s:g} s and was cancelled"
+        except Exception as exc:  # an index problem must reach the model as data, not crash the answer
+            log.warning("repository tool %s failed", name, exc_info=True)
+            code, message = "handler_error", f"{name} failed: {type(exc).__name__}"
+        summary = output.summary if output is not None else RepositoryTools.summary(name, args, code)
+        summary, _ = redact_text(summary)
+        result = self._result(name, output.value if output is not None else None, code, message, started,
+                              spec.endpoint, spec.call_type, summary=summary,
+                              extra={"tokens_read": output.tokens if output is not None else 0})
+        result.repository = True
+        if output is not None:
+            result.tokens_read = output.tokens
+            result.evidence = () if result.truncated else tuple(output.evidence)
+        return result
 
     async def run_command(self, command_id: str, text: str, *, identity: Any = None,
                           requested_by: str = "user") -> ToolResult:
@@ -244,13 +320,15 @@ class ToolAdapter:
         started = time.perf_counter()
         name = str(name)[:MAX_TOOL_NAME_CHARS]
         spec = TOOL_SPECS.get(name)
+        if spec is None and self.is_repository_tool(name):
+            return await self._run_repository(name, arguments_json, None)
         endpoint = spec.endpoint if spec else "-"
         call_type = spec.call_type if spec else "api_request"
         value: Any = None
         code = message = None
         try:
             if spec is None:
-                raise ToolFailure("unknown_tool", f"unknown tool {name!r}; available: {', '.join(TOOL_NAMES)}")
+                raise ToolFailure("unknown_tool", f"unknown tool {name!r}; available: {', '.join(self.names)}")
             args = self._parse(spec.name, arguments_json)
             if name == "runCommand":
                 endpoint = slash_name(normalize_command_id(args['commandId']))
@@ -268,23 +346,35 @@ class ToolAdapter:
         """The validated arguments; a :class:`ToolFailure` that shows the model what it sent and
         what the schema wants (so the next call can be right) otherwise."""
         text = (arguments_json or "").strip() or "{}"
-        expected = f"expected arguments (JSON schema): {_schema_summary(TOOL_SPECS[name].parameters)}"
+        expected = f"expected arguments (JSON schema): {_schema_summary(self._specs[name].parameters)}"
         try:
             args = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ToolFailure("invalid_arguments", f"arguments are not valid JSON ({exc.msg} at character "
                                                    f"{exc.pos}); send a JSON object. Received: "
                                                    f"{_preview(text)}; {expected}") from None
-        errors = validate_arguments(TOOL_SPECS[name].parameters, args)
+        errors = validate_arguments(self._specs[name].parameters, args)
         if errors:
             raise ToolFailure("invalid_arguments", "; ".join(errors[:5]) + f". Received: {_preview(text)}; {expected}")
         return args
 
-    def refuse(self, name: str, code: str, message: str) -> ToolResult:
-        """A failed :class:`ToolResult` for a call that is not run at all (e.g. over a per-round cap)."""
-        spec = TOOL_SPECS.get(str(name)[:MAX_TOOL_NAME_CHARS])
-        return self._result(str(name)[:MAX_TOOL_NAME_CHARS], None, code, message, time.perf_counter(),
-                            spec.endpoint if spec else "-", spec.call_type if spec else "api_request")
+    def refuse(self, name: str, code: str, message: str, *, arguments_json: str | None = None) -> ToolResult:
+        """A failed :class:`ToolResult` for a call that is not run at all (e.g. over a per-round cap
+        or the read budget); ``arguments_json`` only labels a repository call's progress line."""
+        name = str(name)[:MAX_TOOL_NAME_CHARS]
+        spec = self._specs.get(name)
+        summary = None
+        if self.is_repository_tool(name):
+            try:
+                args = json.loads(arguments_json or "{}")
+            except json.JSONDecodeError:
+                args = None
+            summary, _ = redact_text(RepositoryTools.summary(name, args, code))
+        result = self._result(name, None, code, message, time.perf_counter(),
+                              spec.endpoint if spec else "-", spec.call_type if spec else "api_request",
+                              summary=summary)
+        result.repository = self.is_repository_tool(name)
+        return result
 
     def _handler(self, attribute: str) -> Callable[..., Any]:
         handler = getattr(self.handlers, attribute)
@@ -361,7 +451,8 @@ class ToolAdapter:
                              text=str(args.get("text") or ""), identity=identity)
 
     def _result(self, name: str, value: Any, code: str | None, message: str | None, started: float,
-                endpoint: str, call_type: str) -> ToolResult:
+                endpoint: str, call_type: str, *, summary: str | None = None,
+                extra: dict | None = None) -> ToolResult:
         redactions = 0
         truncated = False
         if code is None:
@@ -375,10 +466,11 @@ class ToolAdapter:
             message = clean_message
         duration_ms = (time.perf_counter() - started) * 1000
         status = "completed" if code is None else "failed"
-        summary = f"{name} → {endpoint} ({duration_ms:.0f} ms)" + ("" if code is None else f": {code}")
+        if summary is None:
+            summary = f"{name} → {endpoint} ({duration_ms:.0f} ms)" + ("" if code is None else f": {code}")
         activity = new_activity("tool", status, summary, {
             "tool": name, "type": call_type, "endpoint": endpoint, "status": "ok" if code is None else "error",
             "duration_ms": round(duration_ms, 1), "error_code": code, "truncated": truncated,
-            "redactions": redactions,
+            "redactions": redactions, **(extra or {}),
         })
         return ToolResult(name, code is None, content, code, message, duration_ms, redactions, truncated, activity)

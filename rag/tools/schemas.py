@@ -1,4 +1,9 @@
-"""Live-tool definitions (OpenAI function-tool JSON schemas) and their validator.
+"""Tool definitions (OpenAI function-tool JSON schemas) and their validator.
+
+:data:`TOOL_SPECS` are the live tools (runtime state, commands);
+:data:`REPOSITORY_TOOL_SPECS` the repository tools (``searchCode``, ``readFile``,
+``findSymbol``, ``listFiles``), served by :class:`rag.tools.repository.RepositoryTools`
+and offered only by an adapter that has one.
 
 The schemas are the single source of truth: :func:`tool_definitions` sends
 them to the model and :func:`validate_arguments` checks the model's arguments
@@ -25,6 +30,12 @@ __all__ = [
     "SUPPORTED_KEYWORDS",
     "ToolSpec",
     "TOOL_SPECS",
+    "REPOSITORY_TOOL_SPECS",
+    "REPOSITORY_TOOL_NAMES",
+    "MAX_READ_LINES",
+    "MAX_SEARCH_HITS",
+    "MAX_LISTED_FILES",
+    "CHUNK_KINDS",
     "tool_definitions",
     "validate_arguments",
 ]
@@ -58,7 +69,9 @@ class ToolSpec:
     """One live tool: its name, description, parameter schema and activity labels.
 
     ``call_type`` is ``api_request`` (reads runtime state, labelled by the HTTP
-    endpoint that serves the same data) or ``command_tool`` (runs a command).
+    endpoint that serves the same data), ``command_tool`` (runs a command) or
+    ``repository`` (reads the index: :data:`REPOSITORY_TOOL_SPECS`, served by
+    :class:`rag.tools.repository.RepositoryTools`).
     """
 
     name: str
@@ -125,10 +138,63 @@ TOOL_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
 TOOL_NAMES = tuple(TOOL_SPECS)
 TOOL_ENDPOINTS = {name: spec.endpoint for name, spec in TOOL_SPECS.items()}
 
+MAX_READ_LINES = 400
+"""Most lines one ``readFile`` call returns; a longer range is refused (nothing is read)."""
+MAX_SEARCH_HITS = 20
+"""Most hits one ``searchCode`` call returns."""
+MAX_LISTED_FILES = 200
+"""Most paths one ``listFiles`` call returns (the total is still counted)."""
+MAX_PATH_CHARS = 300
+MAX_LINE_NUMBER = 10_000_000
+CHUNK_KINDS = ["documentation", "source", "config", "example", "test"]
 
-def tool_definitions() -> list[dict]:
-    """All tool definitions, ready for ``chat.completions.create(tools=...)``."""
-    return [spec.definition() for spec in TOOL_SPECS.values()]
+_PATH_NOTE = "Repository-relative (e.g. 'lib/pool.js'); no absolute paths, no '..'."
+
+REPOSITORY_TOOL_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
+    ToolSpec("searchCode", "Search the indexed repository (the same retrieval that chose the excerpts) with your "
+             "own words or identifiers. Use it when the excerpts you were given do not answer the question: try "
+             "the names, error messages or concepts you expect in the code. Returns per hit the path, line range, "
+             "symbol or heading and a short numbered snippet; open a hit with readFile before relying on it.",
+             _object({
+                 "query": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS,
+                           "description": "What to look for: words, identifiers, an error message."},
+                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_HITS, "default": 6,
+                           "description": "How many hits."},
+                 "type": {"type": "string", "enum": CHUNK_KINDS, "description": "Only this kind of file."},
+                 "path_prefix": _text("Only files under this folder, e.g. 'lib/'. " + _PATH_NOTE, MAX_PATH_CHARS),
+             }, required=["query"]), "repository:search", call_type="repository"),
+    ToolSpec("readFile", f"Read lines of one indexed file (secrets redacted), at most {MAX_READ_LINES} lines per "
+             "call, each line prefixed with its number. Cite what you use as path:start-end.",
+             _object({
+                 "path": {"type": "string", "minLength": 1, "maxLength": MAX_PATH_CHARS,
+                          "description": "The file. " + _PATH_NOTE},
+                 "start": {"type": "integer", "minimum": 1, "maximum": MAX_LINE_NUMBER, "default": 1,
+                           "description": "First line (1-based)."},
+                 "end": {"type": "integer", "minimum": 1, "maximum": MAX_LINE_NUMBER,
+                         "description": f"Last line, inclusive (default start+199; at most start+"
+                                        f"{MAX_READ_LINES - 1})."},
+             }, required=["path"]), "repository:read", call_type="repository"),
+    ToolSpec("findSymbol", "Where a function, class or method is defined (JavaScript/TypeScript files): path, "
+             "line range and signature line, plus the call sites and the files that import it.",
+             _object({
+                 "name": {"type": "string", "minLength": 1, "maxLength": 128,
+                          "description": "The symbol's name, e.g. 'createPool' or 'Pool.acquire'."},
+             }, required=["name"]), "repository:symbol", call_type="repository"),
+    ToolSpec("listFiles", f"Indexed file paths, sorted, at most {MAX_LISTED_FILES} (the total is given).",
+             _object({
+                 "path_prefix": _text("Only files under this folder, e.g. 'lib/'. " + _PATH_NOTE, MAX_PATH_CHARS),
+                 "pattern": _text("Glob on the path or file name, e.g. '*.test.js' or 'lib/*/index.js'.", 100),
+             }), "repository:list", call_type="repository"),
+)}
+
+REPOSITORY_TOOL_NAMES = tuple(REPOSITORY_TOOL_SPECS)
+
+
+def tool_definitions(*, repository: bool = False) -> list[dict]:
+    """All live tool definitions (and the repository tools' when ``repository``), ready for
+    ``chat.completions.create(tools=...)``."""
+    specs = list(TOOL_SPECS.values()) + (list(REPOSITORY_TOOL_SPECS.values()) if repository else [])
+    return [spec.definition() for spec in specs]
 
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
