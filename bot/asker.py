@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from bot.identity import Identity
+from rag.answer.loop import ToolBudget
 from rag.answer.orchestrator import DEFAULT_TOP_K, AnswerResult, answer_question
 from rag.providers.llm import ModelConfig
 from rag.tools.adapter import ToolAdapter
@@ -77,6 +78,7 @@ class Asker:
                 question, engine=self.engine, model=self.model, identity=identity, tools=self.tools,
                 on_activity=on_activity, on_token=on_token, with_ai=with_ai, history=history,
                 top_k=top_k, kind=kind, command_parsers=self._command_parsers,
+                tool_budget=ToolBudget(*self.model.tool_budget),
             )
         except Exception:
             if self._metrics is not None:

@@ -1,4 +1,5 @@
-"""The model's live tools read the running bot: :func:`tool_handlers` joins them to a :class:`BotContext`.
+"""The model's tools: the live tools read the running bot (:func:`tool_handlers` joins them to a
+:class:`BotContext`), the repository tools read its index (:func:`build_tools` adds them).
 
 ``getStatus``, ``getCommands``, ``runCommand`` … call the same :class:`bot.context.BotContext`
 methods as ``/sz-status`` and ``GET /api/*``, so the three can never disagree.
@@ -10,6 +11,7 @@ from typing import Any, Awaitable, Callable
 from bot.context import BotContext
 from bot.identity import Identity
 from rag.tools.adapter import ToolAdapter, ToolHandlers
+from rag.tools.repository import RepositoryTools
 
 __all__ = ["build_tools", "tool_handlers"]
 
@@ -45,8 +47,10 @@ def tool_handlers(ctx: BotContext) -> ToolHandlers:
 
 
 def build_tools(ctx: BotContext) -> ToolAdapter:
-    """The :class:`rag.tools.adapter.ToolAdapter` the model (and ``slackzilla tool``) calls."""
-    return ToolAdapter(tool_handlers(ctx))
+    """The :class:`rag.tools.adapter.ToolAdapter` the model (and ``slackzilla tool``) calls: the live
+    tools, and the repository tools (``searchCode``, ``readFile``, ``findSymbol``, ``listFiles``) over
+    ``ctx.engine``'s index."""
+    return ToolAdapter(tool_handlers(ctx), repository=RepositoryTools(ctx.engine))
 
 
 def _async(function: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:

@@ -51,6 +51,12 @@ DEFAULT_AI_TIMEOUT_S = 60.0
 """Overall deadline for one answer, all rounds included (``AI_TIMEOUT_S``, DESIGN.md section 5)."""
 DEFAULT_MAX_RETRIES = 1
 """SDK retries per request (connection errors, 408/409/429/5xx), bounded by the overall deadline."""
+DEFAULT_TOOL_ROUNDS = 3
+"""Model rounds with tools per answer (``AI_TOOL_ROUNDS``; the seed's limit)."""
+DEFAULT_TOOL_CALLS_PER_ROUND = 8
+"""Tool calls run per round (``AI_TOOL_CALLS_PER_ROUND``)."""
+DEFAULT_TOOL_READ_TOKENS = 12_000
+"""Estimated tokens the repository tools may return per answer (``AI_TOOL_READ_TOKENS``)."""
 
 T = TypeVar("T")
 
@@ -143,6 +149,21 @@ def positive_seconds(raw: str) -> float:
     return value
 
 
+def _bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """A parser for a whole number in ``[low, high]``; it raises ``ValueError`` naming the range."""
+
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ValueError(f"expected a whole number from {low} to {high}, got {raw[:40]!r}") from None
+        if not low <= value <= high:
+            raise ValueError(f"must be from {low} to {high}, got {value}")
+        return value
+
+    return parse
+
+
 def finite_float(raw: str) -> float:
     """A finite number (no NaN or infinity). Raises ``ValueError`` quoting at most 40 characters."""
     try:
@@ -210,6 +231,10 @@ class ModelConfig:
         timeout_s: overall deadline for one answer in seconds (also the SDK's
             per-request timeout).
         max_retries: SDK retries per request.
+        tool_rounds: model rounds with tools before a final answer without them (``AI_TOOL_ROUNDS``).
+        tool_calls_per_round: tool calls run per round, more refused (``AI_TOOL_CALLS_PER_ROUND``).
+        tool_read_tokens: estimated tokens the repository tools (``searchCode``, ``readFile`` …)
+            may return in one answer, all calls together (``AI_TOOL_READ_TOKENS``).
     """
 
     base_url: str = DEFAULT_AI_URL
@@ -217,6 +242,9 @@ class ModelConfig:
     model: str = DEFAULT_AI_MODEL
     timeout_s: float = DEFAULT_AI_TIMEOUT_S
     max_retries: int = DEFAULT_MAX_RETRIES
+    tool_rounds: int = DEFAULT_TOOL_ROUNDS
+    tool_calls_per_round: int = DEFAULT_TOOL_CALLS_PER_ROUND
+    tool_read_tokens: int = DEFAULT_TOOL_READ_TOKENS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ModelConfig:
@@ -242,6 +270,11 @@ class ModelConfig:
     def to_json(self) -> dict:
         """Safe metadata (no key): ``{"base_url", "model", "timeout_s"}``."""
         return {"base_url": self.base_url, "model": self.model, "timeout_s": self.timeout_s}
+
+    @property
+    def tool_budget(self) -> tuple[int, int, int]:
+        """``(tool_rounds, tool_calls_per_round, tool_read_tokens)``, for ``rag.answer.loop.ToolBudget``."""
+        return self.tool_rounds, self.tool_calls_per_round, self.tool_read_tokens
 
 
 @dataclass(frozen=True)
@@ -345,6 +378,10 @@ def _model(reader: EnvReader) -> ModelConfig:
         api_key=reader.get("AI_API_KEY"),
         model=reader.get("AI_MODEL") or DEFAULT_AI_MODEL,
         timeout_s=reader.convert("AI_TIMEOUT_S", DEFAULT_AI_TIMEOUT_S, positive_seconds),
+        tool_rounds=reader.convert("AI_TOOL_ROUNDS", DEFAULT_TOOL_ROUNDS, _bounded_int(0, 10)),
+        tool_calls_per_round=reader.convert("AI_TOOL_CALLS_PER_ROUND", DEFAULT_TOOL_CALLS_PER_ROUND,
+                                            _bounded_int(1, 32)),
+        tool_read_tokens=reader.convert("AI_TOOL_READ_TOKENS", DEFAULT_TOOL_READ_TOKENS, _bounded_int(0, 200_000)),
     )
 
 

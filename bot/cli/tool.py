@@ -20,7 +20,7 @@ __all__ = ["tool_cmd"]
 @index_option
 @friendly_errors
 def tool_cmd(name, args_json, describe, repo, index_path) -> None:
-    """Run one live tool (getStatus, getCommands, runCommand, getLogs, ...) and print its sanitised output."""
+    """Run one tool the model can call (getStatus, runCommand, getLogs, searchCode, readFile, ...) and print its output."""
     engine = open_engine(repo, index_path, quiet=True)
     try:
         context = bot_core(engine)

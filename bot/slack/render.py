@@ -344,6 +344,8 @@ class ProgressView:
                             for s in meta.get("sources") or [] if {"path", "start", "end"} <= set(s)]
             top = ", ".join(f"`{escape(s.path)}:L{s.start}-L{s.end}`" for s in self.sources[:3])
             text += f": {top}" if top else ""
+        elif activity.stage == "tool" and meta.get("type") == "repository":
+            key = f"tool:{activity.id}"  # "searching `retry backoff`… 6 hits", "reading `lib/pool.js:80-140`"
         elif activity.stage == "tool":
             key = f"tool:{activity.id}"
             code = meta.get("error_code")

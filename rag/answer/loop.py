@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag.activities import ActivityRecorder, call_maybe_async
+from rag.config import DEFAULT_TOOL_CALLS_PER_ROUND, DEFAULT_TOOL_READ_TOKENS, DEFAULT_TOOL_ROUNDS
 from rag.answer.prompting import limit_prompt_message, tool_message
 from rag.providers.llm import ModelClient, ToolCall, Usage
 from rag.providers.tool_tags import parse_bare_tool_call, parse_textual_tool_calls, strip_tool_tags
@@ -43,13 +44,14 @@ from rag.tools.adapter import ToolAdapter, ToolResult
 __all__ = ["MAX_TOOL_CALLS_PER_ROUND", "MAX_TOOL_ROUNDS", "DEFAULT_MAX_READ_TOKENS", "ToolBudget", "LoopState",
            "run_model_loop"]
 
-MAX_TOOL_ROUNDS = 3
-"""Tool rounds before the tool-limit prompt (the seed's limit)."""
-MAX_TOOL_CALLS_PER_ROUND = 8
+MAX_TOOL_ROUNDS = DEFAULT_TOOL_ROUNDS
+"""Tool rounds before the tool-limit prompt (the seed's limit; ``AI_TOOL_ROUNDS``)."""
+MAX_TOOL_CALLS_PER_ROUND = DEFAULT_TOOL_CALLS_PER_ROUND
 """Tool calls run per round; more are refused (30 ``runCommand`` hash calls in one round
-once cost 16 s of CPU for one answer)."""
-DEFAULT_MAX_READ_TOKENS = 12_000
-"""Tokens one answer may read through repository tools (three times the packed context's 4,000)."""
+once cost 16 s of CPU for one answer; ``AI_TOOL_CALLS_PER_ROUND``)."""
+DEFAULT_MAX_READ_TOKENS = DEFAULT_TOOL_READ_TOKENS
+"""Tokens one answer may read through repository tools (three times the packed context's 4,000;
+``AI_TOOL_READ_TOKENS``)."""
 ROUND_SEPARATOR = "\n\n"
 """Streamed between rounds when an earlier round already showed text."""
 

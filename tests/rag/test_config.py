@@ -95,3 +95,13 @@ def test_the_parser_imports_no_sdk():
             "print(sorted(m for m in ('openai', 'numpy', 'slack_bolt', 'slack_sdk', 'httpx2') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_tool_budget_is_read_and_bad_values_are_reported() -> None:
+    config = parse_engine_config({"AI_TOOL_ROUNDS": "5", "AI_TOOL_CALLS_PER_ROUND": "2", "AI_TOOL_READ_TOKENS": "800"})
+    assert config.model.tool_budget == (5, 2, 800)
+    assert parse_engine_config({}).model.tool_budget == (3, 8, 12_000)
+    with pytest.raises(ConfigError) as caught:
+        parse_engine_config({"AI_TOOL_ROUNDS": "many", "AI_TOOL_CALLS_PER_ROUND": "0", "AI_TOOL_READ_TOKENS": "-1"})
+    assert len(caught.value.problems) == 3
+    assert any(p.startswith("AI_TOOL_CALLS_PER_ROUND:") and "from 1 to 32" in p for p in caught.value.problems)
