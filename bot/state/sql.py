@@ -133,7 +133,7 @@ class SQLStore:
             return RateDecision(True)
         now = _now(now)
         with self._write("rate limit") as conn:
-            self._serialise(conn, "rate\0" + key)
+            self._serialise(conn, json.dumps(["rate", key]))
             self._x(conn, "DELETE FROM rate_hits WHERE key = ? AND at <= ?", (key, now - window_s))
             count, oldest = self._x(conn, "SELECT COUNT(*), MIN(at) FROM rate_hits WHERE key = ?", (key,)).fetchone()
             if count >= limit:
@@ -153,7 +153,7 @@ class SQLStore:
             raise TypeError("sources is a sequence of paths, not one string")
         row = (user_id or "", answer_id, vote, _now(now), int(question_chars), json.dumps(list(sources)), model)
         with self._write("record vote") as conn:
-            self._serialise(conn, "vote\0" + row[0] + "\0" + answer_id)
+            self._serialise(conn, json.dumps(["vote", row[0], answer_id]))
             old = self._x(conn, "SELECT vote FROM votes WHERE user_id = ? AND answer_id = ?", row[:2]).fetchone()
             self._x(conn, "INSERT INTO votes VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, answer_id) DO UPDATE "
                           "SET vote = excluded.vote, at = excluded.at, question_chars = excluded.question_chars, "
