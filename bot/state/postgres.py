@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import psycopg
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from bot.state import migrations
 from bot.state.sql import SQLStore
@@ -60,6 +60,7 @@ class PostgresStore(SQLStore):
         self.where = redact_url(config.database_url)
         self._secret = password_of(config.database_url)
         self._pool: ConnectionPool | None = None
+        self._last_connect_error: str | None = None
         url = config.database_url
         connect_kwargs = {"autocommit": True, "connect_timeout": max(1, math.ceil(config.connect_timeout_s)),
                           "application_name": APPLICATION_NAME}
@@ -70,6 +71,7 @@ class PostgresStore(SQLStore):
             raise self._unavailable("connect", exc) from None
         pool = ConnectionPool(url, min_size=config.pool_min, max_size=max(config.pool_min, config.pool_max),
                               timeout=config.connect_timeout_s, kwargs=connect_kwargs, open=False,
+                              connection_class=self._connection_class(),
                               check=ConnectionPool.check_connection, name=APPLICATION_NAME)
         try:
             pool.open(wait=True, timeout=config.connect_timeout_s)
@@ -80,9 +82,29 @@ class PostgresStore(SQLStore):
 
     # -- connections and transactions ----------------------------------------------------------
 
+    def _connection_class(self) -> type[psycopg.Connection]:
+        """A connection class that remembers why the pool's last connection attempt failed
+        (a pool timeout alone says only "couldn't get a connection after 1.00 sec")."""
+        store = self
+
+        class _Connection(psycopg.Connection):
+            @classmethod
+            def connect(cls, *args, **kwargs):
+                try:
+                    conn = super().connect(*args, **kwargs)
+                except psycopg.Error as exc:
+                    store._last_connect_error = one_line(exc, store._secret, store.config.database_url)
+                    raise
+                store._last_connect_error = None
+                return conn
+
+        return _Connection
+
     def _unavailable(self, what: str, exc: BaseException) -> StateUnavailableError:
-        return StateUnavailableError(f"PostgreSQL at {self.where}: {what} failed: "
-                                     f"{one_line(exc, self._secret, self.config.database_url)}")
+        reason = one_line(exc, self._secret, self.config.database_url)
+        if isinstance(exc, PoolTimeout) and self._last_connect_error:
+            reason = f"{reason} (last attempt: {self._last_connect_error})"
+        return StateUnavailableError(f"PostgreSQL at {self.where}: {what} failed: {reason}"[:400])
 
     @contextmanager
     def _errors(self, what: str) -> Iterator[None]:

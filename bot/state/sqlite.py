@@ -12,8 +12,10 @@ The store's logic is :class:`bot.state.sql.SQLStore`; this module only connects.
 """
 from __future__ import annotations
 
+import random
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -72,7 +74,7 @@ class SQLiteStore(SQLStore):
                                    check_same_thread=False)
             try:
                 conn.execute(f"PRAGMA busy_timeout={int(self.config.connect_timeout_s * 1000)}")
-                conn.execute("PRAGMA journal_mode=WAL")
+                self._enable_wal(conn)
                 conn.execute("PRAGMA synchronous=NORMAL")
             except sqlite3.Error:
                 conn.close()
@@ -81,6 +83,23 @@ class SQLiteStore(SQLStore):
                 self._connections.append(conn)
             self._local.conn = conn
         return conn
+
+    def _enable_wal(self, conn: sqlite3.Connection) -> None:
+        """``PRAGMA journal_mode=WAL``, retried until the busy timeout.
+
+        Two processes switching a fresh file to WAL at once can deadlock on the
+        rollback-journal locks (both hold SHARED, both want EXCLUSIVE); SQLite then
+        answers "database is locked" at once, without its busy handler.
+        """
+        deadline = time.monotonic() + self.config.connect_timeout_s
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(random.uniform(0.005, 0.05))
 
     @contextmanager
     def _errors(self, what: str) -> Iterator[None]:

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 __all__ = [
     "DEFAULT_CLAIM_TTL_S",
@@ -312,11 +312,12 @@ def redact_url(url: str) -> str:
 
 
 def one_line(exc: BaseException | str, *secrets: str | None) -> str:
-    """One line of an error message with each of ``secrets`` replaced by ``***``."""
+    """One line (at most 300 characters) of an error message, each of ``secrets`` (and its
+    URL-quoted form) replaced by ``***``."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     for secret in secrets:
         if secret:
-            text = text.replace(secret, "***")
+            text = text.replace(secret, "***").replace(quote(secret, safe=""), "***")
     return text[:300]
 
 
@@ -326,6 +327,7 @@ def password_of(url: str) -> str | None:
         parts = urlsplit(url)
         found = parts.password
         query = re.search(r"(?i)password=([^&]*)", parts.query)
-        return found or (query.group(1) if query else None)
+        found = found or (query.group(1) if query else None)
+        return unquote(found) if found else None
     except ValueError:
         return None
