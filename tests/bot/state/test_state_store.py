@@ -233,6 +233,24 @@ def test_two_instances_racing_claim_each_identity_exactly_once(target):
     assert not any(store.claim(i, now=T0 + 1) for i in identities)  # and it stays claimed
 
 
+def test_one_store_shared_by_worker_threads_claims_each_identity_once(target):
+    # the bot calls the store from asyncio.to_thread workers: one store, many threads
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = target.open(pool_max=4)
+    identities = [f"cmd:{i}" for i in range(50)]
+    start = threading.Barrier(8)
+
+    def claim_all(_: int) -> list[str]:
+        start.wait(timeout=30)
+        return [i for i in identities if store.claim(i, now=T0)]
+
+    with ThreadPoolExecutor(8) as pool:
+        won = [i for batch in pool.map(claim_all, range(8)) for i in batch]
+    assert sorted(won) == sorted(identities)  # each once, none lost
+    assert store.counts()["claims"] == 50
+
+
 # -- rate limits ---------------------------------------------------------------------------------
 
 def test_rate_limit_is_a_sliding_window_shared_by_two_instances(target):
