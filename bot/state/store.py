@@ -1,4 +1,4 @@
-"""The state store's interface, record types, configuration and backend choice.
+"""The state store's interface, record types, configuration and errors.
 
 One :class:`StateStore` holds what the bot must not forget across restarts and
 share across replicas (issue 17): conversation turns per thread, delivery
@@ -17,7 +17,9 @@ Both are synchronous and thread-safe; the bot calls them from worker threads
 
 Times are epoch seconds (``time.time()``); every method that reads the clock
 takes ``now`` so tests (and callers batching work) can pin it. Durations
-(``ttl_s``, ``window_s``) are seconds.
+(``ttl_s``, ``window_s``) are seconds. Expiry compares the callers' clocks, so
+replicas sharing PostgreSQL should run NTP (a skew of a few seconds only shifts
+when a claim, lease or rate window ends).
 
 :func:`bot.state.factory.open_store` chooses the backend from a :class:`StateConfig`.
 
@@ -37,11 +39,13 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 __all__ = [
     "DEFAULT_CLAIM_TTL_S",
+    "DEFAULT_IN_FLIGHT_TTL_S",
     "DEFAULT_MAX_RUNS",
     "DEFAULT_MAX_TURNS",
     "DEFAULT_STATE_FILENAME",
     "DEFAULT_TURN_TTL_S",
     "InFlightAnswer",
+    "KINDS",
     "RateDecision",
     "StateConfig",
     "StateError",
