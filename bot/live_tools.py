@@ -50,7 +50,8 @@ def build_tools(ctx: BotContext) -> ToolAdapter:
     """The :class:`rag.tools.adapter.ToolAdapter` the model (and ``slackzilla tool``) calls: the live
     tools, and the repository tools (``searchCode``, ``readFile``, ``findSymbol``, ``listFiles``) over
     ``ctx.engine``'s index."""
-    return ToolAdapter(tool_handlers(ctx), repository=RepositoryTools(ctx.engine))
+    return ToolAdapter(tool_handlers(ctx), repository=RepositoryTools(ctx.engine),
+                       secret_values=ctx.engine.secret_redactor)
 
 
 def _async(function: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:

@@ -40,6 +40,7 @@ from rag.providers.rerank import Reranker
 from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
 from rag.search.retriever import MAX_QUESTION_CHARS, Retriever
 from rag.search.vector_stream import VectorStream
+from rag.secrets import LiteralRedactor
 from rag.store.index import FileUpdate, Index
 from rag.types import ImageHit, Source
 
@@ -78,6 +79,7 @@ class Engine:
         self.walk_policy = walk_policy
         self.chunk_policy = chunk_policy
         self._update_lock = threading.Lock()
+        self._secret_values: LiteralRedactor | None = None
         self._parser = StructureParser()
         self.retriever = Retriever(
             repo_root, index, policy=retrieval_policy, reranker=reranker,
@@ -107,6 +109,17 @@ class Engine:
         root = root.resolve()
         path = Path(index_path or default_index_path(root)).expanduser()
         return cls(root, Index(path), **policies)
+
+    def secret_redactor(self) -> LiteralRedactor:
+        """The values found in the repository's secret files (``.env`` …) as a redactor.
+
+        From the last :meth:`update` of this process; before one, read from a walk
+        (secret files are found by name, their values never indexed). Used for text
+        that does not come from the index: live-tool output, questions, answers.
+        """
+        if self._secret_values is None:
+            self._secret_values = secret_literals(self.repo_root, walk(self.repo_root, self.walk_policy).secret_files)
+        return self._secret_values
 
     def close(self) -> None:
         """Close the index connections."""
@@ -142,6 +155,7 @@ class Engine:
             if self.index.meta("parse_version") not in (None, str(PARSE_VERSION)):
                 full = True  # stored structures come from another parser version
             literals = secret_literals(self.repo_root, report.secret_files)
+            self._secret_values = literals
             if self.index.meta("secret_values") not in (None, literals.digest):
                 full = True  # a secret file changed: re-redact every file
             known = {} if full else self.index.file_rows()

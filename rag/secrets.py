@@ -64,7 +64,7 @@ from detect_secrets.plugins.openai import OpenAIDetector
 from detect_secrets.plugins.slack import SlackDetector
 from detect_secrets.plugins.stripe import StripeDetector
 
-__all__ = ["CODE_FILE_TYPES", "LiteralRedactor", "REDACTED", "redact_secrets", "secret_file_values"]
+__all__ = ["CODE_FILE_TYPES", "LiteralRedactor", "REDACTED", "redact_secrets", "redact_text", "secret_file_values"]
 
 logger = logging.getLogger(__name__)
 
@@ -527,3 +527,69 @@ class LiteralRedactor:
         if self._pattern is None:
             return text, 0
         return self._pattern.subn(REDACTED, text)
+
+
+# --------------------------------------------------------------------------- free text
+
+COUNT_KEY_RE = re.compile(r"tokens$|tokencount|tokensused|tokenizer|tokenbudget")
+"""Key names (normalised by :func:`normalize_key`) that count tokens rather than hold one."""
+
+
+def normalize_key(key: str) -> str:
+    """``"X-Api-Key"`` → ``"xapikey"``: lower-case letters and digits only."""
+    return re.sub(r"[^a-z0-9]", "", key.lower())
+
+
+_KEY_WORDS = (
+    r"[A-Za-z0-9_.-]*(?:authorization|cookie|passw(?:or)?d|passphrase|secret|token|api[_-]?key"
+    r"|private[_-]?key|access[_-]?key|credentials?|session[_-]?id)[A-Za-z0-9_.-]*"
+)
+_AUTH_SCHEME_RE = re.compile(r"(?i)\b(bearer|basic|token)(\s+)(?!\[REDACTED\])([A-Za-z0-9._~+/=-]{6,})")
+_INLINE_RE = re.compile(
+    r"(?i)(?<![A-Za-z0-9])(" + _KEY_WORDS + r"|(?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_KEY)" + r")(\"?\s*[:=]\s*)([\"']?)"
+    r"(?!\[REDACTED\])(?!(?:bearer|basic)\s)([^\s\"',;&}]+)"
+)
+_URL_USERINFO_RE = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s/:@]+:)([^\s/@]+)(@)", re.I)
+
+
+def redact_text(text: str, *, literals: "LiteralRedactor | None" = None) -> tuple[str, int]:
+    """Redact credentials inside free text: the one redactor for text that is not a file
+    (tool output, questions, provider error details, what is posted to Slack).
+
+    Removes ``Bearer``/``Basic``/``Token`` credentials, inline ``key=value`` and
+    ``password: value`` pairs whose key names a secret (``DB_PASSWORD=…``, ``api_key: …``,
+    env-style ``SESSION_KEY=…``), URL user-info passwords, every token pattern of
+    :func:`redact_secrets`, and, with ``literals``, the values found in the repository's
+    secret files.
+
+    Returns:
+        ``(text, count)`` — the redacted text and the number of values replaced.
+    """
+    count = 0
+
+    def scheme(match: re.Match) -> str:
+        nonlocal count
+        count += 1
+        return f"{match.group(1)}{match.group(2)}{REDACTED}"
+
+    def inline(match: re.Match) -> str:
+        nonlocal count
+        if COUNT_KEY_RE.search(normalize_key(match.group(1))):
+            return match.group(0)
+        count += 1
+        return f"{match.group(1)}{match.group(2)}{match.group(3)}{REDACTED}"
+
+    def userinfo(match: re.Match) -> str:
+        nonlocal count
+        count += 1
+        return f"{match.group(1)}{REDACTED}{match.group(3)}"
+
+    text = _AUTH_SCHEME_RE.sub(scheme, text)
+    text = _INLINE_RE.sub(inline, text)
+    text = _URL_USERINFO_RE.sub(userinfo, text)
+    text, more = redact_secrets(text)
+    count += more
+    if literals is not None:
+        text, more = literals.redact(text)
+        count += more
+    return text, count

@@ -31,6 +31,7 @@ from urllib.parse import quote
 
 from bot.slack import messages
 from bot.slack.text import MAX_SECTION_CHARS, escape, markdown_to_mrkdwn_pieces, split_markdown
+from rag.secrets import redact_text
 
 __all__ = [
     "FEEDBACK_ACTIONS",
@@ -77,7 +78,10 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _heading(question: str, user_id: str | None) -> dict:
-    """``<@asker> asked: _question_``; the question's mentions are made inert."""
+    """``<@asker> asked: _question_``; the question's mentions are made inert and a secret pasted
+    into it is redacted (:func:`rag.secrets.redact_text`): a slash command's text is otherwise
+    seen only by its author, this line by the whole channel."""
+    question, _ = redact_text(question)
     shown = escape(_clip(" ".join(question.split()), MAX_QUESTION_SHOWN), keep_user_mentions=False)
     return _context([messages.answer_heading(user_id, shown)])
 

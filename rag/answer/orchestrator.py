@@ -208,6 +208,12 @@ async def _run_command(result: AnswerResult, recorder: ActivityRecorder, tools: 
     return outcome, intent.skip_code_context
 
 
+def _secret_values(engine: Any):
+    """The engine's secret-file redactor when it has one (a test double may not)."""
+    redactor = getattr(engine, "secret_redactor", None)
+    return redactor() if callable(redactor) else None
+
+
 async def answer_question(
     question: str,
     *,
@@ -263,7 +269,7 @@ async def answer_question(
         ValueError: a ``history`` item is not ``{"role": "user"|"assistant", "content": str}``.
     """
     started = time.perf_counter()
-    prepared = prepare_question(question)  # the one empty check and length policy (rag.answer.question)
+    prepared = prepare_question(question, literals=_secret_values(engine))  # the one empty check and length policy (rag.answer.question)
     text = prepared.text
     if top_k < 1:
         raise UserError(f"top_k must be at least 1, got {top_k}.")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from rag.engine import MAX_QUESTION_CHARS
 from rag.errors import EmptyQuestionError
-from rag.secrets import redact_secrets
+from rag.secrets import LiteralRedactor, redact_text
 
 __all__ = ["MAX_QUESTION_CHARS", "PreparedQuestion", "prepare_question", "require_question"]
 
@@ -48,17 +48,24 @@ class PreparedQuestion:
     redactions: int = 0
 
 
-def prepare_question(question: str | None) -> PreparedQuestion:
+def prepare_question(question: str | None, *, literals: LiteralRedactor | None = None) -> PreparedQuestion:
     """Check, redact and cut ``question`` (see the module docstring for the length policy).
+
+    Secrets pasted into the question (tokens, ``password=…``, ``DB_PASSWORD=…``, and with
+    ``literals`` the repository's own secret-file values) are redacted by
+    :func:`rag.secrets.redact_text` before anything else sees the question; the answer
+    says so in a note.
 
     Raises:
         EmptyQuestionError: the question is empty or blank.
     """
     text = require_question(question)
     # A secret pasted into a question must not reach the model, Slack or logs either.
-    text, redactions = redact_secrets(text)
+    text, redactions = redact_text(text, literals=literals)
     notes: tuple[str, ...] = ()
+    if redactions:
+        notes += ("A secret-looking value in the question was replaced by [REDACTED] before searching.",)
     if len(text) > MAX_QUESTION_CHARS:
         text = text[:MAX_QUESTION_CHARS]
-        notes = (f"The question was cut to its first {MAX_QUESTION_CHARS} characters.",)
+        notes += (f"The question was cut to its first {MAX_QUESTION_CHARS} characters.",)
     return PreparedQuestion(text=text, notes=notes, redactions=redactions)

@@ -47,6 +47,7 @@ from typing import Any
 
 from rag.activities import Activity, new_activity
 from rag.tools.command_names import NEVER_RUN, normalize_command_id, slash_name
+from rag.secrets import LiteralRedactor
 from rag.tools.repository import RepositoryOutput, RepositoryTools, RepositoryToolError
 from rag.tools.sanitize import DEFAULT_MAX_OUTPUT_BYTES, cap_json, redact_text, sanitize
 from rag.tools.schemas import (MAX_LOG_ENTRIES, REPOSITORY_TOOL_SPECS, TOOL_SPECS, ToolSpec, tool_definitions,
@@ -203,17 +204,22 @@ class ToolAdapter:
         deadline_s: per-call deadline in seconds (default 5).
         max_output_bytes: cap on ``ToolResult.content`` in UTF-8 bytes (default 32 KiB).
         repository: engine-backed repository tools; ``None`` (default) → not offered.
+        secret_values: returns the redactor of the repository's secret-file values
+            (:meth:`rag.engine.Engine.secret_redactor`), applied to every output and error
+            message, so a log line quoting a ``.env`` value never reaches the model.
     """
 
     def __init__(self, handlers: ToolHandlers | None, *, deadline_s: float = DEFAULT_TOOL_DEADLINE_S,
                  max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
-                 repository: RepositoryTools | None = None) -> None:
+                 repository: RepositoryTools | None = None,
+                 secret_values: Callable[[], LiteralRedactor | None] | None = None) -> None:
         if deadline_s <= 0:
             raise ValueError(f"deadline_s must be positive, got {deadline_s}")
         self.handlers = handlers if handlers is not None else ToolHandlers()
         self.deadline_s = deadline_s
         self.max_output_bytes = max_output_bytes
         self.repository = repository
+        self._secret_values = secret_values
         self._specs: dict[str, ToolSpec] = {**TOOL_SPECS, **(REPOSITORY_TOOL_SPECS if repository else {})}
 
     @property
@@ -358,6 +364,16 @@ class ToolAdapter:
             raise ToolFailure("invalid_arguments", "; ".join(errors[:5]) + f". Received: {_preview(text)}; {expected}")
         return args
 
+    def _literals(self) -> LiteralRedactor | None:
+        """The repository's secret-file values, or ``None`` (failures to read them are logged)."""
+        if self._secret_values is None:
+            return None
+        try:
+            return self._secret_values()
+        except Exception:  # noqa: BLE001 - sanitising must not fail a tool call; patterns still apply
+            log.warning("secret-file values unavailable for tool output", exc_info=True)
+            return None
+
     def refuse(self, name: str, code: str, message: str, *, arguments_json: str | None = None) -> ToolResult:
         """A failed :class:`ToolResult` for a call that is not run at all (e.g. over a per-round cap
         or the read budget); ``arguments_json`` only labels a repository call's progress line."""
@@ -456,11 +472,11 @@ class ToolAdapter:
         redactions = 0
         truncated = False
         if code is None:
-            clean, redactions = sanitize(value)
+            clean, redactions = sanitize(value, literals=self._literals())
             inner, truncated = cap_json(clean, max_bytes=self.max_output_bytes - ENVELOPE_RESERVE_BYTES)
             content = f'{{"tool":{json.dumps(name)},"ok":true,"result":{inner}}}'
         else:
-            clean_message, redactions = sanitize(message)
+            clean_message, redactions = sanitize(message, literals=self._literals())
             content = json.dumps({"tool": name, "ok": False, "error": {"code": code, "message": clean_message}},
                                  ensure_ascii=False)
             message = clean_message

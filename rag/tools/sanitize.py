@@ -14,11 +14,12 @@ rules, applied in one walk over the value (:func:`sanitize`):
    and so are keys ending in ``tokens``). Environment maps (``env``,
    ``environment``, ``processEnv`` …) are replaced whole. ``telemetryHistory``
    is omitted (bulky, and never needed to answer a question).
-2. **Strings.** :func:`redact_text` removes bearer/basic credentials, inline
+2. **Strings.** :func:`rag.secrets.redact_text` (the one free-text redactor, also
+   used for questions and what is posted) removes bearer/basic credentials, inline
    ``key=value`` / ``password: value`` pairs whose key names a secret, URL
    user-info passwords, and every provider-token pattern known to
    :func:`rag.secrets.redact_secrets` (``xoxb-``, ``sk-``, ``ghp_``, AWS keys,
-   private-key blocks …).
+   private-key blocks …), and the values of the repository's secret files.
 3. **Shape.** Nesting deeper than :data:`DEFAULT_MAX_DEPTH` is cut with a
    marker; values that are not JSON types are converted (dataclasses,
    ``to_json()`` objects, dates, bytes, sets) or stringified.
@@ -35,7 +36,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from rag.secrets import redact_secrets
+from rag.secrets import COUNT_KEY_RE as _COUNT_KEY_RE
+from rag.secrets import LiteralRedactor, redact_text
+from rag.secrets import normalize_key as _norm_key
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -62,62 +65,13 @@ SECRET_KEY_RE = re.compile(
     r"|credential|sessionid|^auth$|^pwd$"
 )
 """Matched against a key normalised to ``[a-z0-9]`` (``X-Api-Key`` → ``xapikey``)."""
-_COUNT_KEY_RE = re.compile(r"tokens$|tokencount|tokensused|tokenizer|tokenbudget")
 _ENV_KEYS = frozenset({"env", "environ", "environment", "processenv", "envvars", "environmentvariables"})
 _OMIT_KEYS = frozenset({"telemetryhistory"})
-
-_KEY_WORDS = (
-    r"[A-Za-z0-9_.-]*(?:authorization|cookie|passw(?:or)?d|passphrase|secret|token|api[_-]?key"
-    r"|private[_-]?key|access[_-]?key|credentials?|session[_-]?id)[A-Za-z0-9_.-]*"
-)
-_AUTH_SCHEME_RE = re.compile(r"(?i)\b(bearer|basic|token)(\s+)(?!\[REDACTED\])([A-Za-z0-9._~+/=-]{6,})")
-_INLINE_RE = re.compile(
-    r"(?i)(?<![A-Za-z0-9])(" + _KEY_WORDS + r")(\"?\s*[:=]\s*)([\"']?)"
-    r"(?!\[REDACTED\])(?!(?:bearer|basic)\s)([^\s\"',;&}]+)"
-)
-_URL_USERINFO_RE = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s/:@]+:)([^\s/@]+)(@)", re.I)
-
-
-def _norm_key(key: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", key.lower())
-
 
 def is_secret_key(key: str) -> bool:
     """True when ``key`` names a credential (see :data:`SECRET_KEY_RE`); counts like ``promptTokens`` are not."""
     norm = _norm_key(key)
     return bool(SECRET_KEY_RE.search(norm)) and not _COUNT_KEY_RE.search(norm)
-
-
-def redact_text(text: str) -> tuple[str, int]:
-    """Redact credentials inside free text.
-
-    Returns:
-        ``(text, count)`` — the redacted text and the number of values replaced.
-    """
-    count = 0
-
-    def scheme(match: re.Match) -> str:
-        nonlocal count
-        count += 1
-        return f"{match.group(1)}{match.group(2)}{REDACTED}"
-
-    def inline(match: re.Match) -> str:
-        nonlocal count
-        if _COUNT_KEY_RE.search(_norm_key(match.group(1))):
-            return match.group(0)
-        count += 1
-        return f"{match.group(1)}{match.group(2)}{match.group(3)}{REDACTED}"
-
-    def userinfo(match: re.Match) -> str:
-        nonlocal count
-        count += 1
-        return f"{match.group(1)}{REDACTED}{match.group(3)}"
-
-    text = _AUTH_SCHEME_RE.sub(scheme, text)
-    text = _INLINE_RE.sub(inline, text)
-    text = _URL_USERINFO_RE.sub(userinfo, text)
-    text, more = redact_secrets(text)
-    return text, count + more
 
 
 def _plain(value: Any) -> Any:
@@ -136,12 +90,15 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def sanitize(value: Any, *, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[Any, int]:
+def sanitize(value: Any, *, max_depth: int = DEFAULT_MAX_DEPTH,
+             literals: LiteralRedactor | None = None) -> tuple[Any, int]:
     """Return a JSON-safe, redacted copy of ``value`` (see the module docstring).
 
     Args:
         value: any handler output.
         max_depth: deepest container level kept (the top level is depth 0).
+        literals: the values found in the repository's secret files (``.env`` …), redacted
+            wherever they appear in strings (a log line quoting ``SESSION_KEY=…``).
 
     Returns:
         ``(clean, redactions)``; ``clean`` contains only dict/list/str/int/float/bool/None.
@@ -158,7 +115,7 @@ def sanitize(value: Any, *, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[Any, in
             if forced:
                 count += 1
                 return REDACTED
-            clean, found = redact_text(item)
+            clean, found = redact_text(item, literals=literals)
             count += found
             return clean
         if not isinstance(item, (Mapping, list)):
