@@ -29,7 +29,7 @@ from pathlib import Path
 from rag.context import packer as _context
 from rag.context.codegraph import CodeGraph
 from rag.context.packer import CodeEntry, PackedContext
-from rag.errors import RepoNotFoundError
+from rag.errors import RepoNotFoundError, UpdateCancelledError
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy
 from rag.ingest.prepare import Skipped, StructureParser, Unchanged, prepare_file, secret_literals
 from rag.ingest.stats import IndexStats
@@ -132,7 +132,8 @@ class Engine:
 
     # -- indexing ------------------------------------------------------------------------------
 
-    def update(self, *, full: bool = False, progress: ProgressFn | None = None) -> IndexStats:
+    def update(self, *, full: bool = False, progress: ProgressFn | None = None,
+               should_stop: Callable[[], bool] | None = None) -> IndexStats:
         """Bring the index up to date with the working tree, in one transaction.
 
         Unchanged files (same content hash) are not re-chunked; a content change
@@ -142,16 +143,19 @@ class Engine:
         Args:
             full: rebuild from scratch.
             progress: called as ``progress(done, total)`` while files are processed.
+            should_stop: polled before each directory and file; when it returns true the update
+                raises :class:`~rag.errors.UpdateCancelledError` before writing anything.
 
         Returns:
             An :class:`IndexStats`.
 
         Raises:
             IndexUnavailableError: the index cannot be written; the previous generation stays.
+            UpdateCancelledError: ``should_stop`` returned true; the previous generation stays.
         """
         started = time.perf_counter()
         with self._update_lock:
-            report = walk(self.repo_root, self.walk_policy)
+            report = walk(self.repo_root, self.walk_policy, should_stop=should_stop)
             if self.index.meta("parse_version") not in (None, str(PARSE_VERSION)):
                 full = True  # stored structures come from another parser version
             literals = secret_literals(self.repo_root, report.secret_files)
@@ -165,6 +169,9 @@ class Engine:
             seen: set[str] = set()
             total = len(report.files)
             for done, wf in enumerate(report.files, 1):
+                if should_stop is not None and should_stop():
+                    raise UpdateCancelledError(f"the update was stopped after {done - 1} of {total} files; "
+                                               "the previous index is unchanged")
                 if progress and (done % 25 == 0 or done == total):
                     progress(done, total)
                 old = known.get(wf.path)

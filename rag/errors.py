@@ -52,3 +52,8 @@ class ProviderError(RagError):
 class InputRejectedError(ProviderError):
     """The provider refused the request's inputs (HTTP 400, 413 or 422), not the request itself:
     sending fewer inputs may succeed (an embeddings batch is split to find the one refused)."""
+
+
+class UpdateCancelledError(RagError):
+    """An index update stopped before it wrote anything (a deadline passed or shutdown asked);
+    the previous generation is unchanged. ``str(err)`` says why."""

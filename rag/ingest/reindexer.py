@@ -48,7 +48,7 @@ from pathlib import Path
 import filelock
 
 from rag.engine import Engine
-from rag.errors import IndexUnavailableError, RagError, UserError
+from rag.errors import IndexUnavailableError, RagError, UpdateCancelledError, UserError
 from rag.ingest.stats import IndexStats
 from rag.secrets import redact_secrets
 
@@ -65,6 +65,10 @@ TRIGGERS: tuple[str, ...] = ("schedule", "admin", "startup", "cli")
 DEFAULT_HISTORY = 20
 #: Deadline of ``git pull --ff-only`` (seconds).
 DEFAULT_GIT_TIMEOUT_S = 60.0
+DEFAULT_RUN_TIMEOUT_S = 1800.0
+"""Longest one update may take (``REINDEX_TIMEOUT_S``): past it the update stops at its next
+file, writes nothing and the run is recorded as failed, so a stuck run never blocks every
+later scheduled one as "already running"."""
 #: Deadline of ``git rev-parse HEAD`` (seconds).
 DEFAULT_REV_PARSE_TIMEOUT_S = 5.0
 #: Longest error text kept in a record (characters).
@@ -270,14 +274,18 @@ class Reindexer:
         history: finished runs kept (default :data:`DEFAULT_HISTORY`).
         git_timeout_s: deadline of the optional ``git pull``.
         clock: epoch-seconds clock (records and state).
+        embed: compute missing vectors after each update (when the engine has a provider).
+        timeout_s: deadline of one update in seconds (default :data:`DEFAULT_RUN_TIMEOUT_S`;
+            ``None``: none); past it the update stops and the run fails with "timed out".
 
     Thread-safe; :meth:`run` blocks, :meth:`run_async` keeps the event loop free.
     """
 
     def __init__(self, engine: Engine, *, history: int = DEFAULT_HISTORY,
                  git_timeout_s: float = DEFAULT_GIT_TIMEOUT_S, clock: Callable[[], float] = time.time,
-                 embed: bool = True) -> None:
+                 embed: bool = True, timeout_s: float | None = DEFAULT_RUN_TIMEOUT_S) -> None:
         self.engine = engine
+        self.timeout_s = timeout_s
         self.embed = embed
         self._stop = threading.Event()
         self.git_timeout_s = git_timeout_s
@@ -341,7 +349,8 @@ class Reindexer:
             )
 
     def request_stop(self) -> None:
-        """Ask a running embedding pass to stop after its current batch (shutdown); stored vectors stay."""
+        """Ask a running update to stop at its next file (nothing written, the previous index stays)
+        and a running embedding pass after its current batch (stored vectors stay): shutdown."""
         self._stop.set()
 
     def require_ready(self) -> None:
@@ -493,7 +502,17 @@ class Reindexer:
                 if progress is not None:
                     progress(done, total)
 
-            stats = self.engine.update(full=full, progress=on_progress)
+            deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+
+            def should_stop() -> bool:
+                return self._stop.is_set() or (deadline is not None and time.monotonic() > deadline)
+
+            try:
+                stats = self.engine.update(full=full, progress=on_progress, should_stop=should_stop)
+            except UpdateCancelledError as exc:
+                if self._stop.is_set():
+                    raise UpdateCancelledError(f"stopped for shutdown: {exc}") from None
+                raise UpdateCancelledError(f"timed out after {self.timeout_s:g} s: {exc}") from None
             record.stats, record.generation = stats, stats.generation
             record.ok = True
             # The lexical index is committed and serving; vectors follow (a failure leaves BM25 working).

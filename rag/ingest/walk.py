@@ -74,7 +74,7 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
-from rag.errors import RepoNotFoundError
+from rag.errors import RepoNotFoundError, UpdateCancelledError
 from rag.types import MAX_PROBLEMS, WalkedFile, WalkReport
 
 __all__ = [
@@ -311,9 +311,10 @@ def _negations_below(levels: list[tuple[str, GitIgnoreSpec]], rel_dir: str) -> b
 class _Walker:
     """One walk's mutable state; :func:`walk` is the public entry point."""
 
-    def __init__(self, root: str, policy: WalkPolicy) -> None:
+    def __init__(self, root: str, policy: WalkPolicy, should_stop=None) -> None:
         self.root = root
         self.policy = policy
+        self.should_stop = should_stop
         self.files: list[WalkedFile] = []
         self.images: list[str] = []
         self.skipped: dict[str, int] = {}
@@ -338,6 +339,8 @@ class _Walker:
         ignore files re-include something inside it (``!vendor/patched-http/``); only
         entries a ``!`` pattern re-includes, or that lead to one, are taken.
         """
+        if self.should_stop is not None and self.should_stop():
+            raise UpdateCancelledError("the walk was stopped before it finished")
         try:
             with os.scandir(abs_dir) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -494,13 +497,15 @@ def _stem(name: str) -> str:
     return name.split(".", 1)[0].lower()
 
 
-def walk(root: Path, policy: WalkPolicy = DEFAULT_WALK_POLICY) -> WalkReport:
+def walk(root: Path, policy: WalkPolicy = DEFAULT_WALK_POLICY, *, should_stop=None) -> WalkReport:
     """List the text files and images of the repository at *root*.
 
     Args:
         root: repository root directory (may itself be a symlink; nothing below
             it is followed).
         policy: caps, see :class:`WalkPolicy`.
+        should_stop: polled before each directory; when it returns true the walk raises
+            :class:`~rag.errors.UpdateCancelledError` (a deadline or shutdown).
 
     Returns:
         ``WalkReport`` with ``files`` (``WalkedFile``, sorted by repository-relative
@@ -513,7 +518,7 @@ def walk(root: Path, policy: WalkPolicy = DEFAULT_WALK_POLICY) -> WalkReport:
     root_str = os.fspath(root)
     if not os.path.isdir(root_str):
         raise RepoNotFoundError(f"Repository path does not exist or is not a directory: {root_str}")
-    walker = _Walker(os.path.abspath(root_str), policy)
+    walker = _Walker(os.path.abspath(root_str), policy, should_stop)
     walker.walk_dir(walker.root, "", 0, [])
     # Build output last: only code whose stem appears nowhere outside it.
     walker.output_stems = {_stem(f.path.rsplit("/", 1)[-1]) for f in walker.files

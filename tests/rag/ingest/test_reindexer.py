@@ -472,3 +472,57 @@ async def test_queries_during_back_to_back_updates_see_exactly_one_generation(tm
     assert {tuple(h) for h in flat} == {("a.md",), ("b.md",)}  # reads really interleaved with swaps
     assert len(generations) >= 3 and generations == sorted(generations)
     r.engine.close()
+
+
+# -- deadlines and shutdown (issue 14) -----------------------------------------------------------
+
+class _SlowParser:
+    """Parses like the real one, 0.2 s per file: an update that takes 8 s here."""
+
+    def __init__(self, real) -> None:
+        self.real = real
+
+    def parse(self, path, file_type, text, chunks):
+        time.sleep(0.2)
+        return self.real.parse(path, file_type, text, chunks)
+
+
+def _slow_engine(tmp_path):
+    from rag.engine import Engine
+
+    repo = tmp_path / "slow"
+    (repo / "src").mkdir(parents=True)
+    for i in range(40):
+        (repo / "src" / f"m{i}.js").write_text(f"export const v{i} = {i};\n")
+    engine = Engine.open(repo, index_path=tmp_path / "slow-idx" / "index.sqlite")
+    engine._parser = _SlowParser(engine._parser)
+    return engine
+
+
+def test_an_update_past_its_deadline_stops_and_is_recorded_as_timed_out(tmp_path):
+    engine = _slow_engine(tmp_path)
+    try:
+        reindexer = Reindexer(engine, timeout_s=0.5)
+        started = time.monotonic()
+        record = reindexer.run(trigger="cli")
+        assert time.monotonic() - started < 3
+        assert record.ok is False and "timed out after 0.5 s" in record.error
+        assert engine.generation == 0  # nothing was written
+        assert not reindexer.state.running  # the lock is free: the next run is not refused as busy
+        engine._parser = engine._parser.real
+        assert Reindexer(engine).run(trigger="cli").ok
+    finally:
+        engine.close()
+
+
+def test_shutdown_stops_a_running_update_at_its_next_file(tmp_path):
+    engine = _slow_engine(tmp_path)
+    try:
+        reindexer = Reindexer(engine, timeout_s=None)
+        threading.Timer(0.3, reindexer.request_stop).start()
+        started = time.monotonic()
+        record = reindexer.run(trigger="cli")
+        assert time.monotonic() - started < 3
+        assert record.ok is False and "stopped for shutdown" in record.error
+    finally:
+        engine.close()
