@@ -474,10 +474,29 @@ def test_hybrid_does_not_pad_a_clean_answer_with_unrelated_files(repo, open_engi
 
 
 def test_a_stop_request_ends_the_embedding_pass_and_keeps_the_lexical_update(repo, open_engine, server):
+    for i in range(40):  # two embedding batches of 32
+        (repo / "src" / f"extra{i}.js").write_text(f"export const extra{i} = {i};\n")
     engine = open_engine(repo, embeddings=provider(server))
     reindexer = Reindexer(engine)
-    reindexer.request_stop()  # as the bot does at shutdown
+    server.script.extend(["wait"])  # the first embedding batch waits until the test releases it
+
+    def stop_when_embedding_starts() -> None:
+        server.arrived.wait(10)
+        reindexer.request_stop()  # as the bot does at shutdown
+        server.gate.set()
+
+    threading.Thread(target=stop_when_embedding_starts, daemon=True).start()
     record = reindexer.run(trigger="cli")
-    assert record.ok and record.stats.files == len(REPO_FILES)
-    assert record.embeddings["planned"] == len(REPO_FILES) and record.embeddings["embedded"] == 0
-    assert server.texts() == []
+    assert record.ok and record.stats.files == len(REPO_FILES) + 40  # the lexical update was already committed
+    assert record.embeddings["planned"] > 32
+    assert record.embeddings["embedded"] == 32  # the batch in flight is kept, none after the stop
+    assert len(server.requests) == 1
+
+
+def test_a_stop_request_before_an_update_stops_it_and_writes_nothing(repo, open_engine, server):
+    engine = open_engine(repo, embeddings=provider(server))
+    reindexer = Reindexer(engine)
+    reindexer.request_stop()
+    record = reindexer.run(trigger="cli")
+    assert record.ok is False and "stopped for shutdown" in record.error
+    assert engine.generation == 0 and server.texts() == []
