@@ -67,6 +67,8 @@ _FUNCTION_VALUE_TYPES = frozenset({"arrow_function", "function_expression", "gen
 _MEMBER_MODIFIERS = frozenset({"static", "get", "set"})
 _LITERAL_TYPES = frozenset({"number", "string", "true", "false", "null", "undefined"})
 _FALLBACK_OPERATORS = frozenset({"||", "??"})
+# Conversions a read may pass through before its fallback: `Number(process.env.PORT) || 3000`.
+_CONVERTERS = frozenset({"Number", "parseInt", "parseFloat", "String", "Boolean"})
 # Wrappers climbed from `process.env.X` to find its `|| default` (TS casts included).
 _TRANSPARENT_TYPES = frozenset({"parenthesized_expression", "as_expression", "non_null_expression",
                                 "satisfies_expression"})
@@ -220,10 +222,19 @@ def _literal_text(node: Node | None) -> str | None:
 
 
 def _fallback_default(read: Node) -> str | None:
-    """The literal at the end of the ``||``/``??`` chain ``read`` is an operand of."""
+    """The literal at the end of the ``||``/``??`` chain ``read`` is an operand of
+    (also when ``read`` is first converted: ``Number(process.env.PORT) || 3000``)."""
     current, parent = read, read.parent
-    while parent is not None and parent.type in _TRANSPARENT_TYPES:
-        current, parent = parent, parent.parent
+    while parent is not None:
+        if parent.type in _TRANSPARENT_TYPES:
+            current, parent = parent, parent.parent
+        elif (parent.type == "arguments" and parent.named_child_count and parent.named_children[0] == current
+              and parent.parent is not None and parent.parent.type == "call_expression"
+              and text_of(parent.parent.child_by_field_name("function") or parent) in _CONVERTERS):
+            current = parent.parent
+            parent = current.parent
+        else:
+            break
     top = None
     while parent is not None and parent.type == "binary_expression":
         operator = parent.child_by_field_name("operator")

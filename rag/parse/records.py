@@ -143,7 +143,9 @@ class EnvVar:
         default: the fallback literal as written in the source (quotes kept:
             ``8080``, ``'3000'``, ``true``) for ``process.env.X || <literal>``,
             ``process.env.X ?? <literal>`` (also at the end of a ``||``/``??``
-            chain) and ``const { X = <literal> } = process.env``; ``None`` when
+            chain, and after ``Number()``/``parseInt()``/``parseFloat()``/``String()``/
+            ``Boolean()``: ``parseInt(process.env.X, 10) || 8080``) and
+            ``const { X = <literal> } = process.env``; ``None`` when
             there is none or the fallback is not a literal.
         dynamic: ``True`` for ``process.env[k]`` with a computed key.
         expression: for dynamic reads, the key expression's source text (``k``,

@@ -235,6 +235,14 @@ def test_env_defaults(parser):
     ]
 
 
+def test_env_defaults_after_a_number_conversion(parser):
+    structure = parser.parse("a.js", "const a = Number(process.env.A) || 3000;\n"
+                                     "const b = parseInt(process.env.B, 10) ?? 10;\n"
+                                     "const c = Math.max(process.env.C) || 1;\n"  # not a conversion
+                                     "const d = parseInt(10, process.env.D) || 2;\n")  # not the converted value
+    assert [(v.name, v.default) for v in structure.env_vars] == [("A", "3000"), ("B", "10"), ("C", None), ("D", None)]
+
+
 def test_env_defaults_ts_casts(parser):
     structure = parser.parse("src/config.ts", "const p = (process.env.PORT as string) ?? '3000';\n"
                                               "const h = process.env.HOST! || 'x';\n")
