@@ -13,7 +13,7 @@ offset (definitions nest like the tree, so a stack suffices).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
@@ -37,7 +37,7 @@ from rag.parse.routes import (
     routes_from_pathname_switch,
 )
 
-__all__ = ["Extraction", "extract"]
+__all__ = ["Extraction", "extract", "module_system"]
 
 _CLASS_MEMBER_PARENTS = frozenset({"class_body"})
 _OBJECT_MEMBER_PARENTS = frozenset({"object"})
@@ -57,6 +57,21 @@ _DECLARATION_NAME_TYPES = frozenset(
 )
 # Callee text longer than this is replaced by its last property name.
 _MAX_CALLEE_CHARS = 80
+# Computed import specifiers and dynamic env keys: text kept up to this many characters.
+_MAX_EXPRESSION_CHARS = 120
+# Class bases: text kept up to this many characters.
+_MAX_BASE_CHARS = 80
+# Env defaults: literals longer than this are not kept.
+_MAX_DEFAULT_CHARS = 200
+_FUNCTION_VALUE_TYPES = frozenset({"arrow_function", "function_expression", "generator_function"})
+_MEMBER_MODIFIERS = frozenset({"static", "get", "set"})
+_LITERAL_TYPES = frozenset({"number", "string", "true", "false", "null", "undefined"})
+_FALLBACK_OPERATORS = frozenset({"||", "??"})
+# Conversions a read may pass through before its fallback: `Number(process.env.PORT) || 3000`.
+_CONVERTERS = frozenset({"Number", "parseInt", "parseFloat", "String", "Boolean"})
+# Wrappers climbed from `process.env.X` to find its `|| default` (TS casts included).
+_TRANSPARENT_TYPES = frozenset({"parenthesized_expression", "as_expression", "non_null_expression",
+                                "satisfies_expression"})
 
 
 @dataclass(slots=True)
@@ -66,10 +81,28 @@ class Extraction:
     Attributes:
         records: the file's path and language, and its record lists in match order
             (:meth:`rag.parse.parser.JsParser.parse` sorts them into the final structure);
-            imports unresolved, ``has_error`` not set yet.
+            imports unresolved, ``has_error`` and ``module_system`` not set yet.
+        esm_lines: lines of the ``import``/``export`` statements.
+        cjs_lines: lines of the ``require(…)`` calls, TypeScript ``import x = require()``
+            and ``module.exports``/``exports.x`` assignments.
+            (:func:`module_system` turns both into ``FileStructure.module_system``.)
     """
 
     records: FileStructure
+    esm_lines: list[int] = field(default_factory=list)
+    cjs_lines: list[int] = field(default_factory=list)
+
+
+def module_system(esm_lines: list[int], cjs_lines: list[int], path: str) -> str:
+    """``esm``, ``commonjs``, ``mixed`` or ``unknown`` (see ``FileStructure.module_system``)."""
+    if esm_lines and cjs_lines:
+        return "mixed"
+    if esm_lines:
+        return "esm"
+    if cjs_lines:
+        return "commonjs"
+    ext = path.rpartition(".")[2].lower()
+    return {"mjs": "esm", "cjs": "commonjs"}.get(ext, "unknown")
 
 
 def _key_text(node: Node) -> str | None:
@@ -121,6 +154,104 @@ def _callee_name(fn: Node) -> str | None:
     return None
 
 
+def _compact(node: Node, limit: int) -> str:
+    """The node's text with whitespace runs collapsed, cut to ``limit`` characters (``…``)."""
+    text = " ".join(text_of(node).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _member_flags(def_node: Node) -> tuple[bool, str | None]:
+    """``(static, accessor)`` of a method / field: the keyword tokens before its name."""
+    name = def_node.child_by_field_name("name") or def_node.child_by_field_name("property")
+    if name is None:
+        return False, None
+    static, accessor = False, None
+    for child in def_node.children:
+        if child.start_byte >= name.start_byte:
+            break
+        kind = child.type
+        if kind in _MEMBER_MODIFIERS:
+            if kind == "static":
+                static = True
+            else:
+                accessor = kind
+    return static, accessor
+
+
+def _class_bases(def_node: Node) -> list[str]:
+    """The ``extends`` base of a class declaration / expression (or of the class a
+    declarator binds), or a TypeScript interface's extended types."""
+    node = def_node
+    if node.type == "variable_declarator":
+        node = node.child_by_field_name("value")
+        if node is None:
+            return []
+    for child in node.named_children:
+        kind = child.type
+        if kind == "class_heritage":
+            for clause in child.named_children:
+                if clause.type == "implements_clause":
+                    continue
+                base = clause.child_by_field_name("value") if clause.type == "extends_clause" else clause
+                if base is not None and base.type != "comment":
+                    return [simple_name(base) or _compact(base, _MAX_BASE_CHARS)]
+            return []
+        if kind == "extends_type_clause":
+            return [_compact(t, _MAX_BASE_CHARS) for t in child.named_children if t.type != "comment"]
+        if kind == "class_body" or kind == "interface_body":
+            return []
+    return []
+
+
+def _literal_text(node: Node | None) -> str | None:
+    """Source text of a literal (number, string, plain template, true/false/null/undefined, -1)."""
+    if node is None:
+        return None
+    kind = node.type
+    if kind == "template_string":
+        if any(c.type == "template_substitution" for c in node.named_children):
+            return None
+    elif kind == "unary_expression":
+        argument = node.child_by_field_name("argument")
+        if argument is None or argument.type != "number" or text_of(node)[:1] not in "-+":
+            return None
+    elif kind not in _LITERAL_TYPES:
+        return None
+    text = text_of(node)
+    return text if len(text) <= _MAX_DEFAULT_CHARS else None
+
+
+def _fallback_default(read: Node) -> str | None:
+    """The literal at the end of the ``||``/``??`` chain ``read`` is an operand of
+    (also when ``read`` is first converted: ``Number(process.env.PORT) || 3000``)."""
+    current, parent = read, read.parent
+    while parent is not None:
+        if parent.type in _TRANSPARENT_TYPES:
+            current, parent = parent, parent.parent
+        elif (parent.type == "arguments" and parent.named_child_count and parent.named_children[0] == current
+              and parent.parent is not None and parent.parent.type == "call_expression"
+              and text_of(parent.parent.child_by_field_name("function") or parent) in _CONVERTERS):
+            current = parent.parent
+            parent = current.parent
+        else:
+            break
+    top = None
+    while parent is not None and parent.type == "binary_expression":
+        operator = parent.child_by_field_name("operator")
+        if operator is None or operator.type not in _FALLBACK_OPERATORS:
+            break
+        top = parent
+        current, parent = parent, parent.parent
+        while parent is not None and parent.type == "parenthesized_expression":
+            current, parent = parent, parent.parent
+    if top is None:
+        return None
+    right = top.child_by_field_name("right")
+    while right is not None and right.type == "parenthesized_expression" and right.named_child_count == 1:
+        right = right.named_children[0]
+    return None if right is None or right == read else _literal_text(right)
+
+
 class _Collector:
     """Mutable state of one extraction (built per tree, never shared)."""
 
@@ -133,6 +264,9 @@ class _Collector:
         self.call_sites: list[tuple[int, str, int]] = []
         # Inline plugins registered with a prefix: (first_line, last_line, param, prefix).
         self.inline_mounts: list[tuple[int, int, str, str]] = []
+        # Lines of ESM statements / CommonJS constructs (→ FileStructure.module_system).
+        self.esm_lines: list[int] = []
+        self.cjs_lines: list[int] = []
 
     # -- definitions ---------------------------------------------------------
     def definition(self, kind: str, name_node: Node, def_node: Node) -> None:
@@ -141,10 +275,17 @@ class _Collector:
             return
         if owner is None:
             owner = _member_owner(def_node)
+        record = Definition(name=name, kind=kind, start=line_of(def_node), end=end_line_of(def_node), parent=owner)
+        if kind == "method" or kind == "field":
+            record.static, record.accessor = _member_flags(def_node)
+            if kind == "field":
+                value = def_node.child_by_field_name("value")
+                if value is not None and value.type in _FUNCTION_VALUE_TYPES:
+                    record.kind = "method"
+        elif kind == "class" or kind == "interface":
+            record.bases = _class_bases(def_node)
         index = len(self.out.definitions)
-        self.out.definitions.append(
-            Definition(name=name, kind=kind, start=line_of(def_node), end=end_line_of(def_node), parent=owner)
-        )
+        self.out.definitions.append(record)
         if owner is not None:
             self.owned.add(index)
         self.def_spans.append((def_node.start_byte, def_node.end_byte, index))
@@ -152,10 +293,7 @@ class _Collector:
     # -- calls ---------------------------------------------------------------
     def call(self, call: Node, fn: Node) -> None:
         if fn.type == "import":
-            args = argument_nodes(call)
-            spec = string_value(args[0]) if args else None
-            if spec is not None and "${" not in spec:
-                self.out.imports.append(Import(spec=spec, line=line_of(call), kind="dynamic", names=bound_names(call)))
+            self._import_call(call, "dynamic")
             return
         callee = _callee_name(fn)
         if callee is None:
@@ -164,10 +302,8 @@ class _Collector:
         if call.type != "call_expression":
             return
         if callee == "require":
-            args = argument_nodes(call)
-            spec = string_value(args[0]) if args else None
-            if spec is not None and "${" not in spec:
-                self.out.imports.append(Import(spec=spec, line=line_of(call), kind="require", names=bound_names(call)))
+            if self._import_call(call, "require"):
+                self.cjs_lines.append(line_of(call))
             return
         if fn.type == "member_expression":
             ref = path_ref_from_call(call, callee)
@@ -179,10 +315,31 @@ class _Collector:
             if mount is not None:
                 self.inline_mounts.append(mount)
 
+    def _import_call(self, call: Node, kind: str) -> bool:
+        """Record ``require(…)`` / ``import(…)``; ``False`` when it has no argument."""
+        args = argument_nodes(call)
+        if not args:
+            return False
+        spec = string_value(args[0])
+        line = line_of(call)
+        if spec is not None and "${" not in spec:
+            self.out.imports.append(Import(spec=spec, line=line, kind=kind, names=bound_names(call)))
+        else:  # computed specifier: require(process.env.X), import(name), `./${x}`
+            expression = _compact(args[0], _MAX_EXPRESSION_CHARS)
+            self.out.imports.append(Import(spec=expression, line=line, kind="dynamic", names=bound_names(call),
+                                           expression=expression))
+        return True
+
     # -- imports / exports ---------------------------------------------------
     def import_statement(self, node: Node) -> None:
         source = node.child_by_field_name("source")
         line = line_of(node)
+        for child in node.named_children:
+            if child.type == "import_require_clause":
+                self.cjs_lines.append(line)
+                break
+        else:
+            self.esm_lines.append(line)
         clause = None
         for child in node.named_children:
             if child.type == "import_clause":
@@ -215,6 +372,7 @@ class _Collector:
         self.out.imports.append(Import(spec=spec, line=line, kind="esm", names=[n for n in names if n]))
 
     def export_statement(self, node: Node) -> None:
+        self.esm_lines.append(line_of(node))
         exports = self.out.exports
         source = node.child_by_field_name("source")
         clause = next((c for c in node.named_children if c.type == "export_clause"), None)
@@ -264,6 +422,7 @@ class _Collector:
         target = simple_name(left)
         if target is None or right is None:
             return
+        self.cjs_lines.append(line_of(node))
         exports = self.out.exports
         if target != "module.exports":  # module.exports.x = … / exports.x = …
             prop = left.child_by_field_name("property") if left is not None else None
@@ -300,19 +459,24 @@ class _Collector:
         if parent.type == "member_expression" and parent.child_by_field_name("object") == node:
             prop = parent.child_by_field_name("property")
             if prop is not None:
-                env_vars.append(EnvVar(name=text_of(prop), line=line_of(prop)))
+                env_vars.append(EnvVar(name=text_of(prop), line=line_of(prop), default=_fallback_default(parent)))
         elif parent.type == "subscript_expression" and parent.child_by_field_name("object") == node:
             index = parent.child_by_field_name("index")
+            if index is None:
+                return
             name = string_value(index)
             if name and "${" not in name:
-                env_vars.append(EnvVar(name=name, line=line_of(index)))
+                env_vars.append(EnvVar(name=name, line=line_of(index), default=_fallback_default(parent)))
+            else:  # process.env[k], process.env[`${p}_URL`]
+                env_vars.append(EnvVar(name="*", line=line_of(index), default=_fallback_default(parent),
+                                       dynamic=True, expression=_compact(index, _MAX_EXPRESSION_CHARS)))
         elif parent.type in ("variable_declarator", "assignment_expression"):
             pattern = parent.child_by_field_name("name") or parent.child_by_field_name("left")
             if pattern is not None and pattern.type == "object_pattern":
                 for child in pattern.named_children:
                     name = _destructured_key(child)
                     if name:
-                        env_vars.append(EnvVar(name=name, line=line_of(child)))
+                        env_vars.append(EnvVar(name=name, line=line_of(child), default=_destructured_default(child)))
 
     # -- sweep -------------------------------------------------------------------
     def finish(self) -> Extraction:
@@ -343,7 +507,18 @@ class _Collector:
             out.calls.append(Call(callee=callee, line=line, enclosing=enclosing))
         advance(1 << 62)
         apply_inline_mounts(out.routes, self.inline_mounts)
-        return Extraction(out)
+        return Extraction(out, esm_lines=self.esm_lines, cjs_lines=self.cjs_lines)
+
+
+def _destructured_default(member: Node) -> str | None:
+    """The literal default of one object-pattern member (``3000`` in ``{ PORT = 3000 }``)."""
+    if member.type == "object_assignment_pattern":
+        return _literal_text(member.child_by_field_name("right"))
+    if member.type == "pair_pattern":
+        value = member.child_by_field_name("value")
+        if value is not None and value.type == "assignment_pattern":
+            return _literal_text(value.child_by_field_name("right"))
+    return None
 
 
 def _destructured_key(member: Node) -> str | None:

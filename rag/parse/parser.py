@@ -4,8 +4,10 @@ One combined tree-sitter query per language (``rag/queries/common.scm`` plus
 ``javascript.scm`` or ``typescript.scm``, loaded with ``importlib.resources``;
 capture names follow aider's ``javascript-tags.scm``) is run once per file,
 and ``rag/parse/extract.py`` turns its matches into records: imports,
-exports, definitions with line ranges, calls with their enclosing definition,
-``process.env`` names, routes and ``path.join``/``path.resolve`` references.
+exports, definitions with line ranges (class bases, static/get/set flags),
+calls with their enclosing definition, ``process.env`` reads (defaults and
+dynamic keys included), routes, ``path.join``/``path.resolve`` references and
+the file's module system (ESM / CommonJS).
 Syntax errors never raise: ``rag/parse/repair.py`` keeps what parsed and
 flags the file.
 
@@ -34,8 +36,9 @@ import tree_sitter_javascript
 import tree_sitter_typescript
 from tree_sitter import Language, Node, Parser, Query
 
-from rag.parse.extract import Extraction, extract
+from rag.parse.extract import Extraction, extract, module_system
 from rag.parse.records import (
+    MODULE_SYSTEMS,
     PARSE_VERSION,
     Call,
     Definition,
@@ -49,6 +52,7 @@ from rag.parse.records import (
 from rag.parse.repair import parse_with_repair
 
 __all__ = [
+    "MODULE_SYSTEMS",
     "PARSE_VERSION",
     "PARSEABLE_EXTENSIONS",
     "RESOLVE_EXTENSIONS",
@@ -182,6 +186,7 @@ class JsParser:
             routes=sorted(found.routes, key=lambda r: r.line),
             path_refs=sorted(found.path_refs, key=lambda r: r.line),
             has_error=repaired.has_error,
+            module_system=module_system(result.esm_lines, result.cjs_lines, path),
         )
 
 
@@ -198,6 +203,8 @@ def _merge_lines(into: Extraction, extra: Extraction, first: int, last: int) -> 
     dst.env_vars.extend(r for r in src.env_vars if inside(r.line))
     dst.routes.extend(r for r in src.routes if inside(r.line))
     dst.path_refs.extend(r for r in src.path_refs if inside(r.line))
+    into.esm_lines.extend(line for line in extra.esm_lines if inside(line))
+    into.cjs_lines.extend(line for line in extra.cjs_lines if inside(line))
 
 
 def parse_source(path: str, text: str, *, parser: JsParser | None = None) -> FileStructure:

@@ -13,7 +13,7 @@ same policy as aider's ``CACHE_VERSION`` in ``repomap.py``.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = [
@@ -26,10 +26,15 @@ __all__ = [
     "Route",
     "PathRef",
     "FileStructure",
+    "MODULE_SYSTEMS",
 ]
 
 # Bump whenever the extraction rules or the JSON shape change.
-PARSE_VERSION = 1
+# 2: class bases, static/accessor flags, function-valued class fields as methods,
+#    computed import specifiers, env defaults and dynamic env reads, module_system.
+PARSE_VERSION = 2
+
+MODULE_SYSTEMS = ("esm", "commonjs", "mixed", "unknown")
 
 
 @dataclass(slots=True)
@@ -40,12 +45,21 @@ class Import:
         spec: the module specifier as written (``./lib/users``, ``express``).
         line: line of the import statement / ``require`` / ``import()`` call.
         kind: ``esm`` (``import … from``), ``side_effect`` (``import 'x'``),
-            ``reexport`` (``export … from``), ``require`` or ``dynamic`` (``import('x')``).
+            ``reexport`` (``export … from``), ``require`` (``require('x')`` with a
+            literal specifier) or ``dynamic`` (``import('x')``, and every
+            ``require(…)``/``import(…)`` whose specifier is computed).
         names: local names bound by the import (``import a, { b as c }`` →
             ``["a", "c"]``; ``const { x } = require()`` → ``["x"]``); for
             re-exports the names re-exported from the module (``*`` for all).
         resolved: repository path the specifier resolves to, or ``None`` for
             bare package names and unresolvable paths (see ``resolve_relative``).
+        expression: for a computed specifier (``require(process.env.PLUGIN)``,
+            ``import(name)``, ``require('./x/' + name)``, a template literal with
+            substitutions), the argument's source text (whitespace collapsed, at most
+            120 characters); ``spec`` then holds the same text, so every import has a
+            printable specifier, ``kind`` is ``dynamic`` and ``resolved`` stays ``None``.
+            ``None`` for literal specifiers. An env var read inside the argument is
+            also an :class:`EnvVar` record.
     """
 
     spec: str
@@ -53,6 +67,7 @@ class Import:
     kind: str
     names: list[str] = field(default_factory=list)
     resolved: str | None = None
+    expression: str | None = None
 
 
 @dataclass(slots=True)
@@ -80,6 +95,20 @@ class Definition:
     ``interface``, ``type`` and ``enum``. ``parent`` is the enclosing class or
     object owner (``Router``, ``module.exports``) or the enclosing function.
     Private members keep their ``#`` (``#secret``).
+
+    Class members: a class field whose value is an arrow function, a function
+    expression or a generator (``handle = (req) => {…}``, ``static create =
+    function () {}``) has kind ``method``, like ``m() {}``; other fields are
+    ``field``. The kind never encodes modifiers; they are flags:
+
+    Attributes:
+        static: ``True`` for ``static`` methods and fields.
+        accessor: ``get`` or ``set`` for getters and setters (kind ``method``;
+            classes and object literals), else ``None``.
+        bases: for kind ``class``, the ``extends`` base as written (``Base``,
+            ``events.EventEmitter``, ``mixin(A, B)``; TypeScript type arguments
+            dropped) — one item at most; for a TypeScript ``interface``, every
+            extended type. ``implements`` clauses are not recorded.
     """
 
     name: str
@@ -87,6 +116,9 @@ class Definition:
     start: int
     end: int
     parent: str | None = None
+    static: bool = False
+    accessor: str | None = None
+    bases: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -102,11 +134,29 @@ class Call:
 
 @dataclass(slots=True)
 class EnvVar:
-    """A ``process.env`` read: ``process.env.X``, ``process.env['X']`` or a
-    destructured ``const { X } = process.env``."""
+    """A ``process.env`` read: ``process.env.X``, ``process.env['X']``, a
+    destructured ``const { X } = process.env``, or a dynamic ``process.env[k]``.
+
+    Attributes:
+        name: the variable's name; ``*`` for a dynamic read (the key is computed).
+        line: line of the name (of the key expression for dynamic reads).
+        default: the fallback literal as written in the source (quotes kept:
+            ``8080``, ``'3000'``, ``true``) for ``process.env.X || <literal>``,
+            ``process.env.X ?? <literal>`` (also at the end of a ``||``/``??``
+            chain, and after ``Number()``/``parseInt()``/``parseFloat()``/``String()``/
+            ``Boolean()``: ``parseInt(process.env.X, 10) || 8080``) and
+            ``const { X = <literal> } = process.env``; ``None`` when
+            there is none or the fallback is not a literal.
+        dynamic: ``True`` for ``process.env[k]`` with a computed key.
+        expression: for dynamic reads, the key expression's source text (``k``,
+            ``name``, `` `${prefix}_URL` ``), else ``None``.
+    """
 
     name: str
     line: int
+    default: str | None = None
+    dynamic: bool = False
+    expression: str | None = None
 
 
 @dataclass(slots=True)
@@ -169,12 +219,38 @@ _RECORD_TYPES: dict[str, type] = {
 }
 
 
+# Field names per record type, and which of them hold lists (copied by ``to_json``).
+_FIELD_NAMES: dict[str, tuple[str, ...]] = {
+    name: tuple(f.name for f in fields(record_type)) for name, record_type in _RECORD_TYPES.items()
+}
+_LIST_FIELDS: dict[str, frozenset[str]] = {
+    name: frozenset(f.name for f in fields(record_type) if f.default_factory is list)
+    for name, record_type in _RECORD_TYPES.items()
+}
+
+
+def _record_json(item: Any, names: tuple[str, ...], lists: frozenset[str]) -> dict[str, Any]:
+    """``asdict(item)`` for a flat record (str/int/bool/None values and lists of str), ~5× faster."""
+    out = {name: getattr(item, name) for name in names}
+    for name in lists:
+        out[name] = list(out[name])
+    return out
+
+
 @dataclass(slots=True)
 class FileStructure:
     """Everything the parser extracted from one file.
 
     ``has_error`` is ``True`` when the file had syntax errors; the lists then
     hold everything that still parsed (see ``rag/parse/repair.py``).
+
+    ``module_system`` (one of ``MODULE_SYSTEMS``): ``esm`` when the file has
+    ``import``/``export`` statements, ``commonjs`` when it calls ``require(…)``
+    (or uses TypeScript's ``import x = require()``) or assigns ``module.exports``
+    / ``module.exports.x`` / ``exports.x``, ``mixed`` when it has both, else
+    ``unknown`` — except that an ``.mjs`` file without either is ``esm`` and a
+    ``.cjs`` file ``commonjs`` (Node decides those by extension). ``import()``
+    is valid in both systems and does not count.
     """
 
     path: str
@@ -187,13 +263,16 @@ class FileStructure:
     routes: list[Route] = field(default_factory=list)
     path_refs: list[PathRef] = field(default_factory=list)
     has_error: bool = False
+    module_system: str = "unknown"
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-serialisable dict (``json.dumps`` ready) including ``version``."""
         out: dict[str, Any] = {"version": PARSE_VERSION, "path": self.path, "language": self.language}
         for name in _RECORD_TYPES:
-            out[name] = [asdict(item) for item in getattr(self, name)]
+            names, lists = _FIELD_NAMES[name], _LIST_FIELDS[name]
+            out[name] = [_record_json(item, names, lists) for item in getattr(self, name)]
         out["has_error"] = self.has_error
+        out["module_system"] = self.module_system
         return out
 
     @classmethod
@@ -218,6 +297,7 @@ class FileStructure:
                 path=data["path"],
                 language=data["language"],
                 has_error=bool(data.get("has_error", False)),
+                module_system=str(data.get("module_system", "unknown")),
                 **lists,
             )
         except (KeyError, TypeError) as exc:

@@ -218,10 +218,11 @@ def test_env_dotted_bracket_and_destructured(parsed):
     assert parsed["src/server.js"].env_vars == [
         EnvVar("DATABASE_URL", 8),  # const { DATABASE_URL, API_KEY: apiKey } = process.env
         EnvVar("API_KEY", 8),
-        EnvVar("PORT", 9),
+        EnvVar("PORT", 9, default="3000"),  # Number(process.env.PORT || 3000)
     ]
-    assert parsed["src/lib/db.js"].env_vars == [EnvVar("DB_HOST", 1), EnvVar("DB_TIMEOUT_MS", 4)]  # ['X'] and .X
-    assert parsed["src/web/config.mjs"].env_vars == [EnvVar("API_BASE", 2)]
+    assert parsed["src/lib/db.js"].env_vars == [  # ['X'] and .X
+        EnvVar("DB_HOST", 1), EnvVar("DB_TIMEOUT_MS", 4, default="5000")]
+    assert parsed["src/web/config.mjs"].env_vars == [EnvVar("API_BASE", 2, default="'/api'")]  # ?? '/api'
     assert parsed["src/legacy/http.js"].env_vars == [EnvVar("LEGACY_PORT", 26)]
 
 
