@@ -10,7 +10,9 @@ from bot.cli.common import friendly_errors
 
 __all__ = ["serve_cmd", "manifest_cmd"]
 
-DEFAULT_MANIFEST_PATH = Path("deploy/manifest.json")
+DEFAULT_MANIFEST_PATH = Path("slackzilla-manifest.json")
+"""Written in the current directory: works outside a source checkout and never overwrites the
+checked-in ``deploy/manifest.json`` (regenerate that one with ``--out deploy/manifest.json``)."""
 
 
 @click.command("serve")

@@ -52,7 +52,8 @@ _FENCE_RESERVE = len("\n" + FENCE) + 4
 MAX_HELD_CHARS = 80
 ZWSP = "\u200b"
 
-_BROADCAST = re.compile(r"<!(channel|here|everyone|subteam\^[A-Za-z0-9]+)(?:\|([^<>\n]*))?>")
+# Slack reads the keyword case-insensitively (``<!CHANNEL>`` and ``<!Here>`` notify too).
+_BROADCAST = re.compile(r"<!(channel|here|everyone|subteam\^[A-Za-z0-9]+)(?:\|([^<>\n]*))?>", re.IGNORECASE)
 _USER_MENTION = re.compile(r"<@([UW][A-Za-z0-9]+)(?:\|[^<>\n]*)?>")
 _PLAIN_BROADCAST = re.compile(r"(?<![\w@])@(channel|here|everyone)\b", re.IGNORECASE)
 _URL_OR_CHANNEL_LINK = re.compile(

@@ -14,7 +14,7 @@ CHECKED_IN = Path(__file__).resolve().parents[3] / "deploy" / "manifest.json"
 def test_checked_in_manifest_matches_the_registry():
     expected = manifest_json(build_manifest(build_registry()))
     assert CHECKED_IN.read_text(encoding="utf-8") == expected, (
-        "deploy/manifest.json is out of date: run `slackzilla manifest` and commit the result"
+        "deploy/manifest.json is out of date: run `slackzilla manifest --out deploy/manifest.json` and commit the result"
     )
 
 
@@ -58,3 +58,17 @@ def test_socket_mode_has_no_urls():
 def test_manifest_json_is_stable_text():
     text = manifest_json(build_manifest(build_registry()))
     assert text.endswith("}\n") and json.loads(text)["display_information"]["name"] == "Slackzilla"
+
+
+def test_manifest_command_works_outside_a_checkout_and_leaves_the_checked_in_copy(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from bot.cli import cli
+
+    before = CHECKED_IN.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["manifest", "--url", "https://bot.example.org/slack/events"])
+    assert result.exit_code == 0, result.output
+    written = json.loads((tmp_path / "slackzilla-manifest.json").read_text())
+    assert written["settings"]["event_subscriptions"]["request_url"] == "https://bot.example.org/slack/events"
+    assert CHECKED_IN.read_bytes() == before

@@ -229,3 +229,10 @@ def test_thread_memory_is_bounded_and_keeps_the_latest_pairs():
     assert memory.history("3") == [{"role": "user", "content": "more1"}, {"role": "assistant", "content": "ans1"},
                                    {"role": "user", "content": "more2"}, {"role": "assistant", "content": "ans2"}]
     assert memory.history(None) == []
+
+
+def test_upper_case_broadcasts_are_neutralised_in_streamed_markdown_too():
+    from bot.slack.text import neutralise_markdown
+
+    shown = neutralise_markdown("ping <!CHANNEL> and <!Here|here> and <!EVERYONE>")
+    assert "<!" not in shown and "CHANNEL" in shown and "here" in shown
