@@ -12,13 +12,14 @@ question before they start (a 400, a usage line, exit code 2) call
 """
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from bot.identity import Identity
 from rag.answer.loop import ToolBudget
 from rag.answer.orchestrator import DEFAULT_TOP_K, AnswerResult, answer_question
-from rag.providers.llm import ModelConfig
+from rag.providers.llm import ModelClient, ModelConfig
 from rag.tools.adapter import ToolAdapter
 
 __all__ = ["Asker"]
@@ -48,6 +49,24 @@ class Asker:
         self._metrics = metrics
         self._require_ready = require_ready
         self._command_parsers = dict(command_parsers or {})
+        self._client: ModelClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def _model_client(self) -> ModelClient | None:
+        """The process's model client, built on first use and reused by every answer on this event
+        loop (one HTTP connection pool and TLS context, not one per answer); ``None`` without a key."""
+        if not self.model.enabled:
+            return None
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client, self._client_loop = ModelClient(self.model), loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the model client's connections (shutdown)."""
+        client, self._client, self._client_loop = self._client, None, None
+        if client is not None:
+            await client.aclose()
 
     async def answer(self, question: str, *, identity: Identity | None = None, on_activity: Any = None,
                      on_token: Any = None, with_ai: bool = True, history: list[dict] | None = None,
@@ -79,6 +98,7 @@ class Asker:
                 on_activity=on_activity, on_token=on_token, with_ai=with_ai, history=history,
                 top_k=top_k, kind=kind, command_parsers=self._command_parsers,
                 tool_budget=ToolBudget(*self.model.tool_budget),
+                model_client=self._model_client() if with_ai else None,
             )
         except Exception:
             if self._metrics is not None:

@@ -71,6 +71,8 @@ class RunningServer:
         cancelled = await self.bot.ask_flow.drain(timeout_s=ASK_DRAIN_S)
         if cancelled:
             log.warning("shutdown: %d answer(s) interrupted; their askers were told", cancelled)
+        with contextlib.suppress(Exception):
+            await self.bot.core.asker.aclose()
         if self.startup_task is not None and not self.startup_task.done():
             self.startup_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -190,11 +190,14 @@ class FakeOpenAIServer:
     Attributes:
         requests: JSON bodies of the chat-completion requests received, in order.
         headers: the matching request headers (lower-case names).
+        peers: the client ``(host, port)`` of each request's TCP connection (one pool reused
+            across requests shows as one port).
     """
 
     def __init__(self) -> None:
         self.requests: list[dict] = []
         self.headers: list[dict[str, str]] = []
+        self.peers: list[tuple] = []
         self._replies: list[Reply] = []
         self._runner: web.AppRunner | None = None
         self._stopping = asyncio.Event()
@@ -233,6 +236,7 @@ class FakeOpenAIServer:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.requests.append(await request.json())
         self.headers.append({k.lower(): v for k, v in request.headers.items()})
+        self.peers.append(request.transport.get_extra_info("peername") if request.transport else None)
         if not self._replies:
             return web.json_response({"error": {"message": "no scripted reply left"}}, status=500)
         reply = self._replies.pop(0)

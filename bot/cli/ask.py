@@ -39,11 +39,16 @@ def ask_cmd(question, repo, index_path, no_ai, limit, kind, as_json) -> None:
         sys.stdout.write(printable(text))
         sys.stdout.flush()
 
+    async def ask():
+        asker = bot_core(engine).asker
+        try:
+            return await asker.answer(question, with_ai=not no_ai, top_k=limit, kind=kind,
+                                      on_token=None if as_json else on_token)
+        finally:
+            await asker.aclose()
+
     try:
-        result = asyncio.run(bot_core(engine).asker.answer(
-            question, with_ai=not no_ai, top_k=limit, kind=kind,
-            on_token=None if as_json else on_token,
-        ))
+        result = asyncio.run(ask())
     finally:
         engine.close()
     if as_json:

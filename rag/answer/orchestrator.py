@@ -33,6 +33,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -231,6 +232,7 @@ async def answer_question(
     budget_tokens: int = DEFAULT_CONTEXT_BUDGET_TOKENS,
     command_parsers: Mapping[str, QuestionParser] | None = None,
     tool_budget: ToolBudget | None = None,
+    model_client: ModelClient | None = None,
 ) -> AnswerResult:
     """Answer ``question`` about the engine's repository (see the module docstring).
 
@@ -253,6 +255,9 @@ async def answer_question(
         command_parsers: command id → ``from_question(question) -> str | None``: the command's own
             reading of its arguments from the question (the ``hash`` command's password grammar);
             injected by the caller from the command specs, so ``rag`` knows no command's grammar.
+        model_client: a :class:`~rag.providers.llm.ModelClient` for ``model`` to reuse (its HTTP
+            connection pool and TLS context are built once per process, not per answer); not
+            closed here. ``None``: one is opened for this answer and closed after it.
         tool_budget: tool rounds, calls per round and repository read tokens the model may spend
             (default :data:`rag.answer.loop.DEFAULT_TOOL_BUDGET`: 3 rounds, 8 calls, 12,000 tokens).
             Repository tools are offered when ``tools`` has them
@@ -335,7 +340,8 @@ async def answer_question(
                      if turn.get("role") == "assistant" and isinstance(turn.get("content"), str)
                      for c in extract_citations(turn["content"])]
         await _model_answer(result, recorder, config, packed.text, command, tools, identity, on_token, history,
-                            tool_budget or DEFAULT_TOOL_BUDGET)
+                            tool_budget or DEFAULT_TOOL_BUDGET,
+                            client=model_client if model_client is not None and model_client.config == config else None)
         # Lines the model read through repository tools (readFile, searchCode …) are evidence too.
         evidence += [location for r in result.tool_results for location in r.evidence]
         if result.mode == "ai":
@@ -369,7 +375,8 @@ def _id(result: AnswerResult) -> str | None:
 
 async def _model_answer(result: AnswerResult, recorder: ActivityRecorder, config: ModelConfig, context_text: str,
                         command: ToolResult | None, tools: ToolAdapter | None, identity: Any, on_token: Any,
-                        history: list[dict] | None, budget: ToolBudget = DEFAULT_TOOL_BUDGET) -> None:
+                        history: list[dict] | None, budget: ToolBudget = DEFAULT_TOOL_BUDGET,
+                        client: ModelClient | None = None) -> None:
     """The ``ai`` path, falling back to the local answer with a one-line reason on any failure."""
     result.model = config.model
     state = LoopState(build_messages(result.question, context_text, command=command, command_id=_id(result),
@@ -377,7 +384,9 @@ async def _model_answer(result: AnswerResult, recorder: ActivityRecorder, config
     t0 = time.perf_counter()
     reason = None
     try:
-        async with ModelClient(config) as client:
+        async with contextlib.AsyncExitStack() as stack:
+            if client is None:
+                client = await stack.enter_async_context(ModelClient(config))
             async with asyncio.timeout(config.timeout_s):
                 await run_model_loop(client, state, tools=tools, identity=identity, recorder=recorder,
                                      on_token=on_token, budget=budget)

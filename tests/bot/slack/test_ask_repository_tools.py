@@ -44,3 +44,16 @@ async def test_the_model_searches_reads_and_cites_what_it_read(make_bot, bot_rep
     final, = bot.fake.answers()
     shown = all_text(final)
     assert "/src/billing/pause.js#L1-L6|src/billing/pause.js:L1-L6>" in shown and "not among" not in shown.lower()
+
+
+async def test_answers_share_one_model_client_and_its_connections(make_bot):
+    # Building an OpenAI client (and its TLS context) per answer once blocked the event loop under load.
+    async with FakeOpenAIServer() as model:
+        model.script(text_reply("One (src/server.js:1-3)."), text_reply("Two (src/server.js:1-3)."))
+        bot = await make_bot(**model_env(model))
+        await bot.slash("/sz-ask", "how is the deploy route protected?")
+        await finished(bot, 1)
+        await bot.slash("/sz-ask", "and which header carries the signature?")
+        await finished(bot, 2)
+        peers = list(model.peers)
+    assert len(peers) == 2 and peers[0] == peers[1]  # the second answer reused the first one's connection
