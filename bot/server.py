@@ -65,7 +65,7 @@ class RunningServer:
 
     async def stop(self) -> None:
         """Stop the schedule and any embedding run, let running answers finish (briefly), disconnect
-        Socket Mode, stop the HTTP server and close the index."""
+        Socket Mode, stop the HTTP server, close the state store and the index."""
         stop_scheduler(self.bot.core.scheduler)
         self.bot.core.reindexer.request_stop()
         cancelled = await self.bot.ask_flow.drain(timeout_s=ASK_DRAIN_S)
@@ -79,6 +79,7 @@ class RunningServer:
             with contextlib.suppress(Exception):
                 await self.socket_handler.close_async()
         await self.runner.cleanup()
+        await asyncio.to_thread(self.bot.close)  # the state store (queued writes are tried once more)
         self.bot.core.runtime.remove_log_handler()
         self.bot.core.engine.close()
 

@@ -270,14 +270,17 @@ class Reindexer:
         history: finished runs kept (default :data:`DEFAULT_HISTORY`).
         git_timeout_s: deadline of the optional ``git pull``.
         clock: epoch-seconds clock (records and state).
+        on_record: called with each finished :class:`RunRecord` (after the locks are released),
+            e.g. to keep the run history in a durable store; its exceptions are logged, never raised.
 
     Thread-safe; :meth:`run` blocks, :meth:`run_async` keeps the event loop free.
     """
 
     def __init__(self, engine: Engine, *, history: int = DEFAULT_HISTORY,
                  git_timeout_s: float = DEFAULT_GIT_TIMEOUT_S, clock: Callable[[], float] = time.time,
-                 embed: bool = True) -> None:
+                 embed: bool = True, on_record: Callable[[RunRecord], None] | None = None) -> None:
         self.engine = engine
+        self.on_record = on_record
         self.embed = embed
         self._stop = threading.Event()
         self.git_timeout_s = git_timeout_s
@@ -527,3 +530,8 @@ class Reindexer:
         log.info("reindex done id=%s trigger=%s ok=%s seconds=%s added=%d changed=%d removed=%d",
                  record.id, record.trigger, record.ok, record.duration_s, record.stats.added, record.stats.changed,
                  record.stats.removed)
+        if self.on_record is not None:
+            try:
+                self.on_record(record)
+            except Exception as exc:  # noqa: BLE001 - the run is recorded in memory either way
+                log.warning("reindex run id=%s not handed on: %s", record.id, type(exc).__name__)
