@@ -50,6 +50,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 3000
 DEFAULT_REINDEX_INTERVAL_S = 300
 DEFAULT_ASK_RATE_PER_MIN = 6
+#: Seconds to wait for the state store (PostgreSQL connection, SQLite lock) before going on without it.
+DEFAULT_STATE_TIMEOUT_S = 2.0
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 DEFAULT_DOTENV = ".env"
 ENV_FILE_VARIABLE = "SLACKZILLA_ENV_FILE"
@@ -99,6 +101,7 @@ class Settings:
     database_url: str | None = None
     state_path: Path | None = None
     replica_id: str = field(default_factory=lambda: default_replica_id())
+    state_timeout_s: float = DEFAULT_STATE_TIMEOUT_S
     engine: EngineConfig = field(default_factory=EngineConfig)
 
     def __repr__(self) -> str:
@@ -138,7 +141,8 @@ class Settings:
         if path is None and not self.database_url:
             base = Path(index_path) if index_path is not None else (self.rag_index_path or Path("index.sqlite"))
             path = base.parent / DEFAULT_STATE_FILENAME
-        return StateConfig(database_url=self.database_url, path=path, replica_id=self.replica_id)
+        return StateConfig(database_url=self.database_url, path=path, replica_id=self.replica_id,
+                           connect_timeout_s=self.state_timeout_s)
 
     def is_admin(self, user_id: str | None) -> bool:
         """Whether ``user_id`` is listed in ``ADMIN_USER_IDS``."""
@@ -242,6 +246,7 @@ def _parse(env: Mapping[str, str], *, require_slack: bool, extra_problems: list[
         database_url=convert("DATABASE_URL", None, _database_url),
         state_path=convert("STATE_PATH", None, lambda raw: Path(raw).expanduser()),
         replica_id=convert("REPLICA_ID", default_replica_id(), _replica_id),
+        state_timeout_s=convert("STATE_TIMEOUT_S", DEFAULT_STATE_TIMEOUT_S, _float_range(0.1, 60.0)),
         engine=engine,
     )
     reader.raise_problems(SettingsError)
@@ -304,3 +309,16 @@ def _replica_id(raw: str) -> str:
         raise ValueError("expected 1-64 letters, digits, '.', '_', ':', '@' or '-' (e.g. web-1), "
                          f"got {raw[:70]!r}")
     return raw
+
+
+def _float_range(low: float, high: float) -> Callable[[str], float]:
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValueError(f"expected a number of seconds, got {raw!r}") from None
+        if not low <= value <= high:
+            raise ValueError(f"must be between {low:g} and {high:g}, got {value:g}")
+        return value
+
+    return parse

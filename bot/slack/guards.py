@@ -62,6 +62,8 @@ DEFAULT_RATE_WINDOW_S = 60.0
 DEFAULT_DUPLICATE_WINDOW_S = 10.0
 #: How long a delivery identity is remembered: Slack retries after ~1 and ~5 minutes.
 DELIVERY_TTL_S = max(600.0, DEFAULT_CLAIM_TTL_S)
+#: Longest wait for the store on the ack path (Slack wants the ack within 3 s); then in-process.
+ACK_PATH_TIMEOUT_S = 1.0
 #: Keys remembered at most (users for the limiter, deliveries for the duplicate filter).
 DEFAULT_MAX_KEYS = 10_000
 
@@ -202,14 +204,15 @@ def ask_guards(*, duplicates: DuplicateFilter, limiter: RateLimiter, tasks: set 
     state = state if state is not None else ResilientState.memory_only()
 
     async def claimed_before(identities: list[str]) -> bool:
-        """Whether any identity was claimed already (every identity is claimed in one call)."""
+        """Whether any identity was claimed already. Identities are claimed in a fixed order and
+        the first refusal stops (so two replicas racing on one delivery cannot each win half)."""
         if not identities:
             return False
 
         def claim_all(store) -> bool:
-            return not all([store.claim(identity, DELIVERY_TTL_S) for identity in identities])
+            return not all(store.claim(identity, DELIVERY_TTL_S) for identity in identities)
 
-        ok, seen = await state.acall("claim", claim_all)
+        ok, seen = await state.acall("claim", claim_all, timeout_s=ACK_PATH_TIMEOUT_S)
         local = [duplicates.check(("delivery", identity)) is not None for identity in identities]
         return bool(seen) if ok else any(local)
 
@@ -217,7 +220,8 @@ def ask_guards(*, duplicates: DuplicateFilter, limiter: RateLimiter, tasks: set 
         if limiter.limit == 0:
             return Decision(True)
         ok, decision = await state.acall("rate_limit", lambda s: s.hit(f"ask:{user}", limiter.limit,
-                                                                      limiter.window_s))
+                                                                      limiter.window_s),
+                                         timeout_s=ACK_PATH_TIMEOUT_S)
         if ok:
             return Decision(decision.allowed, decision.retry_after_s)
         return limiter.hit(user)

@@ -17,7 +17,10 @@ are made with :meth:`write` / :meth:`awrite`: when the store is down they are qu
 that reaches the store ("catches up"); nothing is written half.
 
 A store that could not be opened at start-up (PostgreSQL down) is opened again at most
-every ``reopen_every_s`` seconds by the next call.
+every ``reopen_every_s`` seconds by the next call. After a failure, calls fall back at
+once (no waiting on a dead server) for ``retry_every_s`` seconds; the next call then
+tries the store again. An async caller on Slack's 3-second ack path can bound its wait
+with ``timeout_s`` (:meth:`acall`).
 
 Async code uses the ``a…`` methods: the store is synchronous and runs in a worker thread
 (``asyncio.to_thread``), never on the event loop.
@@ -41,6 +44,8 @@ log = logging.getLogger(__name__)
 DEFAULT_PENDING_WRITES = 1000
 #: Seconds between two attempts to open a store that could not be opened.
 DEFAULT_REOPEN_EVERY_S = 5.0
+#: After a failure, calls fall back without trying the store for this long (seconds).
+DEFAULT_RETRY_EVERY_S = 2.0
 
 Operation = Callable[[StateStore], Any]
 
@@ -60,7 +65,8 @@ class ResilientState:
 
     def __init__(self, store: StateStore | None, *, replica_id: str, opener: Callable[[], StateStore] | None = None,
                  on_failure: Callable[[str], None] | None = None, owned: bool = True,
-                 reopen_every_s: float = DEFAULT_REOPEN_EVERY_S, max_pending: int = DEFAULT_PENDING_WRITES,
+                 reopen_every_s: float = DEFAULT_REOPEN_EVERY_S, retry_every_s: float = DEFAULT_RETRY_EVERY_S,
+                 max_pending: int = DEFAULT_PENDING_WRITES,
                  clock: Callable[[], float] = time.monotonic, last_error: str | None = None) -> None:
         self._store = store
         self.replica_id = replica_id
@@ -68,6 +74,8 @@ class ResilientState:
         self._on_failure = on_failure
         self._owned = owned
         self._reopen_every_s = reopen_every_s
+        self._retry_every_s = retry_every_s
+        self._skip_until = 0.0
         self._clock = clock
         self._last_open_attempt = clock()
         self._lock = threading.Lock()
@@ -161,6 +169,9 @@ class ResilientState:
                 self._calls.notify_all()
 
     def _call(self, kind: str, operation: Operation) -> tuple[bool, Any]:
+        if not self._available and self._clock() < self._skip_until:  # failed a moment ago: fall back now
+            self._failed(kind, self.last_error or "unavailable", trip=False)
+            return False, None
         store = self._ensure_store()
         if store is None:
             self._failed(kind, self.last_error or "not opened")
@@ -192,11 +203,19 @@ class ResilientState:
                 log.warning("state store: a queued %s write was dropped (queue full)", self._pending[0][0])
             self._pending.append((kind, operation))
 
-    async def acall(self, kind: str, operation: Operation) -> tuple[bool, Any]:
-        """:meth:`call` in a worker thread."""
+    async def acall(self, kind: str, operation: Operation, *, timeout_s: float | None = None) -> tuple[bool, Any]:
+        """:meth:`call` in a worker thread; with ``timeout_s``, ``(False, None)`` when it takes longer
+        (the call still completes in its thread)."""
         if self._disabled:
             return False, None
-        return await asyncio.to_thread(self.call, kind, operation)
+        work = asyncio.ensure_future(asyncio.to_thread(self.call, kind, operation))
+        if timeout_s is None:
+            return await work
+        try:
+            return await asyncio.wait_for(asyncio.shield(work), timeout_s)
+        except asyncio.TimeoutError:
+            self._failed(kind, f"no answer within {timeout_s:g} s", trip=False)
+            return False, None
 
     async def awrite(self, kind: str, operation: Operation) -> bool:
         """:meth:`write` in a worker thread."""
@@ -253,9 +272,11 @@ class ResilientState:
                     self._pending.popleft()
             log.debug("state store: replayed a queued %s write", kind)
 
-    def _failed(self, kind: str, reason: str) -> None:
+    def _failed(self, kind: str, reason: str, *, trip: bool = True) -> None:
         self._available = False
         self.last_error = reason
+        if trip:
+            self._skip_until = self._clock() + self._retry_every_s
         self.failures[kind] += 1
         first = False
         with self._lock:
