@@ -175,8 +175,9 @@ def compose_core(settings: Settings, *, engine, registry: Registry | None = None
     repo = engine.repo_root.name
     reindexer = Reindexer(engine, clock=runtime.clock,
                           on_record=_run_sink(handle, repo) if handle.enabled else None)
+    # built without a schedule too: the status then still names the replica that runs it
     lease = ScheduleLease(handle, repo=repo, interval_s=settings.reindex_interval_s) \
-        if schedule and handle.enabled and settings.reindex_interval_s > 0 else None
+        if handle.enabled and settings.reindex_interval_s > 0 else None
     scheduler = build_scheduler(reindexer, interval_s=settings.reindex_interval_s,
                                 git_pull=settings.repo_git_pull, lease=lease) if schedule else None
     model = settings.engine.model

@@ -18,8 +18,12 @@ model or the index is doing) and the lazy function does the work afterwards
   ``/api/metrics``). A mention of the bot in an answer's thread (``app_mention``)
   is a follow-up, answered in that thread with the earlier turns as history.
 * Guards (bot.slack.guards): Slack retries (``X-Slack-Retry-Num``) are acked and
-  dropped for every request; questions go through duplicate detection and the
-  per-user ``ASK_RATE_PER_MIN`` limit before they are acked.
+  dropped for every request; questions go through duplicate detection (delivery
+  identities claimed in the state store, so one replica answers each delivery, also
+  after a restart) and the per-user ``ASK_RATE_PER_MIN`` limit (counted in the store,
+  across replicas) before they are acked; in process while the store is unavailable.
+* At start-up (aiohttp ``on_startup``) the answers this replica left in flight are
+  edited to "interrupted, please ask again" (:meth:`AskFlow.recover_interrupted`).
 * ``/sz-reindex`` announces itself with a progress message, then posts a summary;
   a second request while one runs is told so.
 

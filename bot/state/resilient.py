@@ -266,7 +266,13 @@ class ResilientState:
                 if not self._pending:
                     return
                 kind, operation = self._pending[0]
-            operation(store)  # raises StateUnavailableError: the caller records it
+            try:
+                operation(store)  # StateUnavailableError propagates: the caller records it
+            except StateUnavailableError:
+                raise
+            except Exception as err:  # noqa: BLE001 - a write that can never succeed must not block the rest
+                log.warning("state store: dropped a queued %s write that failed (%s)", kind, type(err).__name__)
+                self.dropped_writes += 1
             with self._lock:
                 if self._pending and self._pending[0][1] is operation:
                     self._pending.popleft()

@@ -26,6 +26,7 @@ from click.testing import CliRunner
 from openai_server import FakeOpenAIServer, text_reply
 from slack_fake import ADMIN, USER
 
+from bot.identity import Identity
 from bot.scheduler import ScheduleLease, scheduled_reindex
 from bot.settings import Settings, SettingsError
 from bot.slack.ask_flow import AskOptions
@@ -277,10 +278,13 @@ async def test_status_names_the_replica_holding_the_schedule(make_bot, backend):
     bot = await make_bot(ask_options=FAST, REPLICA_ID="web-9", **backend.env)
     store = backend.open()
     assert store.try_lease(f"reindex:{bot.context.engine.repo_root.name}", "web-1", 600)
-    lease = ScheduleLease(bot.context.state, repo=bot.context.engine.repo_root.name, interval_s=60)
-    assert not await lease.acquire()
+    lease = bot.context.lease  # the app's own (it runs no schedule here, but knows who does)
+    assert lease is not None and not await lease.acquire()
     status = await asyncio.to_thread(bot.context.status)
+    assert status["reindex"]["scheduled_by"] == "web-1" and status["reindex"]["schedule_skipped"] == 1
     assert status["state"]["backend"] == backend.kind and status["state"]["available"] is True
+    result = await bot.context.run_command("status", "", identity=Identity(USER))
+    assert ("reindex: scheduled by", "web-1") in result.fields  # what /sz-status shows
     assert status["state"]["replica"] == "web-9"
     assert "password" not in json.dumps(status["state"])
 
@@ -404,6 +408,21 @@ async def test_postgresql_down_then_up_the_bot_answers_says_memory_is_off_and_ca
     finally:
         proxy.down()
         _drop_database(name)
+
+
+async def test_a_store_unreachable_at_start_is_not_fatal_and_its_password_is_never_logged(make_bot, caplog):
+    secret = "s3cret-Pw-42"
+    bot = await make_bot(ask_options=FAST, DATABASE_URL=f"postgresql://bot:{secret}@127.0.0.1:1/sz",
+                         STATE_TIMEOUT_S="0.5")
+    ack = await bot.slash("/sz-ask", QUESTION)
+    assert ack.status == 200 and "Working on" in ack.body
+    outcome = await answered(bot, 1)
+    assert outcome.ok and "memory off" in " ".join(footer_texts(bot))
+    status = await asyncio.to_thread(bot.context.status)
+    assert status["state"]["available"] is False
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert "state store unavailable" in logged and secret not in logged
+    assert secret not in json.dumps(status) and secret not in repr(bot.settings)
 
 
 # -- configuration and the CLI ----------------------------------------------------------------------------
