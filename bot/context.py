@@ -112,11 +112,15 @@ class BotContext:
         """The last ``limit`` reindex runs of this repository, oldest first: from the state store
         (every replica's, across restarts) when it answers, else this process's."""
         repo = self.engine.repo_root.name
+        local = [run.to_json() for run in self.reindexer.history[-limit:]]
         if self.state.enabled:
             ok, runs = self.state.call("runs", lambda s: s.runs(repo, limit=limit))
-            if ok:
-                return runs
-        return [run.to_json() for run in self.reindexer.history[-limit:]]
+            if ok:  # this process's runs not written yet (the write is on its way, or queued) join them
+                known = {run.get("id") for run in runs}
+                merged = runs + [run for run in local if run["id"] not in known]
+                merged.sort(key=lambda run: run.get("started_at") or 0)
+                return merged[-limit:]
+        return local
 
     def state_status(self) -> dict:
         """``{"backend", "where", "replica", "available", "pending_writes"}`` (no secrets)."""
