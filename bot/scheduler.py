@@ -142,7 +142,8 @@ def build_scheduler(reindexer: Reindexer, *, interval_s: float, git_pull: bool,
     scheduler = AsyncIOScheduler(timezone=timezone.utc)
     scheduler.add_job(
         scheduled_reindex, IntervalTrigger(seconds=interval_s, timezone=timezone.utc),
-        args=[reindexer], kwargs={"git_pull": git_pull, **({"lease": lease} if lease else {})}, id=JOB_ID, name="reindex",
+        args=[reindexer], kwargs={"git_pull": git_pull, **({"lease": lease} if lease else {})},
+        id=JOB_ID, name="reindex",
         max_instances=1, coalesce=True, misfire_grace_time=grace, replace_existing=True,
     )
     log.info("scheduled reindex every %s s (git pull %s)", interval_s, "on" if git_pull else "off")

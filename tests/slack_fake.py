@@ -353,7 +353,8 @@ class BotHarness:
         self.counter[0] += 1
         payload = {
             "type": "block_actions", "user": {"id": user_id, "team_id": "T0TEAM"}, "team": {"id": "T0TEAM"},
-            "api_app_id": "A0APP", "token": "legacy-verification-token", "trigger_id": f"trigger-{self.run_id}-{self.counter[0]}",
+            "api_app_id": "A0APP", "token": "legacy-verification-token",
+            "trigger_id": f"trigger-{self.run_id}-{self.counter[0]}",
             "container": {"type": "message", "message_ts": message_ts, "channel_id": channel_id},
             "channel": {"id": channel_id}, "message": {"ts": message_ts, "type": "message"},
             "response_url": self.fake.response_url(f"a{self.counter[0]}"),

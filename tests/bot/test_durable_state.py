@@ -182,6 +182,21 @@ async def test_a_restart_keeps_thread_memory_dedupe_and_votes(make_bot, backend)
             assert 'slackzilla_feedback_current{vote="up"} 1.0' in await response.text()
 
 
+async def test_the_reindex_history_in_the_status_survives_a_restart(make_bot, backend):
+    first = await make_bot(ask_options=FAST, REPLICA_ID="web-1", **backend.env)
+    record = await first.context.reindexer.run_async(trigger="admin", user=ADMIN)
+    deadline = time.monotonic() + 5
+    store = backend.open()
+    while record.id not in [run["id"] for run in store.runs()]:  # written off the event loop
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    await first.stop()
+    second = await make_bot(ask_options=FAST, REPLICA_ID="web-1", **backend.env)
+    status = await asyncio.to_thread(second.context.status)
+    assert record.id in [run["id"] for run in status["reindex"]["history"]]
+    assert second.context.reindexer.history == []  # it came from the store
+
+
 async def test_an_answer_in_flight_at_a_crash_is_finished_by_the_next_start(make_bot, backend):
     store = backend.open()
     # what a replica that died mid-answer leaves behind: its progress message and the record
