@@ -13,6 +13,7 @@ Questions are not commands: they go to :class:`bot.asker.Asker`.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Awaitable, Callable
@@ -20,7 +21,9 @@ from typing import Awaitable, Callable
 from bot.identity import Identity
 from bot.observability.release import release_info
 from bot.observability.runtime import Runtime
-from bot.scheduler import next_run_at
+from bot.observability.feedback import FeedbackLog
+from bot.scheduler import ScheduleLease, next_run_at
+from bot.state.resilient import ResilientState
 from bot.settings import Settings
 from commands.registry import CommandRequest, CommandResult, CommandServices, Registry
 from rag.ingest.reindexer import Reindexer, current_commit
@@ -47,11 +50,18 @@ class BotContext:
         reindexer: the process's :class:`rag.ingest.reindexer.Reindexer` around ``engine``.
         model: the model configuration (status shows its model name when enabled).
         scheduler: the periodic reindex scheduler (``None``: no schedule); its next run is in the status.
+        state: the state store handle (:class:`bot.state.resilient.ResilientState`; ``None``: memory only).
+        feedback: the 👍/👎 votes (default: a :class:`FeedbackLog` on ``state``).
+        lease: the scheduled reindex's lease shared by replicas (its holder is in the status).
     """
 
     def __init__(self, settings: Settings, *, engine, registry: Registry, runtime: Runtime, reindexer: Reindexer,
-                 model: ModelConfig, scheduler=None) -> None:
+                 model: ModelConfig, scheduler=None, state: ResilientState | None = None,
+                 feedback: FeedbackLog | None = None, lease: ScheduleLease | None = None) -> None:
         self.settings = settings
+        self.state = state if state is not None else ResilientState.memory_only(settings.replica_id)
+        self.feedback = feedback if feedback is not None else FeedbackLog(state=self.state, metrics=runtime.metrics)
+        self.lease = lease
         self.engine = engine
         self.registry = registry
         self.runtime = runtime
@@ -89,8 +99,39 @@ class BotContext:
             "reindex": state,
         })
         data["index"].update({"files": files, "chunks": chunks, "not_indexed": self._not_indexed()})
-        state["history"] = [run.to_json() for run in self.reindexer.history[-DEFAULT_STATUS_RUNS:]]
+        state["history"] = self.run_history(DEFAULT_STATUS_RUNS)
+        if self.lease is not None:
+            holder = self.lease.holder()
+            state["scheduled_by"] = holder[0] if holder else None
+            state["schedule_lease_until_at"] = holder[1] if holder else None
+            state["schedule_skipped"] = self.lease.skipped
+        data["state"] = self.state_status()
         return data
+
+    def run_history(self, limit: int = DEFAULT_STATUS_RUNS) -> list[dict]:
+        """The last ``limit`` reindex runs of this repository, oldest first: from the state store
+        (every replica's, across restarts) when it answers, else this process's."""
+        repo = self.engine.repo_root.name
+        local = [run.to_json() for run in self.reindexer.history[-limit:]]
+        if self.state.enabled:
+            ok, runs = self.state.call("runs", lambda s: s.runs(repo, limit=limit))
+            if ok:  # this process's runs not written yet (the write is on its way, or queued) join them
+                known = {run.get("id") for run in runs}
+                merged = runs + [run for run in local if run["id"] not in known]
+                merged.sort(key=lambda run: run.get("started_at") or 0)
+                return merged[-limit:]
+        return local
+
+    def state_status(self) -> dict:
+        """``{"backend", "where", "replica", "available", "pending_writes"}`` (no secrets)."""
+        info = self.state.describe()
+        if not self.state.enabled:
+            return {"backend": "memory", "where": None, "replica": info["replica"], "available": None,
+                    "pending_writes": 0}
+        if self.state.store is not None:
+            self.state.call("check", lambda s: s.check())
+            info = self.state.describe()
+        return {key: info[key] for key in ("backend", "where", "replica", "available", "pending_writes")}
 
     def _not_indexed(self, shown: int = 5) -> str | None:
         """``"data.json (data_file), caf\\xe9.js (undecodable_name) and 3 more"`` from the last good run."""
@@ -138,6 +179,11 @@ class BotContext:
     def _sync_reindex_metrics(self) -> None:
         state = self.reindexer.state
         self.runtime.metrics.set_reindex(runs=state.runs, busy_refusals=state.busy_refusals)
+        counts = self.feedback.counts()  # the store's votes: every replica's, across restarts
+        if counts is not None:
+            self.runtime.metrics.set_feedback_current(counts)
+        if self.state.enabled:
+            self.runtime.metrics.set_state_available(self.state.available)
 
     def routes(self) -> list[dict]:
         """HTTP routes found in the indexed code (the engine's code graph), as
@@ -173,4 +219,4 @@ class BotContext:
         return result
 
     async def _status(self) -> dict:
-        return self.status()
+        return await asyncio.to_thread(self.status)  # the state store is read in a worker thread

@@ -6,6 +6,7 @@ methods as ``/sz-status`` and ``GET /api/*``, so the three can never disagree.
 """
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Awaitable, Callable
 
 from bot.context import BotContext
@@ -35,13 +36,13 @@ def tool_handlers(ctx: BotContext) -> ToolHandlers:
         return ctx.errors(limit=limit, include_stack=include_stack)
 
     return ToolHandlers(
-        get_status=_async(ctx.status),
+        get_status=_in_thread(ctx.status),
         get_commands=_async(ctx.commands),
         get_release_info=_async(ctx.release),
         run_command=run_command,
         get_logs=get_logs,
         get_errors=get_errors,
-        get_metrics=_async(ctx.metrics),
+        get_metrics=_in_thread(ctx.metrics),
         get_routes=_async(ctx.routes),
     )
 
@@ -59,5 +60,14 @@ def _async(function: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:
 
     async def call() -> Any:
         return function()
+
+    return call
+
+
+def _in_thread(function: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:
+    """Wrap a synchronous reader that reads the state store: it runs in a worker thread."""
+
+    async def call() -> Any:
+        return await asyncio.to_thread(function)
 
     return call

@@ -16,16 +16,26 @@ acks and ``/api/*`` stay fast. ``max_instances=1`` and ``coalesce=True`` stop a
 slow update from piling up runs; a run that finds the lock held (an admin's
 ``/sz-reindex``, another process) is skipped and counted in
 ``Reindexer.state.busy_refusals``.
+
+Several replicas sharing one state store (issue 17) share one :class:`ScheduleLease`
+per repository: each tick first takes the lease ``reindex:<repo>`` for most of an
+interval (:meth:`StateStore.try_lease`); the replica that holds it runs the update,
+the others skip (logged) and ``/sz-status`` names the holder. While the store is
+unavailable every replica runs its own schedule (the index lock still keeps runs on
+one machine apart) and says so in the log.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from datetime import timezone
+from typing import Callable
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from bot.state.resilient import ResilientState
 from rag.ingest.reindexer import Reindexer, ReindexBusyError, RunRecord
 
 __all__ = [
@@ -34,6 +44,8 @@ __all__ = [
     "start_background_startup_update",
     "next_run_at",
     "stop_scheduler",
+    "ScheduleLease",
+    "LEASE_FRACTION",
     "JOB_ID",
     "DEFAULT_MISFIRE_GRACE_S",
 ]
@@ -45,12 +57,57 @@ JOB_ID = "reindex"
 DEFAULT_MISFIRE_GRACE_S = 60
 
 
+#: A scheduled run's lease lasts this fraction of the interval: the holder renews it at its
+#: next tick, another replica takes it over when the holder stops ticking.
+LEASE_FRACTION = 0.9
+
+
+class ScheduleLease:
+    """The one-replica-per-interval lease of a repository's scheduled reindex.
+
+    Args:
+        state: the bot's state handle (its ``replica_id`` is the holder's name).
+        repo: the repository's name (one lease per repository).
+        interval_s: the schedule's interval; the lease lasts :data:`LEASE_FRACTION` of it.
+        clock: epoch seconds.
+    """
+
+    def __init__(self, state: ResilientState, *, repo: str, interval_s: float,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.state = state
+        self.name = f"reindex:{repo}"
+        self.ttl_s = max(0.5, float(interval_s) * LEASE_FRACTION)
+        self.clock = clock
+        self.skipped = 0
+
+    async def acquire(self) -> bool:
+        """``True`` when this replica should run now (it holds the lease, or the store is down)."""
+        holder, ttl, now = self.state.replica_id, self.ttl_s, self.clock()
+        ok, taken = await self.state.acall("lease", lambda s: s.try_lease(self.name, holder, ttl, now=now))
+        if not ok:
+            log.info("scheduled reindex runs without its lease: the state store is unavailable")
+            return True
+        if not taken:
+            self.skipped += 1
+            who = self.holder()
+            log.info("scheduled reindex skipped: replica %s holds %s", who[0] if who else "another", self.name)
+        return bool(taken)
+
+    def holder(self) -> tuple[str, float] | None:
+        """``(replica, expires_at)`` of the current lease, else ``None`` (blocking: worker threads)."""
+        ok, found = self.state.call("lease", lambda s: s.lease_holder(self.name, now=self.clock()))
+        return found if ok else None
+
+
 async def scheduled_reindex(reindexer: Reindexer, *, git_pull: bool = False,
-                            trigger: str = "schedule") -> RunRecord | None:
-    """One background update; ``None`` when another update held the lock (skipped, not queued).
+                            trigger: str = "schedule", lease: ScheduleLease | None = None) -> RunRecord | None:
+    """One background update; ``None`` when another update held the lock, or another replica
+    holds ``lease`` (skipped, not queued).
 
     A failed update is already recorded by the reindexer (``ok=False``); nothing is raised.
     """
+    if lease is not None and not await lease.acquire():
+        return None
     try:
         return await reindexer.run_async(trigger=trigger, git_pull=git_pull)
     except ReindexBusyError as busy:
@@ -59,7 +116,8 @@ async def scheduled_reindex(reindexer: Reindexer, *, git_pull: bool = False,
 
 
 def build_scheduler(reindexer: Reindexer, *, interval_s: float, git_pull: bool,
-                    misfire_grace_s: int = DEFAULT_MISFIRE_GRACE_S) -> AsyncIOScheduler | None:
+                    misfire_grace_s: int = DEFAULT_MISFIRE_GRACE_S,
+                    lease: ScheduleLease | None = None) -> AsyncIOScheduler | None:
     """An unstarted ``AsyncIOScheduler`` with one interval job, or ``None`` when ``interval_s == 0``.
 
     Args:
@@ -68,6 +126,7 @@ def build_scheduler(reindexer: Reindexer, *, interval_s: float, git_pull: bool,
         git_pull: ``git pull --ff-only`` before each run (``REPO_GIT_PULL=1``).
         misfire_grace_s: a run late by more than this (capped at the interval, at least 1 s) is
             skipped; with ``coalesce=True`` several missed runs become one.
+        lease: shared with the other replicas: only its holder runs each interval.
 
     Call ``start()`` from inside the running event loop (APScheduler 3.11 binds to it there).
 
@@ -83,7 +142,8 @@ def build_scheduler(reindexer: Reindexer, *, interval_s: float, git_pull: bool,
     scheduler = AsyncIOScheduler(timezone=timezone.utc)
     scheduler.add_job(
         scheduled_reindex, IntervalTrigger(seconds=interval_s, timezone=timezone.utc),
-        args=[reindexer], kwargs={"git_pull": git_pull}, id=JOB_ID, name="reindex",
+        args=[reindexer], kwargs={"git_pull": git_pull, **({"lease": lease} if lease else {})},
+        id=JOB_ID, name="reindex",
         max_instances=1, coalesce=True, misfire_grace_time=grace, replace_existing=True,
     )
     log.info("scheduled reindex every %s s (git pull %s)", interval_s, "on" if git_pull else "off")

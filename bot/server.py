@@ -39,6 +39,8 @@ __all__ = ["RunningServer", "serve", "start"]
 log = logging.getLogger(__name__)
 
 SHUTDOWN_TIMEOUT_S = 5.0
+PRUNE_EVERY_S = 3600.0
+"""How often one replica deletes expired state (claims, rate hits, turns, leases …)."""
 ASK_DRAIN_S = 8.0
 """How long running answers may take to finish at shutdown (systemd allows 20 s, Docker 10 s)."""
 
@@ -52,6 +54,7 @@ class RunningServer:
     port: int
     socket_handler: AsyncSocketModeHandler | None = None
     startup_task: asyncio.Task | None = None
+    prune_task: asyncio.Task | None = None
 
     @property
     def app(self) -> AsyncApp:
@@ -65,7 +68,7 @@ class RunningServer:
 
     async def stop(self) -> None:
         """Stop the schedule and any embedding run, let running answers finish (briefly), disconnect
-        Socket Mode, stop the HTTP server and close the index."""
+        Socket Mode, stop the HTTP server, close the state store and the index."""
         stop_scheduler(self.bot.core.scheduler)
         self.bot.core.reindexer.request_stop()
         cancelled = await self.bot.ask_flow.drain(timeout_s=ASK_DRAIN_S)
@@ -73,14 +76,16 @@ class RunningServer:
             log.warning("shutdown: %d answer(s) interrupted; their askers were told", cancelled)
         with contextlib.suppress(Exception):
             await self.bot.core.asker.aclose()
-        if self.startup_task is not None and not self.startup_task.done():
-            self.startup_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.startup_task
+        for task in (self.startup_task, self.prune_task):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         if self.socket_handler is not None:
             with contextlib.suppress(Exception):
                 await self.socket_handler.close_async()
         await self.runner.cleanup()
+        await asyncio.to_thread(self.bot.close)  # the state store (queued writes are tried once more)
         self.bot.core.runtime.remove_log_handler()
         self.bot.core.engine.close()
 
@@ -116,13 +121,27 @@ async def start(settings: Settings, *, engine: Engine | None = None, runtime: Ru
         socket_handler = AsyncSocketModeHandler(bot.app, settings.slack_app_token)
         await socket_handler.connect_async()
     startup_task = start_background_startup_update(bot.core.reindexer) if reindex_at_startup else None
+    prune_task = asyncio.get_running_loop().create_task(prune_state(bot), name="prune-state") \
+        if bot.core.state.enabled else None
     server = RunningServer(bot=bot, runner=runner, port=port, socket_handler=socket_handler,
-                           startup_task=startup_task)
+                           startup_task=startup_task, prune_task=prune_task)
     if bot.core.scheduler is not None:
         bot.core.scheduler.start()
     mode = "Socket Mode" if settings.socket_mode else f"HTTP at {SLACK_EVENTS_PATH}"
     log.info("slackzilla serving on %s:%d (%s), %d commands", settings.host, port, mode, len(bot.core.registry))
     return server
+
+
+async def prune_state(bot: Bot, *, every_s: float = PRUNE_EVERY_S) -> None:
+    """Every ``every_s``, the replica holding the ``prune`` lease deletes expired state (in a worker thread)."""
+    state = bot.core.state
+    while True:
+        await asyncio.sleep(every_s)
+        ok, mine = await state.acall("lease", lambda s: s.try_lease("prune", state.replica_id, every_s * 0.9))
+        if ok and mine:
+            done, deleted = await state.acall("prune", lambda s: s.prune())
+            if done:
+                log.info("state pruned: %s", ", ".join(f"{k} {v}" for k, v in deleted.items() if v) or "nothing")
 
 
 def embeddings_provider(settings: Settings):

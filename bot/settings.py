@@ -32,12 +32,14 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Mapping
 
 from dotenv import dotenv_values
 
+from bot.state.store import DEFAULT_STATE_FILENAME, StateConfig, is_postgres_url, redact_url
 from rag.config import ConfigError, EngineConfig, EnvReader, http_url, read_engine_config
 
 __all__ = ["Settings", "SettingsError", "DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_DOTENV", "ENV_FILE_VARIABLE"]
@@ -48,6 +50,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 3000
 DEFAULT_REINDEX_INTERVAL_S = 300
 DEFAULT_ASK_RATE_PER_MIN = 6
+#: Seconds to wait for the state store (PostgreSQL connection, SQLite lock) before going on without it.
+DEFAULT_STATE_TIMEOUT_S = 2.0
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 DEFAULT_DOTENV = ".env"
 ENV_FILE_VARIABLE = "SLACKZILLA_ENV_FILE"
@@ -57,6 +61,7 @@ MIN_ADMIN_API_TOKEN_LENGTH = 16
 
 _SECRET_FIELDS = frozenset({"slack_bot_token", "slack_signing_secret", "slack_app_token", "admin_api_token"})
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
+_REPLICA_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -93,6 +98,10 @@ class Settings:
     admin_api_token: str | None = None
     slack_api_url: str = DEFAULT_SLACK_API_URL
     ask_rate_per_min: int = DEFAULT_ASK_RATE_PER_MIN
+    database_url: str | None = None
+    state_path: Path | None = None
+    replica_id: str = field(default_factory=lambda: default_replica_id())
+    state_timeout_s: float = DEFAULT_STATE_TIMEOUT_S
     engine: EngineConfig = field(default_factory=EngineConfig)
 
     def __repr__(self) -> str:
@@ -101,6 +110,8 @@ class Settings:
             value = getattr(self, f.name)
             if f.name in _SECRET_FIELDS:
                 shown = "'***'" if value else "None"
+            elif f.name == "database_url":
+                shown = repr(redact_url(value)) if value else "None"
             else:
                 shown = repr(value)  # the engine's records mask their keys themselves
             parts.append(f"{f.name}={shown}")
@@ -122,6 +133,16 @@ class Settings:
     def socket_mode(self) -> bool:
         """True when ``SLACK_APP_TOKEN`` is set: Socket Mode instead of HTTP."""
         return bool(self.slack_app_token)
+
+    def state_config(self, index_path: Path | str | None = None) -> StateConfig:
+        """Where the bot's state lives: ``DATABASE_URL`` (PostgreSQL), else ``STATE_PATH``, else
+        ``state.sqlite`` beside ``index_path`` (the opened index's file)."""
+        path = self.state_path
+        if path is None and not self.database_url:
+            base = Path(index_path) if index_path is not None else (self.rag_index_path or Path("index.sqlite"))
+            path = base.parent / DEFAULT_STATE_FILENAME
+        return StateConfig(database_url=self.database_url, path=path, replica_id=self.replica_id,
+                           connect_timeout_s=self.state_timeout_s)
 
     def is_admin(self, user_id: str | None) -> bool:
         """Whether ``user_id`` is listed in ``ADMIN_USER_IDS``."""
@@ -222,6 +243,10 @@ def _parse(env: Mapping[str, str], *, require_slack: bool, extra_problems: list[
         admin_api_token=admin_token,
         slack_api_url=convert("SLACK_API_URL", DEFAULT_SLACK_API_URL, lambda raw: http_url(raw).rstrip("/") + "/"),
         ask_rate_per_min=convert("ASK_RATE_PER_MIN", DEFAULT_ASK_RATE_PER_MIN, _int_range(0, 10_000)),
+        database_url=convert("DATABASE_URL", None, _database_url),
+        state_path=convert("STATE_PATH", None, lambda raw: Path(raw).expanduser()),
+        replica_id=convert("REPLICA_ID", default_replica_id(), _replica_id),
+        state_timeout_s=convert("STATE_TIMEOUT_S", DEFAULT_STATE_TIMEOUT_S, _float_range(0.1, 60.0)),
         engine=engine,
     )
     reader.raise_problems(SettingsError)
@@ -265,3 +290,35 @@ def _user_ids(raw: str) -> frozenset[str]:
     if bad:
         raise ValueError(f"expected comma-separated Slack user ids like U012ABCDEF, got {', '.join(map(repr, bad))}")
     return frozenset(ids)
+
+
+def default_replica_id() -> str:
+    """``<hostname>-<pid>``: unique per process (set ``REPLICA_ID`` to keep one across restarts)."""
+    host = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname() or "host")[:48] or "host"
+    return f"{host}-{os.getpid()}"
+
+
+def _database_url(raw: str) -> str:
+    if not is_postgres_url(raw):
+        raise ValueError(f"expected a postgresql://user:password@host:5432/database URL, got {redact_url(raw)!r}")
+    return raw.strip()
+
+
+def _replica_id(raw: str) -> str:
+    if not _REPLICA_ID.match(raw):
+        raise ValueError("expected 1-64 letters, digits, '.', '_', ':', '@' or '-' (e.g. web-1), "
+                         f"got {raw[:70]!r}")
+    return raw
+
+
+def _float_range(low: float, high: float) -> Callable[[str], float]:
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValueError(f"expected a number of seconds, got {raw!r}") from None
+        if not low <= value <= high:
+            raise ValueError(f"must be between {low:g} and {high:g}, got {value:g}")
+        return value
+
+    return parse

@@ -24,6 +24,7 @@ CLEARED_PREFIXES = ("SLACK_", "AI_", "EMBEDDINGS_", "RERANK_")
 CLEARED_NAMES = (
     "HOST", "PORT", "REPO_PATH", "REPO_WEB_URL", "RAG_INDEX_PATH", "REINDEX_INTERVAL_S", "REPO_GIT_PULL",
     "ADMIN_USER_IDS", "ADMIN_API_TOKEN", "ASK_RATE_PER_MIN",
+    "DATABASE_URL", "STATE_PATH", "REPLICA_ID", "STATE_TIMEOUT_S",
 )
 
 
@@ -84,7 +85,8 @@ async def make_bot(slack_fake, bot_repo, tmp_path):
 
     cleanups = []
 
-    async def start(*, index: bool = True, extra_specs=(), ask_options=None, **env: str) -> BotHarness:
+    async def start(*, index: bool = True, extra_specs=(), ask_options=None, state=None,
+                    **env: str) -> BotHarness:
         values = {
             "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET, "REPO_PATH": str(bot_repo),
             "RAG_INDEX_PATH": str(tmp_path / "index.sqlite"), "SLACK_API_URL": slack_fake.api_url,
@@ -101,7 +103,7 @@ async def make_bot(slack_fake, bot_repo, tmp_path):
             registry.add(spec)
         client = AsyncWebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url)
         app = create_app(settings, engine=engine, registry=registry, runtime=runtime, client=client,
-                         ask_options=ask_options)
+                         ask_options=ask_options, state=state)
         web_app = app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)
         runner = web.AppRunner(web_app, shutdown_timeout=0.5)
         await runner.setup()
@@ -110,16 +112,24 @@ async def make_bot(slack_fake, bot_repo, tmp_path):
         port = site._server.sockets[0].getsockname()[1]
         session = aiohttp.ClientSession()
 
+        composed = web_app[BOT_KEY]
+        stopped = []
+
         async def stop() -> None:
+            if stopped:
+                return
+            stopped.append(True)
             await session.close()
             await runner.cleanup()
+            composed.close()
             runtime.remove_log_handler()
             engine.close()
 
         cleanups.append(stop)
-        composed = web_app[BOT_KEY]
-        return BotHarness(app, composed.core.context, slack_fake, f"http://127.0.0.1:{port}", session, settings,
-                          ask_flow=composed.ask_flow)
+        harness = BotHarness(app, composed.core.context, slack_fake, f"http://127.0.0.1:{port}", session, settings,
+                             ask_flow=composed.ask_flow)
+        harness.stop = stop  # restart tests stop one app and start another on the same state
+        return harness
 
     yield start
     for stop in reversed(cleanups):

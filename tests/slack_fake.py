@@ -30,6 +30,7 @@ import itertools
 import json
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
@@ -298,6 +299,8 @@ class BotHarness:
     session: object
     settings: object
     counter: list = field(default_factory=lambda: [0])
+    #: makes trigger and event ids unique across harnesses (apps restarted on one state store)
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:6])
     #: the app's ``bot.slack.ask_flow.AskFlow`` (from the composed ``bot.compose.Bot``)
     ask_flow: object = None
 
@@ -308,7 +311,7 @@ class BotHarness:
             "channel_id": channel_id, "channel_name": "general", "user_id": user_id, "user_name": "someone",
             "command": command, "text": text, "api_app_id": "A0APP", "is_enterprise_install": "false",
             "response_url": self.fake.response_url(f"r{self.counter[0]}"),
-            "trigger_id": f"trigger-{self.counter[0]}",
+            "trigger_id": f"trigger-{self.run_id}-{self.counter[0]}",
         }
 
     async def post_signed(self, body: str, *, timestamp: int | None = None, secret: str = SIGNING_SECRET,
@@ -329,7 +332,7 @@ class BotHarness:
         """Deliver an Events API ``event_callback`` (JSON, signed) wrapping ``event``."""
         self.counter[0] += 1
         body = {"token": "legacy-verification-token", "team_id": "T0TEAM", "api_app_id": "A0APP",
-                "type": "event_callback", "event_id": event_id or f"Ev{self.counter[0]:08d}",
+                "type": "event_callback", "event_id": event_id or f"Ev{self.run_id}{self.counter[0]:08d}",
                 "event_time": int(time.time()), "event": event,
                 "authorizations": [{"team_id": "T0TEAM", "user_id": "U0BOT", "is_bot": True}]}
         return await self.post_signed(json.dumps(body), headers={"Content-Type": "application/json", **(headers or {})})
@@ -350,7 +353,8 @@ class BotHarness:
         self.counter[0] += 1
         payload = {
             "type": "block_actions", "user": {"id": user_id, "team_id": "T0TEAM"}, "team": {"id": "T0TEAM"},
-            "api_app_id": "A0APP", "token": "legacy-verification-token", "trigger_id": f"trigger-{self.counter[0]}",
+            "api_app_id": "A0APP", "token": "legacy-verification-token",
+            "trigger_id": f"trigger-{self.run_id}-{self.counter[0]}",
             "container": {"type": "message", "message_ts": message_ts, "channel_id": channel_id},
             "channel": {"id": channel_id}, "message": {"ts": message_ts, "type": "message"},
             "response_url": self.fake.response_url(f"a{self.counter[0]}"),

@@ -23,6 +23,8 @@ are ``{"error": code, "message": sentence}`` with a 4xx status.
 """
 from __future__ import annotations
 
+import asyncio
+
 import hmac
 import json
 import logging
@@ -114,7 +116,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def status(request: web.Request) -> web.Response:
-    return web.json_response(_ctx(request).status())
+    return web.json_response(await asyncio.to_thread(_ctx(request).status))
 
 
 async def commands(request: web.Request) -> web.Response:
@@ -146,11 +148,11 @@ async def logs(request: web.Request) -> web.Response:
 
 
 async def metrics_json(request: web.Request) -> web.Response:
-    return web.json_response(_ctx(request).metrics())
+    return web.json_response(await asyncio.to_thread(_ctx(request).metrics))  # reads the state store
 
 
 async def metrics_prometheus(request: web.Request) -> web.Response:
-    body = _ctx(request).prometheus_text()
+    body = await asyncio.to_thread(_ctx(request).prometheus_text)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 

@@ -13,8 +13,9 @@ command family (shared options and helpers are in :mod:`bot.cli.common`):
     context    bot.cli.code         the packed context for a question
     serve      bot.cli.serve        run the Slack bot and the HTTP API
     manifest   bot.cli.serve        write the Slack app manifest
+    state      bot.cli.state        show and prune the bot's state store
 
-``retrieve``, ``index`` and ``code`` load neither Bolt nor the openai SDK.
+``retrieve``, ``index``, ``code`` and ``state`` load neither Bolt nor the openai SDK.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from bot.cli.evaluate import eval_cmd
 from bot.cli.index import index_cmd
 from bot.cli.retrieve import retrieve_cmd
 from bot.cli.serve import manifest_cmd, serve_cmd
+from bot.cli.state import state_cmd
 from bot.cli.tool import tool_cmd
 
 __all__ = ["cli", "main"]
@@ -53,6 +55,7 @@ cli.add_command(code_group)
 cli.add_command(context_cmd)
 cli.add_command(serve_cmd)
 cli.add_command(manifest_cmd)
+cli.add_command(state_cmd)
 
 
 def main() -> None:

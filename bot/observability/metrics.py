@@ -53,6 +53,8 @@ class Metrics:
         self._tokens = {"input": 0, "output": 0, "total": 0}
         self._feedback: dict[str, int] = {vote: 0 for vote in FEEDBACK_VOTES}
         self._reindex = {"runs": 0, "busy_refusals": 0}
+        self._state_failures: dict[str, int] = {}
+        self._state_available: bool | None = None
         self._commands_total = Counter(
             "slackzilla_commands", "Slash commands handled.", ["command", "result"], registry=self.registry
         )
@@ -67,6 +69,33 @@ class Metrics:
         self._feedback_total = Counter("slackzilla_feedback", "Answer feedback votes.", ["vote"], registry=self.registry)
         self._feedback_current = Gauge("slackzilla_feedback_current", "Current answer feedback votes.", ["vote"],
                                        registry=self.registry)
+        self._state_failures_total = Counter("slackzilla_state_failures",
+                                             "State store calls that failed (the bot went on without memory).",
+                                             ["kind"], registry=self.registry)
+        self._state_up = Gauge("slackzilla_state_up", "1 when the last state store call succeeded.",
+                               registry=self.registry)
+
+    def record_state_failure(self, kind: str) -> None:
+        """Count one state store call of ``kind`` that failed (``claim``, ``turns``, ``votes`` …)."""
+        with self._lock:
+            self._state_failures[kind] = self._state_failures.get(kind, 0) + 1
+            self._state_available = False
+        self._state_failures_total.labels(kind).inc()
+        self._state_up.set(0)
+
+    def set_state_available(self, available: bool) -> None:
+        """Mirror whether the state store answers now."""
+        with self._lock:
+            self._state_available = available
+        self._state_up.set(1 if available else 0)
+
+    def set_feedback_current(self, counts: dict[str, int]) -> None:
+        """The current votes as the state store counts them (every replica's, across restarts)."""
+        with self._lock:
+            self._feedback = {vote: int(counts.get(vote, 0)) for vote in FEEDBACK_VOTES}
+            current = dict(self._feedback)
+        for name, count in current.items():
+            self._feedback_current.labels(name).set(count)
 
     def record_command(self, command_id: str, seconds: float, *, ok: bool) -> None:
         """Count one command run taking ``seconds`` (wall clock, handler only)."""
@@ -130,7 +159,8 @@ class Metrics:
         self._reindex_gauge.labels("busy_refusals").set(busy_refusals)
 
     def snapshot(self) -> dict:
-        """``{"commands": {id: {count, failed, p50_ms, p95_ms, p99_ms}}, "asks", "tokens", "reindex", "feedback"}``."""
+        """``{"commands": {id: {count, failed, p50_ms, p95_ms, p99_ms}}, "asks", "tokens", "reindex", "feedback",
+        "state": {"available", "failures": {kind: n}}}``."""
         with self._lock:
             commands = {}
             for command_id, counts in sorted(self._counts.items()):
@@ -145,6 +175,7 @@ class Metrics:
                 "tokens": dict(self._tokens),
                 "reindex": dict(self._reindex),
                 "feedback": dict(self._feedback),
+                "state": {"available": self._state_available, "failures": dict(self._state_failures)},
             }
 
     def prometheus_text(self) -> bytes:

@@ -1,4 +1,4 @@
-"""Runtime state of one bot process: recent logs, captured errors, feedback and metrics, joined in :class:`Runtime`.
+"""Runtime state of one bot process: recent logs, captured errors and metrics, joined in :class:`Runtime`.
 
 This is what the live tools (``getLogs``, ``getErrors``, ``getMetrics``,
 ``getStatus``) and the HTTP API (``/api/*``) read. One :class:`Runtime` is
@@ -14,7 +14,6 @@ import logging
 import time
 
 from bot.observability.errors import DEFAULT_ERROR_CAPACITY, ErrorLog
-from bot.observability.feedback import FEEDBACK_VOTES, FeedbackLog, FeedbackVote
 from bot.observability.logs import APP_LOGGERS, DEFAULT_LOG_CAPACITY, LogRingBuffer
 from bot.observability.metrics import Metrics
 from bot.observability.release import package_version
@@ -30,7 +29,6 @@ class Runtime:
         version: the installed package version.
         logs: ring buffer handler; :meth:`install_log_handler` attaches it.
         errors: captured errors.
-        feedback: 👍/👎 votes on answers (:meth:`record_feedback`).
         metrics: counters, latency percentiles and the Prometheus registry.
     """
 
@@ -47,7 +45,6 @@ class Runtime:
         self.logs = LogRingBuffer(log_capacity)
         self.errors = ErrorLog(error_capacity, clock=clock)
         self.metrics = Metrics()
-        self.feedback = FeedbackLog(clock=clock)
         self._raised_levels: list[logging.Logger] = []
 
     def install_log_handler(self, logger: logging.Logger | None = None) -> logging.Handler:
@@ -75,18 +72,6 @@ class Runtime:
     def capture_command_error(self, command_id: str, error: Exception) -> None:
         """The registry's ``on_error`` hook: record a command crash without its message."""
         self.errors.capture(error, command=command_id, keep_message=False)
-
-    def record_feedback(self, *, user_id: str | None, answer_id: str, vote: str) -> FeedbackVote:
-        """Record a 👍/👎 click on an answer (who, which answer, vote) and count it in the metrics.
-
-        Raises:
-            ValueError: ``vote`` is not ``up`` or ``down``.
-        """
-        if vote not in FEEDBACK_VOTES:
-            raise ValueError(f"vote must be one of {FEEDBACK_VOTES}, got {vote!r}")
-        entry, previous = self.feedback.record(user_id=user_id, answer_id=answer_id, vote=vote)
-        self.metrics.record_feedback(vote, previous=previous)
-        return entry
 
     def status(self) -> dict:
         """``{"version", "uptime_s", "started_at"}`` (epoch seconds)."""

@@ -14,12 +14,16 @@ model or the index is doing) and the lazy function does the work afterwards
   ephemeral or in the channel as the result says.
 * ``/sz-ask`` (the spec of ``kind="ask"``) runs :class:`bot.slack.ask_flow.AskFlow`: a visible progress message, the
   answer streamed into its thread, a safe Block Kit final message with source
-  links and 👍/👎 buttons (whose clicks land in the runtime's feedback and
+  links and 👍/👎 buttons (whose clicks land in the state store's votes and
   ``/api/metrics``). A mention of the bot in an answer's thread (``app_mention``)
   is a follow-up, answered in that thread with the earlier turns as history.
 * Guards (bot.slack.guards): Slack retries (``X-Slack-Retry-Num``) are acked and
-  dropped for every request; questions go through duplicate detection and the
-  per-user ``ASK_RATE_PER_MIN`` limit before they are acked.
+  dropped for every request; questions go through duplicate detection (delivery
+  identities claimed in the state store, so one replica answers each delivery, also
+  after a restart) and the per-user ``ASK_RATE_PER_MIN`` limit (counted in the store,
+  across replicas) before they are acked; in process while the store is unavailable.
+* At start-up (aiohttp ``on_startup``) the answers this replica left in flight are
+  edited to "interrupted, please ask again" (:meth:`AskFlow.recover_interrupted`).
 * ``/sz-reindex`` announces itself with a progress message, then posts a summary;
   a second request while one runs is told so.
 
@@ -28,6 +32,7 @@ in the runtime's captured errors.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import secrets
@@ -82,7 +87,8 @@ def build_app(ctx: BotContext, *, asker: Asker, ask_flow: AskFlow, client: Async
         name="slackzilla",
         logger=logging.getLogger("slackzilla.bolt"),
     )
-    guard = ask_guards(duplicates=DuplicateFilter(), limiter=RateLimiter(settings.ask_rate_per_min))
+    guard = ask_guards(duplicates=DuplicateFilter(), limiter=RateLimiter(settings.ask_rate_per_min),
+                       state=ctx.state)
     app.middleware(ignore_slack_retries)
     for spec in ctx.registry.all():
         if spec.is_ask:
@@ -91,9 +97,38 @@ def build_app(ctx: BotContext, *, asker: Asker, ask_flow: AskFlow, client: Async
         else:
             app.command(spec.slash)(ack=_acknowledge(spec), lazy=[_command_listener(ctx, spec)])
     app.event("app_mention", middleware=[guard])(ack=_ack_event, lazy=[_mention_listener(ctx, ask_flow)])
-    app.action(_FEEDBACK_ACTION)(_feedback_listener(ctx))
-    install_api(app.web_app(path=SLACK_EVENTS_PATH, port=settings.port), ctx, asker)
+    app.action(_FEEDBACK_ACTION)(_feedback_listener(ctx, ask_flow))
+    web_app = app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)
+    install_api(web_app, ctx, asker)
+    recover, cancel = _recover_on_startup(ask_flow, client)
+    web_app.on_startup.append(recover)
+    web_app.on_cleanup.append(cancel)
     return app
+
+
+def _recover_on_startup(flow: AskFlow, client: AsyncWebClient):
+    """aiohttp start-up hook: finish the answers the previous run of this replica left in flight
+    (in the background: serving does not wait for Slack)."""
+    tasks: set = set()
+
+    async def recover(_web_app) -> None:
+        async def run() -> None:
+            try:
+                await flow.recover_interrupted(client)
+            except Exception as err:  # noqa: BLE001 - best effort, never fatal
+                log.warning("could not finish interrupted answers (%s)", type(err).__name__)
+
+        task = asyncio.get_running_loop().create_task(run(), name="recover-interrupted")
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    async def cancel(_web_app) -> None:
+        for task in list(tasks):
+            task.cancel()
+        if tasks:
+            await asyncio.wait(list(tasks), timeout=2)
+
+    return recover, cancel
 
 
 def _acknowledge(spec: CommandSpec):
@@ -201,8 +236,9 @@ def _mention_listener(ctx: BotContext, flow: AskFlow):
     return answer_mention
 
 
-def _feedback_listener(ctx: BotContext):
-    """👍/👎 on an answer: ack, record (who, which answer, vote), thank the voter privately."""
+def _feedback_listener(ctx: BotContext, flow: AskFlow):
+    """👍/👎 on an answer: ack, record (who, which answer, vote, and the answer's question length,
+    sources and model when this process wrote it), thank the voter privately."""
 
     async def record_feedback(ack, body: dict, action: dict, respond) -> None:
         await ack()
@@ -212,7 +248,10 @@ def _feedback_listener(ctx: BotContext):
             log.info("ignored a malformed feedback action")
             return
         user_id = (body.get("user") or {}).get("id")
-        ctx.runtime.record_feedback(user_id=user_id, answer_id=answer_id, vote=vote)
+        record = flow.memory.answer(answer_id)
+        await ctx.feedback.arecord(user_id=user_id, answer_id=answer_id, vote=vote,
+                                   question_chars=record.question_chars if record else 0,
+                                   sources=record.sources if record else (), model=record.model if record else None)
         log.info("feedback %s on answer %s", vote, answer_id)
         try:
             await respond(response_type="ephemeral", replace_original=False, text=messages.feedback_thanks(vote))

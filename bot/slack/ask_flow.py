@@ -26,9 +26,16 @@ sources), a crash (``render_failure`` with the sources found so far), and Slack
 refusing a message (a plain fallback reply in the thread, then an ephemeral
 note). Nothing here logs question or answer text.
 
-Threads the bot answered are remembered (:class:`ThreadMemory`, bounded) so a
-follow-up that mentions the bot in that thread gets the earlier questions and
-answers as ``history``.
+Threads the bot answered are remembered (:class:`ConversationMemory`: the state
+store's turns, shared by replicas and kept across restarts; :class:`ThreadMemory`
+in process while the store is unavailable) so a follow-up that mentions the bot in
+that thread gets the earlier questions and answers as ``history``.
+
+Answers in flight are recorded in the store (``begin_answer`` once the progress
+message is posted, ``finish_answer`` in a ``finally``); at the next start
+:meth:`AskFlow.recover_interrupted` edits each one this replica left behind to
+"interrupted, please ask again". While the store is unavailable the answer's
+footer says that memory is off.
 """
 from __future__ import annotations
 
@@ -36,6 +43,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -54,6 +62,8 @@ from bot.identity import Identity
 from bot.slack.errors import error_code
 from bot.slack.text import escape
 from bot.slack.stream import Coalescer, ThreadStream
+from bot.state.resilient import ResilientState
+from bot.state.store import InFlightAnswer
 from rag.errors import ProviderError, UserError
 from rag.tools.command_names import slash_name
 
@@ -63,6 +73,7 @@ __all__ = [
     "AskOptions",
     "AskOutcome",
     "AskRequest",
+    "ConversationMemory",
     "ThreadMemory",
     "DEFAULT_UPDATE_INTERVAL_S",
     "DEFAULT_STREAM_INTERVAL_S",
@@ -142,6 +153,9 @@ class AnswerRecord:
     message_ts: str | None
     user_id: str | None
     mode: str
+    question_chars: int = 0
+    sources: tuple[str, ...] = ()
+    model: str | None = None
 
 
 class ThreadMemory:
@@ -179,6 +193,48 @@ class ThreadMemory:
         return self._answers.get(answer_id)
 
 
+class ConversationMemory:
+    """A thread's earlier turns from the state store, with :class:`ThreadMemory` as the fallback.
+
+    Threads are keyed ``"<channel>:<thread ts>"``. Every answered turn is written to the store
+    (queued while it is down, written when it returns) and to the in-process memory, which
+    answers while the store is unavailable.
+    """
+
+    def __init__(self, state: ResilientState | None, *, max_threads: int = DEFAULT_MAX_THREADS,
+                 max_pairs: int = DEFAULT_HISTORY_PAIRS) -> None:
+        self.state = state if state is not None else ResilientState.memory_only()
+        self.local = ThreadMemory(max_threads=max_threads, max_pairs=max_pairs)
+        self._max_pairs = max_pairs
+
+    @staticmethod
+    def key(channel_id: str | None, thread_ts: str) -> str:
+        return f"{channel_id or '-'}:{thread_ts}"
+
+    async def history(self, channel_id: str | None, thread_ts: str | None) -> list[dict]:
+        """The thread's last question/answer pairs as model messages, oldest first."""
+        if not thread_ts:
+            return []
+        key = self.key(channel_id, thread_ts)
+        ok, turns = await self.state.acall("turns", lambda s: s.turns(key, limit=2 * self._max_pairs))
+        if ok:
+            return [turn.to_message() for turn in turns]
+        return self.local.history(thread_ts)
+
+    async def remember(self, channel_id: str | None, thread_ts: str, question: str, answer: str) -> bool:
+        """Keep one question/answer pair; ``True`` when the store has it now."""
+        self.local.remember(thread_ts, question, answer)
+        key = self.key(channel_id, thread_ts)
+        return await self.state.awrite("turns", lambda s: s.append_turns(key, [("user", question),
+                                                                               ("assistant", answer)]))
+
+    def add_answer(self, record: AnswerRecord) -> None:
+        self.local.add_answer(record)
+
+    def answer(self, answer_id: str) -> AnswerRecord | None:
+        return self.local.answer(answer_id)
+
+
 class AskFlow:
     """Runs questions for one app: progress, streaming, final message, memory of threads.
 
@@ -189,12 +245,15 @@ class AskFlow:
         command_id: the ask command's id, for its metrics and captured errors (``"ask"``).
     """
 
-    def __init__(self, ctx, asker: Asker, *, options: AskOptions | None = None, command_id: str = "ask") -> None:
+    def __init__(self, ctx, asker: Asker, *, options: AskOptions | None = None, command_id: str = "ask",
+                 state: ResilientState | None = None) -> None:
         self.ctx = ctx
         self.asker = asker
         self.command_id = command_id
         self.options = options or AskOptions()
-        self.memory = ThreadMemory(max_threads=self.options.max_threads, max_pairs=self.options.history_pairs)
+        self.state = state if state is not None else ResilientState.memory_only()
+        self.memory = ConversationMemory(self.state, max_threads=self.options.max_threads,
+                                         max_pairs=self.options.history_pairs)
         #: The latest outcomes, newest last (for status checks and tests).
         self.completed: collections.deque[AskOutcome] = collections.deque(maxlen=DEFAULT_OUTCOMES_KEPT)
         self._running: set[asyncio.Task] = set()
@@ -215,6 +274,31 @@ class AskFlow:
             await asyncio.wait(pending, timeout=RESTART_NOTICE_TIMEOUT_S + 1)
         return len(pending)
 
+    async def recover_interrupted(self, client) -> int:
+        """Edit every answer this replica (or a dead process on this host) left in flight to
+        "interrupted, please ask again", and finish it. Returns how many were finished.
+
+        Run once at start-up (:func:`bot.slack.app.build_app` schedules it). An answer whose
+        message cannot be edited any more is finished anyway (nothing else would).
+        """
+        ok, answers = await self.state.acall("in_flight", lambda s: s.unfinished())
+        if not ok:
+            return 0
+        mine = [a for a in answers if a.replica_id == self.state.replica_id or _dead_local_process(a.replica_id)]
+        text = messages.answer_interrupted_by_restart()
+        for answer in mine:
+            if answer.message_ts:
+                try:
+                    await client.chat_update(channel=answer.channel, ts=answer.message_ts, text=text,
+                                             blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text}}])
+                except Exception as err:  # noqa: BLE001 - finished anyway: the message is gone or locked
+                    log.info("could not mark an interrupted answer (%s)", error_code(err))
+            await self.state.awrite("in_flight", lambda s, i=answer.answer_id: s.finish_answer(i))
+        if mine:
+            log.warning("start-up: %d answer(s) interrupted by the previous stop were marked 'please ask again'",
+                        len(mine))
+        return len(mine)
+
     async def run(self, client, request: AskRequest) -> AskOutcome:
         """Answer ``request`` in Slack (see the module docstring). Never raises except on cancellation."""
         task = asyncio.current_task()
@@ -226,10 +310,27 @@ class AskFlow:
     async def _run(self, client, request: AskRequest) -> AskOutcome:
         opts, ctx = self.options, self.ctx
         started = time.perf_counter()
-        history = self.memory.history(request.thread_ts) if request.thread_ts else []
+        history = await self.memory.history(request.channel_id, request.thread_ts) if request.thread_ts else []
         view = ProgressView(repo=ctx.engine.repo_root.name, question=request.question, user_id=request.user_id,
                             follow_up=bool(history), max_lines=opts.max_progress_lines)
         anchor = await self._post_progress(client, request, view.payload())
+        in_flight = None
+        if anchor:
+            in_flight = InFlightAnswer(answer_id=uuid.uuid4().hex[:16], channel=request.channel_id,
+                                       thread_ts=request.thread_ts, message_ts=anchor,
+                                       replica_id=self.state.replica_id, started_at=time.time())
+            await self.state.acall("in_flight", lambda s: s.begin_answer(in_flight))
+        try:
+            return await self._answer(client, request, started, history, view, anchor)
+        finally:
+            if in_flight is not None:
+                finish = self.state.awrite("in_flight", lambda s: s.finish_answer(in_flight.answer_id))
+                with contextlib.suppress(Exception):  # cancelled too: finished before the task ends
+                    await asyncio.shield(asyncio.ensure_future(finish))
+
+    async def _answer(self, client, request: AskRequest, started: float, history: list[dict], view: ProgressView,
+                      anchor: str | None) -> AskOutcome:
+        opts, ctx = self.options, self.ctx
         outcome = AskOutcome(anchor_ts=anchor, thread_ts=request.thread_ts or anchor)
         updates = None
         if anchor:
@@ -309,9 +410,12 @@ class AskFlow:
             if message.overflow:
                 await self._upload_overflow(client, request, root, message.overflow, outcome.answer_id)
             if root:
-                self.memory.remember(root, request.question, answer.answer)
+                await self.memory.remember(request.channel_id, root, request.question, answer.answer)
             self.memory.add_answer(AnswerRecord(outcome.answer_id, request.channel_id, root, outcome.final_ts,
-                                                request.user_id, outcome.mode))
+                                                request.user_id, outcome.mode, question_chars=len(request.question),
+                                                sources=tuple(dict.fromkeys(
+                                                    str(getattr(src, "path", "")) for src in answer.shown_sources)),
+                                                model=answer.model))
         log.info("ask delivered: mode=%s streamed=%s appends=%d progress_updates=%d ok=%s seconds=%.2f",
                  outcome.mode, outcome.streamed, stream.appends if stream else 0, outcome.progress_updates,
                  outcome.ok, seconds)
@@ -327,6 +431,7 @@ class AskFlow:
         yet, bad input; :func:`messages.answer_crashed` when ``crashed``).
         """
         ctx = self.ctx
+        memory_off = self.state.enabled and not self.state.available
         if answer is not None:
             outcome.answer_id = uuid.uuid4().hex[:16]
             outcome.ok, outcome.error = answer.error is None, answer.error
@@ -336,8 +441,10 @@ class AskFlow:
                 answer.answer, sources=answer.shown_sources, question=request.question, user_id=request.user_id,
                 web_url=ctx.settings.repo_web_url, commit=ctx.commit, model=answer.model, tokens=tokens,
                 seconds=seconds, notice=notice, notes=answer.notes, answer_id=outcome.answer_id,
-                searched=len(answer.sources) if answer.grounding is not None and answer.grounding.declined else 0)
-            footer = messages.answer_footer(model=answer.model, tokens=tokens, seconds=seconds)
+                searched=len(answer.sources) if answer.grounding is not None and answer.grounding.declined else 0,
+                memory_off=memory_off)
+            footer = messages.answer_footer(model=answer.model, tokens=tokens, seconds=seconds,
+                                            memory_off=memory_off)
             return message, message.payload, None, footer
         # refused by the engine (no index yet, bad input …), or crashed
         reason = escape(refusal or "").removeprefix(messages.failure(""))  # render_failure adds the warning sign
@@ -345,7 +452,8 @@ class AskFlow:
         payload = render_failure(reason, question=request.question, user_id=request.user_id, sources=view.sources,
                                  web_url=ctx.settings.repo_web_url, commit=ctx.commit,
                                  lines=view.lines(include_writing=False))
-        return None, payload, reason, messages.answer_footer(model=None, tokens=None, seconds=seconds)
+        return None, payload, reason, messages.answer_footer(model=None, tokens=None, seconds=seconds,
+                                                             memory_off=memory_off)
 
     async def _post_progress(self, client, request: AskRequest, payload: dict) -> str | None:
         """Post the progress message; ``None`` when the bot may not post there."""
@@ -434,3 +542,19 @@ class AskFlow:
             except Exception:  # noqa: BLE001
                 log.warning("could not report the failed upload")
 
+
+
+def _dead_local_process(replica_id: str) -> bool:
+    """Whether ``replica_id`` is the default ``<this host>-<pid>`` of a process that no longer runs."""
+    from bot.settings import default_replica_id
+
+    host, _, pid = replica_id.rpartition("-")
+    if not pid.isdigit() or host != default_replica_id().rpartition("-")[0] or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists (another user's)
+        return False
+    return False

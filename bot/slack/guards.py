@@ -18,7 +18,14 @@ request itself with a :class:`slack_bolt.BoltResponse`, so nothing downstream
   ``ASK_RATE_PER_MIN`` questions per minute (a sliding window) answers the
   excess with a friendly message saying when to retry.
 
-State is in memory, per process, bounded (oldest keys dropped first).
+Delivery identities and rate-limit windows live in the state store
+(:class:`bot.state.resilient.ResilientState`), so a redelivery after a restart, or to
+another replica, is recognised, and the limit counts across replicas: each delivery
+identity (``event:<event_id>``, ``msg:<client_msg_id>``, ``slash:<trigger_id>``,
+``sig:<X-Slack-Signature>``) is claimed atomically for :data:`DELIVERY_TTL_S` (Slack's
+whole retry schedule); exactly one claimer answers. While the store is unavailable the
+in-process :class:`DuplicateFilter` and :class:`RateLimiter` decide instead (bounded,
+oldest keys dropped first), and the answer's footer says memory is off.
 """
 from __future__ import annotations
 
@@ -33,10 +40,13 @@ from typing import Callable
 from slack_bolt.response import BoltResponse
 
 from bot.slack import messages
+from bot.state.resilient import ResilientState
+from bot.state.store import DEFAULT_CLAIM_TTL_S
 
 __all__ = [
     "DEFAULT_DUPLICATE_WINDOW_S",
     "DEFAULT_RATE_WINDOW_S",
+    "DELIVERY_TTL_S",
     "Decision",
     "DuplicateFilter",
     "RateLimiter",
@@ -50,6 +60,10 @@ log = logging.getLogger(__name__)
 DEFAULT_RATE_WINDOW_S = 60.0
 #: "An identical question from the same user within a few seconds is answered once" (issue 8).
 DEFAULT_DUPLICATE_WINDOW_S = 10.0
+#: How long a delivery identity is remembered: Slack retries after ~1 and ~5 minutes.
+DELIVERY_TTL_S = max(600.0, DEFAULT_CLAIM_TTL_S)
+#: Longest wait for the store on the ack path (Slack wants the ack within 3 s); then in-process.
+ACK_PATH_TIMEOUT_S = 1.0
 #: Keys remembered at most (users for the limiter, deliveries for the duplicate filter).
 DEFAULT_MAX_KEYS = 10_000
 
@@ -150,23 +164,73 @@ def _who_where_what(body: dict) -> tuple[str | None, str | None, str, str | None
         event.get("thread_ts") or event.get("ts")
 
 
-def ask_guards(*, duplicates: DuplicateFilter, limiter: RateLimiter, tasks: set | None = None):
+def delivery_identities(body: dict, headers: dict | None = None) -> list[str]:
+    """The identities one delivery is known by: ``event:``, ``msg:`` (client message id, also
+    an edited message's origin), ``slash:`` (trigger id) and ``sig:`` (the request signature,
+    the same on a replayed request)."""
+    found: list[str] = []
+    if "command" in body:
+        if body.get("trigger_id"):
+            found.append(f"slash:{body['trigger_id']}")
+    else:
+        event = body.get("event") or {}
+        if body.get("event_id"):
+            found.append(f"event:{body['event_id']}")
+        origin = event.get("client_msg_id") or (event.get("message") or {}).get("client_msg_id")
+        if origin:
+            found.append(f"msg:{origin}")
+        if not found and event.get("ts"):
+            found.append(f"ts:{event.get('channel')}:{event['ts']}")
+    signature = (headers or {}).get("x-slack-signature")
+    if signature:
+        found.append(f"sig:{signature[0] if isinstance(signature, (list, tuple)) else signature}")
+    return found
+
+
+def ask_guards(*, duplicates: DuplicateFilter, limiter: RateLimiter, tasks: set | None = None,
+               state: ResilientState | None = None):
     """Listener middleware for questions: duplicates first, then the per-user rate limit.
 
     Args:
-        duplicates: remembers deliveries and recent questions.
-        limiter: the per-user limiter (``ASK_RATE_PER_MIN``).
+        duplicates: remembers recent questions, and deliveries while the store is unavailable.
+        limiter: the per-user limiter (``ASK_RATE_PER_MIN``; the store's window first).
         tasks: where background ephemeral posts are kept referenced (events only).
+        state: the state store (``None``: in-process only).
 
     Returns:
-        ``async def guard_asks(body, client, next)``.
+        ``async def guard_asks(body, request, client, next)``.
     """
     pending = tasks if tasks is not None else set()
+    state = state if state is not None else ResilientState.memory_only()
 
-    async def guard_asks(body: dict, client, next) -> BoltResponse | None:  # noqa: A002
+    async def claimed_before(identities: list[str]) -> bool:
+        """Whether any identity was claimed already. Identities are claimed in a fixed order and
+        the first refusal stops (so two replicas racing on one delivery cannot each win half)."""
+        if not identities:
+            return False
+
+        def claim_all(store) -> bool:
+            return not all(store.claim(identity, DELIVERY_TTL_S) for identity in identities)
+
+        ok, seen = await state.acall("claim", claim_all, timeout_s=ACK_PATH_TIMEOUT_S)
+        local = [duplicates.check(("delivery", identity)) is not None for identity in identities]
+        return bool(seen) if ok else any(local)
+
+    async def hit(user: str) -> Decision:
+        if limiter.limit == 0:
+            return Decision(True)
+        ok, decision = await state.acall("rate_limit", lambda s: s.hit(f"ask:{user}", limiter.limit,
+                                                                      limiter.window_s),
+                                         timeout_s=ACK_PATH_TIMEOUT_S)
+        if ok:
+            return Decision(decision.allowed, decision.retry_after_s)
+        return limiter.hit(user)
+
+    async def guard_asks(body: dict, request, client, next) -> BoltResponse | None:  # noqa: A002
         user, channel, text, delivery, thread_ts = _who_where_what(body)
         is_command = "command" in body
-        if delivery and duplicates.check(("delivery", delivery)) is not None:
+        headers = getattr(request, "headers", None) or {}
+        if await claimed_before(delivery_identities(body, headers)):
             log.info("dropped a duplicate delivery of a question")
             return BoltResponse(status=200, body="")
         ago = duplicates.check(("question", user, channel, thread_ts, " ".join(text.split()).lower()))
@@ -176,7 +240,7 @@ def ask_guards(*, duplicates: DuplicateFilter, limiter: RateLimiter, tasks: set 
                 return BoltResponse(status=200, body={"response_type": "ephemeral",
                                                       "text": messages.duplicate_ask(seconds_ago=ago)})
             return BoltResponse(status=200, body="")
-        decision = limiter.hit(user or "anonymous")
+        decision = await hit(user or "anonymous")
         if decision.allowed:
             return await next()
         log.info("rate limited a question (retry in %d s)", decision.retry_after_s)

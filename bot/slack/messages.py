@@ -17,7 +17,9 @@ __all__ = [
     "command_failed",
     "duplicate_ask",
     "failure",
+    "answer_interrupted_by_restart",
     "feedback_button",
+    "memory_off_note",
     "feedback_thanks",
     "mention_usage",
     "no_sources",
@@ -57,14 +59,28 @@ def no_answering_source(searched: int) -> str:
     return f"_None of the {searched} excerpt{'s' if searched != 1 else ''} searched answers this._"
 
 
-def answer_footer(*, model: str | None, tokens: int | None, seconds: float | None) -> str:
-    """``model · 1,234 tokens · 2.4 s``; parts that are unknown are left out."""
+def answer_footer(*, model: str | None, tokens: int | None, seconds: float | None,
+                  memory_off: bool = False) -> str:
+    """``model · 1,234 tokens · 2.4 s``; parts that are unknown are left out. ``memory_off``
+    (the state store is unavailable) adds :func:`memory_off`."""
     parts = [f"`{model}`" if model else "no model (local answer)"]
     if tokens:
         parts.append(f"{tokens:,} tokens")
     if seconds is not None:
         parts.append(f"{seconds:.1f} s")
+    if memory_off:
+        parts.append(memory_off_note())
     return " · ".join(parts)
+
+
+def memory_off_note() -> str:
+    """The footer's note while the state store is unavailable."""
+    return ":warning: memory off (state store unavailable): earlier turns and votes may be missing"
+
+
+def answer_interrupted_by_restart() -> str:
+    """Shown, at the next start, in place of an answer whose process stopped before finishing it."""
+    return ":warning: Slackzilla stopped before it could finish this answer: interrupted, please ask again."
 
 
 def failure(text: str) -> str:

@@ -196,6 +196,7 @@ def render_answer_message(
     answer_id: str | None = None,
     max_blocks: int = MAX_BLOCKS,
     searched: int = 0,
+    memory_off: bool = False,
 ) -> AnswerMessage:
     """Render an answer (the layout in the module docstring).
 
@@ -210,6 +211,7 @@ def render_answer_message(
         searched: with no ``sources``, the number of excerpts the model read without finding
             an answer (it declined); shown instead of "no matching files".
         max_blocks: block budget (Slack's limit is 50).
+        memory_off: the state store is unavailable: the footer says so.
 
     Returns:
         An :class:`AnswerMessage`; its ``overflow`` is set when the answer needed more blocks.
@@ -221,7 +223,8 @@ def render_answer_message(
     if notes:
         tail.append(_context([_clip(escape(" ".join(notes), keep_user_mentions=False), MAX_SECTION_CHARS)]))
     tail.append(_context([sources_text(sources, web_url=web_url, commit=commit, searched=searched)]))
-    tail.append(_context([messages.answer_footer(model=model, tokens=tokens, seconds=seconds)]))
+    tail.append(_context([messages.answer_footer(model=model, tokens=tokens, seconds=seconds,
+                                                 memory_off=memory_off)]))
     if answer_id:
         tail.append(_feedback_block(answer_id))
     pieces = markdown_to_mrkdwn_pieces(answer or "")

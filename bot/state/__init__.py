@@ -4,7 +4,8 @@
 :class:`~bot.state.store.StateStore`; see :mod:`bot.state.store` for what it holds,
 :mod:`bot.state.sqlite` and :mod:`bot.state.postgres` for the backends and
 :mod:`bot.state.migrations` for the schema. psycopg is imported only when a
-PostgreSQL URL is opened.
+PostgreSQL URL is opened. The bot holds its store through
+:class:`bot.state.resilient.ResilientState` (fallbacks, failure counting, catch-up).
 """
 from __future__ import annotations
 

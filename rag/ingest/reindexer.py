@@ -277,15 +277,19 @@ class Reindexer:
         embed: compute missing vectors after each update (when the engine has a provider).
         timeout_s: deadline of one update in seconds (default :data:`DEFAULT_RUN_TIMEOUT_S`;
             ``None``: none); past it the update stops and the run fails with "timed out".
+        on_record: called with each finished :class:`RunRecord` (after the locks are released),
+            e.g. to keep the run history in a durable store; its exceptions are logged, never raised.
 
     Thread-safe; :meth:`run` blocks, :meth:`run_async` keeps the event loop free.
     """
 
     def __init__(self, engine: Engine, *, history: int = DEFAULT_HISTORY,
                  git_timeout_s: float = DEFAULT_GIT_TIMEOUT_S, clock: Callable[[], float] = time.time,
-                 embed: bool = True, timeout_s: float | None = DEFAULT_RUN_TIMEOUT_S) -> None:
+                 embed: bool = True, timeout_s: float | None = DEFAULT_RUN_TIMEOUT_S,
+                 on_record: Callable[[RunRecord], None] | None = None) -> None:
         self.engine = engine
         self.timeout_s = timeout_s
+        self.on_record = on_record
         self.embed = embed
         self._stop = threading.Event()
         self.git_timeout_s = git_timeout_s
@@ -546,3 +550,8 @@ class Reindexer:
         log.info("reindex done id=%s trigger=%s ok=%s seconds=%s added=%d changed=%d removed=%d",
                  record.id, record.trigger, record.ok, record.duration_s, record.stats.added, record.stats.changed,
                  record.stats.removed)
+        if self.on_record is not None:
+            try:
+                self.on_record(record)
+            except Exception as exc:  # noqa: BLE001 - the run is recorded in memory either way
+                log.warning("reindex run id=%s not handed on: %s", record.id, type(exc).__name__)

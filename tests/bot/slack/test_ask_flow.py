@@ -388,8 +388,11 @@ async def test_feedback_clicks_are_acked_recorded_and_counted(ask_bot):
               await bot.click("sz_feedback_down", outcome.answer_id, user_id=ADMIN),
               await bot.click("sz_feedback_up", outcome.answer_id, user_id=USER)]  # the same vote again
     assert all(c.status == 200 and c.seconds < 3 for c in clicks)
-    votes = {(v.user_id, v.answer_id, v.vote) for v in bot.context.runtime.feedback.entries()}
+    votes = {(v.user_id, v.answer_id, v.vote) for v in bot.context.feedback.entries()}
     assert votes == {(USER, outcome.answer_id, "up"), (ADMIN, outcome.answer_id, "down")}
+    vote = bot.context.feedback.entries(limit=1)[0]  # the answer's question length, sources, model: no text
+    assert vote.question_chars == len(QUESTION) and "src/webhook.js" in vote.sources
+    assert QUESTION not in repr(vote.to_json())
     async with bot.session.get(f"{bot.base_url}/api/metrics") as response:
         assert (await response.json())["feedback"] == {"up": 1, "down": 1}
     async with bot.session.get(f"{bot.base_url}/metrics") as response:
