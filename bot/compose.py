@@ -173,7 +173,7 @@ def compose_core(settings: Settings, *, engine, registry: Registry | None = None
                            open_it=open_state)
     feedback = FeedbackLog(state=handle, metrics=runtime.metrics, clock=runtime.clock)
     repo = engine.repo_root.name
-    reindexer = Reindexer(engine, clock=runtime.clock,
+    reindexer = Reindexer(engine, clock=runtime.clock, timeout_s=settings.reindex_timeout_s,
                           on_record=_run_sink(handle, repo) if handle.enabled else None)
     # built without a schedule too: the status then still names the replica that runs it
     lease = ScheduleLease(handle, repo=repo, interval_s=settings.reindex_interval_s) \

@@ -40,7 +40,7 @@ from typing import Callable, Mapping
 from dotenv import dotenv_values
 
 from bot.state.store import DEFAULT_STATE_FILENAME, StateConfig, is_postgres_url, redact_url
-from rag.config import ConfigError, EngineConfig, EnvReader, http_url, read_engine_config
+from rag.config import ConfigError, EngineConfig, EnvReader, http_url, positive_seconds, read_engine_config
 
 __all__ = ["Settings", "SettingsError", "DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_DOTENV", "ENV_FILE_VARIABLE"]
 
@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 3000
 DEFAULT_REINDEX_INTERVAL_S = 300
+DEFAULT_REINDEX_TIMEOUT_S = 1800.0
+"""``REINDEX_TIMEOUT_S``: one update past this stops, writes nothing and is recorded as failed."""
 DEFAULT_ASK_RATE_PER_MIN = 6
 #: Seconds to wait for the state store (PostgreSQL connection, SQLite lock) before going on without it.
 DEFAULT_STATE_TIMEOUT_S = 2.0
@@ -93,6 +95,7 @@ class Settings:
     port: int = DEFAULT_PORT
     repo_web_url: str | None = None
     reindex_interval_s: int = DEFAULT_REINDEX_INTERVAL_S
+    reindex_timeout_s: float = DEFAULT_REINDEX_TIMEOUT_S
     repo_git_pull: bool = False
     admin_user_ids: frozenset[str] = frozenset()
     admin_api_token: str | None = None
@@ -238,6 +241,7 @@ def _parse(env: Mapping[str, str], *, require_slack: bool, extra_problems: list[
         port=convert("PORT", DEFAULT_PORT, _int_range(0, 65535)),
         repo_web_url=convert("REPO_WEB_URL", None, lambda raw: http_url(raw).rstrip("/")),
         reindex_interval_s=convert("REINDEX_INTERVAL_S", DEFAULT_REINDEX_INTERVAL_S, _int_range(0, 7 * 86400)),
+        reindex_timeout_s=convert("REINDEX_TIMEOUT_S", DEFAULT_REINDEX_TIMEOUT_S, positive_seconds),
         repo_git_pull=convert("REPO_GIT_PULL", False, _bool),
         admin_user_ids=convert("ADMIN_USER_IDS", frozenset(), _user_ids),
         admin_api_token=admin_token,

@@ -121,6 +121,7 @@ async def make_bot(slack_fake, bot_repo, tmp_path):
             stopped.append(True)
             await session.close()
             await runner.cleanup()
+            await composed.core.asker.aclose()  # the process's model client, as RunningServer.stop does
             composed.close()
             runtime.remove_log_handler()
             engine.close()

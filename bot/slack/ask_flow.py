@@ -410,7 +410,7 @@ class AskFlow:
             if message.overflow:
                 await self._upload_overflow(client, request, root, message.overflow, outcome.answer_id)
             if root:
-                await self.memory.remember(request.channel_id, root, request.question, answer.answer)
+                await self.memory.remember(request.channel_id, root, answer.question, answer.answer)  # as redacted
             self.memory.add_answer(AnswerRecord(outcome.answer_id, request.channel_id, root, outcome.final_ts,
                                                 request.user_id, outcome.mode, question_chars=len(request.question),
                                                 sources=tuple(dict.fromkeys(

@@ -148,3 +148,9 @@ def test_slackzilla_env_file_is_read_wherever_it_is(tmp_path, monkeypatch):
     assert s.port == 4100
     with pytest.raises(SettingsError, match="SLACKZILLA_ENV_FILE: .*missing.env is not a file"):
         Settings.from_env({"SLACKZILLA_ENV_FILE": str(tmp_path / "missing.env")}, require_slack=False)
+
+
+def test_reindex_timeout_is_read_and_checked():
+    assert Settings.from_env({"REINDEX_TIMEOUT_S": "90"}, dotenv_path=None, require_slack=False).reindex_timeout_s == 90
+    with pytest.raises(SettingsError, match="REINDEX_TIMEOUT_S"):
+        Settings.from_env({"REINDEX_TIMEOUT_S": "soon"}, dotenv_path=None, require_slack=False)
