@@ -394,3 +394,16 @@ def test_api_ask_without_a_token_is_for_local_clients_only():
 
     assert _from_loopback(request_from("127.0.0.1")) and _from_loopback(request_from("::1"))
     assert not _from_loopback(request_from("10.1.2.3")) and not _from_loopback(request_from("203.0.113.9"))
+
+
+async def test_status_names_the_odd_files_the_last_reindex_skipped(make_bot, bot_repo):
+    bot = await make_bot()
+    (bot_repo / "data").mkdir()
+    (bot_repo / "data" / "cities.json").write_text("[" + ",".join(f'{{"id": {i}}}' for i in range(4000)) + "]")
+    await bot.slash("/sz-reindex", "", user_id=ADMIN)
+    await bot.fake.wait_for(lambda cs: len([c for c in cs if c.method == "response_url"]) >= 2)
+    status = bot.context.status()
+    assert status["index"]["not_indexed"] == "data/cities.json (data_file)"
+    await bot.slash("/sz-status", "", user_id=USER)
+    reply = await bot.fake.wait_for(lambda cs: [c for c in cs if c.method == "response_url" and "Status" in json.dumps(c.body)])
+    assert "data/cities.json (data_file)" in json.dumps(reply[-1].body)
