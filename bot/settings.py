@@ -187,9 +187,9 @@ class Settings:
             found = _read_dotenv(Path(dotenv_path))
             repo = (environ.get("REPO_PATH") or found.get("REPO_PATH") or ".").strip() or "."
             if _inside(Path(dotenv_path), Path(repo).expanduser()):
-                log.warning("not reading %s: it belongs to the repository being indexed (%s) and could redirect "
-                            "the bot's tokens; set the variables in the environment, name a file with %s, or "
-                            "point REPO_PATH at the repository", dotenv_path, repo, ENV_FILE_VARIABLE)
+                log.warning("not reading %s: it is inside the repository being indexed (%s), so it is that "
+                            "repository's file and could redirect the bot's tokens; set the bot's variables in the "
+                            "environment or name the bot's own file with %s", dotenv_path, repo, ENV_FILE_VARIABLE)
             else:
                 values.update(found)
         values.update(environ)

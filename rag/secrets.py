@@ -549,7 +549,8 @@ _INLINE_RE = re.compile(
     r"(?i)(?<![A-Za-z0-9])(" + _KEY_WORDS + r"|(?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_KEY)" + r")(\"?\s*[:=]\s*)([\"']?)"
     r"(?!\[REDACTED\])(?!(?:bearer|basic)\s)([^\s\"',;&}]+)"
 )
-_URL_USERINFO_RE = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s/:@]+:)([^\s/@]+)(@)", re.I)
+# user may be empty (``redis://:pw@host``); the password runs to the last ``@`` before the host.
+_URL_USERINFO_RE = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s/:@]*:)([^\s/]+)(@)", re.I)
 
 
 def redact_text(text: str, *, literals: "LiteralRedactor | None" = None) -> tuple[str, int]:
@@ -569,12 +570,23 @@ def redact_text(text: str, *, literals: "LiteralRedactor | None" = None) -> tupl
 
     def scheme(match: re.Match) -> str:
         nonlocal count
+        value = match.group(3)
+        # "Token budget", "Basic authentication" are prose: after those words only a
+        # credential-shaped value counts; "Bearer" is followed by a credential or nothing.
+        prose_word = match.group(1).lower() != "bearer"
+        if _is_placeholder(value) or (prose_word and not _credential_shaped(value)):
+            return match.group(0)
         count += 1
         return f"{match.group(1)}{match.group(2)}{REDACTED}"
 
     def inline(match: re.Match) -> str:
         nonlocal count
         if COUNT_KEY_RE.search(normalize_key(match.group(1))):
+            return match.group(0)
+        value, quote = match.group(4), match.group(3)
+        if quote and match.end() < len(text) and text[match.end()] not in (quote, "\n"):
+            return match.group(0)  # a quoted phrase (``SECRET_QUESTION = "why does it fail"``), not a value
+        if len(value) < 4 or _is_placeholder(value, min_len=4) and not any(c.isdigit() for c in value):
             return match.group(0)
         count += 1
         return f"{match.group(1)}{match.group(2)}{match.group(3)}{REDACTED}"

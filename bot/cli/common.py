@@ -184,7 +184,11 @@ def _build_or_warn(what: str, build: Callable):
 def bot_core(engine: Engine):
     """The bot's Slack-free objects around ``engine`` (:func:`bot.compose.compose_core`: registry,
     runtime, live tools and the one answer entry point, ``.asker``); loads neither Bolt nor Slack."""
+    import os
+
     from bot.compose import compose_core
     from bot.settings import Settings
 
-    return compose_core(Settings.from_env(require_slack=False), engine=engine)
+    # The repository is the one --repo chose, also for deciding whether ./.env is that repository's own file.
+    environ = {**os.environ, "REPO_PATH": str(engine.repo_root)}
+    return compose_core(Settings.from_env(environ, require_slack=False), engine=engine)

@@ -134,7 +134,7 @@ def test_a_dotenv_inside_the_indexed_repository_is_not_read(tmp_path, monkeypatc
     s = Settings.from_env({"AI_API_KEY": "sk-real-key"}, require_slack=False)
     assert "collector.invalid" not in s.engine.model.base_url and "collector.invalid" not in s.slack_api_url
     assert s.port != 4000
-    assert "belongs to the repository being indexed" in caplog.text and "sk-real-key" not in caplog.text
+    assert "inside the repository being indexed" in caplog.text and "sk-real-key" not in caplog.text
     elsewhere = tmp_path / "sub"
     elsewhere.mkdir()
     s = Settings.from_env({"REPO_PATH": str(elsewhere)}, require_slack=False)  # repository below: .env is outside

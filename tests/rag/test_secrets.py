@@ -273,3 +273,32 @@ def test_more_secret_variants_are_redacted(text: str, secret: str) -> None:
 ])
 def test_ordinary_env_defaults_and_header_templates_stay(text: str) -> None:
     assert redact_secrets(text, file_type="js") == (text, 0)
+
+
+# -- the free-text redactor on prose (questions, the "asked:" line) ---------------------------------
+
+@pytest.mark.parametrize("text", [
+    "How does the token budget work?",
+    "The token counter works and Basic authentication is used; see Token budget handling.",
+    'SECRET_QUESTION = "why does it fail"',
+    "token=xyz",
+])
+def test_redact_text_leaves_prose_alone(text: str) -> None:
+    from rag.secrets import redact_text
+
+    assert redact_text(text) == (text, 0)
+
+
+@pytest.mark.parametrize("text, secret", [
+    ("postgresql://:secretpw@host/db", "secretpw"),
+    ("redis://:secretpw@cache:6379", "secretpw"),
+    ("https://u:sec@ret@host/x", "sec@ret"),
+    ("why does login fail with password=hunter2 on staging?", "hunter2"),
+    ("Authorization: Bearer eyJhbGciOi.x.y", "eyJhbGciOi"),
+    ("SESSION_KEY=prod-secret-123 in logs", "prod-secret-123"),
+])
+def test_redact_text_removes_credentials_in_prose(text: str, secret: str) -> None:
+    from rag.secrets import redact_text
+
+    out, count = redact_text(text)
+    assert secret not in out and "ret@host" not in out.replace("[REDACTED]@host", "") and count >= 1

@@ -85,3 +85,22 @@ def test_an_empty_repository_says_nothing_is_indexed_and_why(tmp_path: Path) -> 
     asked = _run("ask", "What does it do?", "--repo", root, "--index", index, "--no-ai")
     assert asked.exit_code != 0
     assert "Nothing is indexed in empty" in asked.output and "REPO_PATH" in asked.output
+
+
+def test_the_operators_dotenv_is_read_when_repo_points_elsewhere(tmp_path: Path, monkeypatch) -> None:
+    # --repo decides like REPO_PATH: ./.env outside the indexed repository is the operator's.
+    repo = tmp_path / "project"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "app.js").write_text("export function greetVisitor() { return 'hi'; }\n")
+    work = tmp_path / "ops"
+    work.mkdir()
+    (work / ".env").write_text("AI_API_KEY=sk-operator\nAI_MODEL=from-operator-dotenv\nAI_URL=http://127.0.0.1:9/v1\n"
+                               "AI_TIMEOUT_S=2\n")
+    monkeypatch.chdir(work)
+    result = _run("ask", "greetVisitor", "--repo", repo, "--index", tmp_path / "idx.sqlite", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["model"] == "from-operator-dotenv"
+    monkeypatch.chdir(repo)  # the same .env inside the repository is not read
+    (repo / ".env").write_text((work / ".env").read_text())
+    inside = _run("ask", "greetVisitor", "--repo", ".", "--index", tmp_path / "idx.sqlite", "--json")
+    assert json.loads(inside.stdout)["model"] != "from-operator-dotenv"
