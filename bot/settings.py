@@ -248,13 +248,19 @@ def _parse(env: Mapping[str, str], *, require_slack: bool, extra_problems: list[
         slack_api_url=convert("SLACK_API_URL", DEFAULT_SLACK_API_URL, lambda raw: http_url(raw).rstrip("/") + "/"),
         ask_rate_per_min=convert("ASK_RATE_PER_MIN", DEFAULT_ASK_RATE_PER_MIN, _int_range(0, 10_000)),
         database_url=convert("DATABASE_URL", None, _database_url),
-        state_path=convert("STATE_PATH", None, lambda raw: Path(raw).expanduser()),
+        state_path=convert("STATE_PATH", None, _state_path),
         replica_id=convert("REPLICA_ID", default_replica_id(), _replica_id),
         state_timeout_s=convert("STATE_TIMEOUT_S", DEFAULT_STATE_TIMEOUT_S, _float_range(0.1, 60.0)),
         engine=engine,
     )
     reader.raise_problems(SettingsError)
     return settings
+
+
+def _state_path(raw: str) -> Path:
+    """``STATE_PATH``: a file, or a folder (existing, or written with a trailing ``/``) to hold ``state.sqlite``."""
+    path = Path(raw).expanduser()
+    return path / "state.sqlite" if raw.endswith(("/", os.sep)) or path.is_dir() else path
 
 
 def _prefixed(prefix: str, what: str) -> Callable[[str], str]:

@@ -79,6 +79,7 @@ class ResilientState:
         self._clock = clock
         self._last_open_attempt = clock()
         self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
         self._calls = threading.Condition()  # close() waits for calls running in worker threads
         self._active = 0
         self._pending: collections.deque[tuple[str, Operation]] = collections.deque(maxlen=max_pending)
@@ -260,7 +261,19 @@ class ResilientState:
             return self._store
 
     def _flush(self, store: StateStore) -> None:
-        """Replay queued writes, oldest first; stop (keeping the rest) at the first failure."""
+        """Replay queued writes, oldest first; stop (keeping the rest) at the first failure.
+
+        One thread replays at a time (``_flush_lock``): two worker threads must never run
+        the same queued write twice.
+        """
+        if not self._flush_lock.acquire(blocking=False):
+            return  # another thread is replaying; it empties the queue
+        try:
+            self._replay(store)
+        finally:
+            self._flush_lock.release()
+
+    def _replay(self, store: StateStore) -> None:
         while True:
             with self._lock:
                 if not self._pending:

@@ -114,9 +114,9 @@ def empty_index_message(repo_name: str, last: "RunRecord | None") -> str:
                                                                             key=lambda kv: (-kv[1], kv[0])))
         why = f"the last update found no file it could index (skipped: {skipped or 'nothing: the folder is empty'})"
     else:
-        why = "no update has completed since the bot started"
-    return (f"Nothing is indexed in {repo_name}: {why}. Check that REPO_PATH points at the repository, "
-            "and its .gitignore/.szignore rules; then reindex.")
+        why = "the index holds no file (`slackzilla index` lists what was skipped and why)"
+    return (f"Nothing is indexed in {repo_name}: {why}. Check that REPO_PATH (or --repo) points at the "
+            "repository, and its .gitignore/.szignore rules; then reindex.")
 
 
 @dataclass(slots=True)

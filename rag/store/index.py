@@ -165,6 +165,7 @@ class Index:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise IndexUnavailableError(f"cannot create the index directory {self.path.parent}: {exc.strerror}") from exc
+        _ignore_index_folder(self.path.parent)
         self._open_or_rebuild()
 
     # -- connections -------------------------------------------------------------------------
@@ -209,6 +210,11 @@ class Index:
                 f"the index path {self.path} exists and is not a regular file; choose another --index path")
         if self.path.exists() and not os.access(self.path, os.W_OK):
             raise IndexUnavailableError(f"the index at {self.path} is read-only; it cannot be updated")
+        foreign = _foreign_tables(self.path) if self.path.exists() else []
+        if foreign:
+            raise IndexUnavailableError(
+                f"{self.path} is another program's SQLite database (tables: {', '.join(foreign[:5])}), not an "
+                "index: choose another --index path; nothing was changed")
         if self.path.exists() and not _may_be_index(self.path):
             raise IndexUnavailableError(
                 f"{self.path} is not an index (it is not a SQLite database and has no .sqlite/.db name): "
@@ -223,14 +229,19 @@ class Index:
                 self.close()
                 raise IndexUnavailableError(f"cannot open the index at {self.path}: {exc}") from exc
             self._rebuild(exc)
+        except _NotAnIndex as exc:
+            self.close()
+            raise IndexUnavailableError(
+                f"{self.path} is another program's SQLite database (tables: {', '.join(exc.tables[:5])}), not an "
+                "index: choose another --index path; nothing was changed") from None
         except (sqlite3.DatabaseError, _ForeignSchema) as exc:
             self._rebuild(exc)
 
     def _rebuild(self, exc: Exception) -> None:
         """Move the unusable file aside (``<name>.broken-<time>``, nothing deleted) and start afresh."""
-        log.warning("index at %s is unusable (%s); rebuilding it", self.path, exc)
         self.close()
         aside = self.path.with_name(f"{self.path.name}.broken-{int(time.time())}")
+        log.warning("index at %s is unusable (%s); kept as %s, rebuilding it", self.path, exc, aside.name)
         for suffix in ("", "-wal", "-shm"):
             src = Path(str(self.path) + suffix)
             if src.exists():
@@ -248,7 +259,7 @@ class Index:
         try:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if tables and "migrations" not in tables:
-                raise _ForeignSchema("the file holds tables this program did not create")
+                raise _NotAnIndex(sorted(tables))
             conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
             done = {r[0] for r in conn.execute("SELECT name FROM migrations")}
             known = {name for name, _ in MIGRATIONS}
@@ -449,6 +460,37 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 INDEX_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 
 
+def _ignore_index_folder(folder: Path) -> None:
+    """Put ``*`` in ``<repo>/.rag/.gitignore`` so ``git add -A`` never commits the index (as
+    ``.venv``/``.pytest_cache`` do); only for the default ``.rag`` folder, best effort."""
+    marker = folder / ".gitignore"
+    if folder.name != ".rag" or marker.exists():
+        return
+    try:
+        marker.write_text("# Slackzilla's index: not part of the repository\n*\n", encoding="utf-8")
+    except OSError:
+        pass
+
+
+def _foreign_tables(path: Path) -> list[str]:
+    """The tables of a SQLite database this program did not create (no ``migrations`` table),
+    read through a read-only connection that changes nothing; ``[]`` for anything else."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+                return []
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except (OSError, sqlite3.Error):
+        return []
+    try:
+        tables = sorted(r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'"))
+    except sqlite3.Error:
+        return []  # damaged: the normal open decides (a rebuild keeps it aside)
+    finally:
+        conn.close()
+    return tables if tables and "migrations" not in tables else []
+
+
 def _may_be_index(path: Path) -> bool:
     """Whether an existing file may be (or have been) an index, so that a damaged one is rebuilt.
 
@@ -475,6 +517,14 @@ def _is_corruption(exc: sqlite3.OperationalError) -> bool:
     message = str(exc).lower()
     return any(word in message for word in ("malformed", "not a database", "no such table", "no such column",
                                              "duplicate column", "corrupt"))
+
+
+class _NotAnIndex(Exception):
+    """The file is a SQLite database with tables this program did not create: someone's data."""
+
+    def __init__(self, tables: list[str]) -> None:
+        super().__init__("the file holds tables this program did not create")
+        self.tables = tables
 
 
 class _ForeignSchema(Exception):

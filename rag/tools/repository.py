@@ -258,6 +258,13 @@ class RepositoryTools:
         end = int(end) if end is not None else start + min(DEFAULT_READ_LINES, self.max_read_lines) - 1
         if end < start:
             raise RepositoryToolError("invalid_arguments", f"end ({end}) is before start ({start})")
+        try:  # a start past the end is said first: advice for a shorter range would not help
+            # lines start-1 and start joined hold a newline exactly when line ``start`` exists (blank or not)
+            past_end = start > 1 and "\n" not in self.engine.read_lines(path, start - 1, start)
+        except KeyError:
+            raise RepositoryToolError("not_indexed", f"{_quote(path)!r} is no longer indexed") from None
+        if past_end:
+            raise RepositoryToolError("out_of_range", f"{path} has fewer than {start} lines; start lower")
         if end - start + 1 > self.max_read_lines:
             raise RepositoryToolError(
                 "range_too_large", f"lines {start}-{end} are {end - start + 1} lines; readFile returns at most "

@@ -154,3 +154,10 @@ def test_reindex_timeout_is_read_and_checked():
     assert Settings.from_env({"REINDEX_TIMEOUT_S": "90"}, dotenv_path=None, require_slack=False).reindex_timeout_s == 90
     with pytest.raises(SettingsError, match="REINDEX_TIMEOUT_S"):
         Settings.from_env({"REINDEX_TIMEOUT_S": "soon"}, dotenv_path=None, require_slack=False)
+
+
+def test_state_path_with_a_trailing_slash_is_a_folder(tmp_path):
+    s = Settings.from_env({"STATE_PATH": str(tmp_path / "new" / "deeper") + "/"}, dotenv_path=None, require_slack=False)
+    assert s.state_path == tmp_path / "new" / "deeper" / "state.sqlite"
+    assert Settings.from_env({"STATE_PATH": str(tmp_path)}, dotenv_path=None,
+                             require_slack=False).state_path == tmp_path / "state.sqlite"

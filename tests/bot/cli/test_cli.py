@@ -331,20 +331,28 @@ def test_read_only_repository_with_index_elsewhere_works(repo, index_path):
                 p.chmod(0o755)
 
 
-@pytest.mark.parametrize("content", [b"\x00garbage" * 500, b"SQLite format 3\x00" + b"\xff" * 4000, "foreign"])
-def test_corrupt_or_foreign_index_file_is_rebuilt_by_the_cli(repo, index_path, content):
+@pytest.mark.parametrize("content", [b"\x00garbage" * 500, b"SQLite format 3\x00" + b"\xff" * 4000])
+def test_corrupt_index_file_is_rebuilt_by_the_cli(repo, index_path, content):
     index_path.parent.mkdir()
-    if content == "foreign":
-        conn = sqlite3.connect(index_path)
-        conn.execute("CREATE TABLE accounts (id INTEGER)")
-        conn.commit()
-        conn.close()
-    else:
-        index_path.write_bytes(content)
+    index_path.write_bytes(content)
     result = run_repo(repo, index_path, "retrieve", "database connection pool", "--json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["sources"][0]["path"] == "src/db/pool.js"
     assert "Traceback" not in result.stderr
+
+
+def test_another_programs_database_as_index_is_refused_by_the_cli(repo, index_path):
+    index_path.parent.mkdir()
+    conn = sqlite3.connect(index_path)
+    conn.execute("CREATE TABLE accounts (id INTEGER)")
+    conn.commit()
+    conn.close()
+    result = run_repo(repo, index_path, "retrieve", "database connection pool", "--json")
+    assert result.exit_code != 0 and "another program's SQLite database" in result.stderr
+    assert "Traceback" not in result.stderr
+    conn = sqlite3.connect(index_path)
+    assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("accounts",)]
+    conn.close()
 
 
 def test_damaged_index_is_not_a_traceback(repo, index_path):

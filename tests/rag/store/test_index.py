@@ -236,7 +236,7 @@ def _write_truncated(path: Path, repo: Path) -> None:
     path.write_bytes(data[: len(data) // 3])
 
 
-@pytest.mark.parametrize("damage", ["garbage", "sqlite_header_garbage", "foreign", "newer_schema", "empty", "truncated"])
+@pytest.mark.parametrize("damage", ["garbage", "sqlite_header_garbage", "newer_schema", "empty", "truncated"])
 def test_corrupt_or_foreign_index_is_rebuilt_not_fatal(tmp_path, damage):
     repo = make_sample_repo(tmp_path / "repo")
     path = tmp_path / "idx" / "index.sqlite"
@@ -244,7 +244,6 @@ def test_corrupt_or_foreign_index_is_rebuilt_not_fatal(tmp_path, damage):
     {
         "garbage": _write_garbage,
         "sqlite_header_garbage": _write_sqlite_header_garbage,
-        "foreign": _write_foreign_db,
         "newer_schema": _write_newer_schema,
         "empty": lambda p: p.write_bytes(b""),
         "truncated": lambda p: _write_truncated(p, repo),
@@ -262,11 +261,21 @@ def test_corrupt_or_foreign_index_is_rebuilt_not_fatal(tmp_path, damage):
         assert aside == []  # an empty file is simply a new database
     else:
         assert any(p.name.count("-") == 1 for p in aside), aside  # the damaged file was kept aside, not deleted
-    if damage == "foreign":
-        original = next(p for p in aside if not p.name.endswith(("-wal", "-shm")))
-        conn = sqlite3.connect(original)
-        assert conn.execute("SELECT name FROM users").fetchall() == [("ada",)]
-        conn.close()
+
+
+def test_another_programs_sqlite_database_is_refused_and_left_alone(tmp_path):
+    # `--index app.db` (or the bot's own state.sqlite) is someone's data: never renamed or replaced.
+    repo = make_sample_repo(tmp_path / "repo")
+    path = tmp_path / "idx" / "index.sqlite"
+    path.parent.mkdir()
+    _write_foreign_db(path)
+    before = path.read_bytes()
+    with pytest.raises(IndexUnavailableError, match="another program's SQLite database .*users.*nothing was changed"):
+        Engine.open(repo, index_path=path)
+    assert path.read_bytes() == before and list(path.parent.glob("index.sqlite.broken-*")) == []
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT name FROM users").fetchall() == [("ada",)]
+    conn.close()
 
 
 def test_index_with_damaged_table_pages_is_rebuilt(tmp_path):
@@ -351,3 +360,12 @@ def test_the_wal_is_truncated_after_a_rebuild(tmp_path):
         assert not wal.exists() or wal.stat().st_size < 0.05 * index_path.stat().st_size
     finally:
         engine.close()
+
+
+def test_the_default_index_folder_ignores_itself_for_git(tmp_path):
+    index = Index(tmp_path / "repo" / ".rag" / "index.sqlite")
+    index.close()
+    assert (tmp_path / "repo" / ".rag" / ".gitignore").read_text().splitlines()[-1] == "*"
+    other = Index(tmp_path / "elsewhere" / "idx.sqlite")
+    other.close()
+    assert not (tmp_path / "elsewhere" / ".gitignore").exists()

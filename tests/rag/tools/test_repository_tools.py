@@ -273,3 +273,13 @@ async def test_a_slow_engine_hits_the_deadline(engine):
     slow = SpyEngine(engine, delay_s=0.5)
     result, body = await call(adapter_for(slow, deadline_s=0.1), "searchCode", {"query": "backoff"})
     assert result.error_code == "timeout" and result.activity.message == "searching `backoff` failed: timeout"
+
+
+async def test_a_start_past_the_end_is_said_before_range_advice(spy):
+    adapter = adapter_for(spy)
+    result, _ = await call(adapter, "readFile", {"path": "lib/pool.js", "start": 10000, "end": 20000})
+    assert result.error_code == "out_of_range" and "fewer than 10000 lines" in result.error
+    lines = POOL.split("\n")
+    blank = next(n for n, line in enumerate(lines, 1) if n > 1 and not line.strip())
+    ok, body = await call(adapter, "readFile", {"path": "lib/pool.js", "start": blank, "end": blank + 1})
+    assert ok.ok and body["result"]["start"] == blank  # a blank line is a line
