@@ -40,7 +40,8 @@ from typing import Callable, Mapping
 from dotenv import dotenv_values
 
 from bot.state.store import DEFAULT_STATE_FILENAME, StateConfig, is_postgres_url, redact_url
-from rag.config import ConfigError, EngineConfig, EnvReader, http_url, positive_seconds, read_engine_config
+from rag.config import (ConfigError, EngineConfig, EnvReader, http_url, int_range, positive_seconds,
+                        read_engine_config)
 
 __all__ = ["Settings", "SettingsError", "DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_DOTENV", "ENV_FILE_VARIABLE"]
 
@@ -238,15 +239,15 @@ def _parse(env: Mapping[str, str], *, require_slack: bool, extra_problems: list[
         slack_signing_secret=signing_secret,
         slack_app_token=app_token,
         host=get("HOST") or DEFAULT_HOST,
-        port=convert("PORT", DEFAULT_PORT, _int_range(0, 65535)),
+        port=convert("PORT", DEFAULT_PORT, int_range(0, 65535)),
         repo_web_url=convert("REPO_WEB_URL", None, lambda raw: http_url(raw).rstrip("/")),
-        reindex_interval_s=convert("REINDEX_INTERVAL_S", DEFAULT_REINDEX_INTERVAL_S, _int_range(0, 7 * 86400)),
+        reindex_interval_s=convert("REINDEX_INTERVAL_S", DEFAULT_REINDEX_INTERVAL_S, int_range(0, 7 * 86400)),
         reindex_timeout_s=convert("REINDEX_TIMEOUT_S", DEFAULT_REINDEX_TIMEOUT_S, positive_seconds),
         repo_git_pull=convert("REPO_GIT_PULL", False, _bool),
         admin_user_ids=convert("ADMIN_USER_IDS", frozenset(), _user_ids),
         admin_api_token=admin_token,
         slack_api_url=convert("SLACK_API_URL", DEFAULT_SLACK_API_URL, lambda raw: http_url(raw).rstrip("/") + "/"),
-        ask_rate_per_min=convert("ASK_RATE_PER_MIN", DEFAULT_ASK_RATE_PER_MIN, _int_range(0, 10_000)),
+        ask_rate_per_min=convert("ASK_RATE_PER_MIN", DEFAULT_ASK_RATE_PER_MIN, int_range(0, 10_000)),
         database_url=convert("DATABASE_URL", None, _database_url),
         state_path=convert("STATE_PATH", None, _state_path),
         replica_id=convert("REPLICA_ID", default_replica_id(), _replica_id),
@@ -268,19 +269,6 @@ def _prefixed(prefix: str, what: str) -> Callable[[str], str]:
         if not raw.startswith(prefix):
             raise ValueError(f"malformed: expected {what} starting with {prefix!r}")
         return raw
-
-    return parse
-
-
-def _int_range(low: int, high: int) -> Callable[[str], int]:
-    def parse(raw: str) -> int:
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ValueError(f"expected a whole number, got {raw!r}") from None
-        if not low <= value <= high:
-            raise ValueError(f"must be between {low} and {high}, got {value}")
-        return value
 
     return parse
 

@@ -149,8 +149,9 @@ def positive_seconds(raw: str) -> float:
     return value
 
 
-def _bounded_int(low: int, high: int) -> Callable[[str], int]:
-    """A parser for a whole number in ``[low, high]``; it raises ``ValueError`` naming the range."""
+def int_range(low: int, high: int) -> Callable[[str], int]:
+    """A parser for a whole number in ``[low, high]`` (for :meth:`EnvReader.convert`); it raises
+    ``ValueError`` naming the range. Used for the engine's and the bot's integer variables."""
 
     def parse(raw: str) -> int:
         try:
@@ -158,7 +159,7 @@ def _bounded_int(low: int, high: int) -> Callable[[str], int]:
         except ValueError:
             raise ValueError(f"expected a whole number from {low} to {high}, got {raw[:40]!r}") from None
         if not low <= value <= high:
-            raise ValueError(f"must be from {low} to {high}, got {value}")
+            raise ValueError(f"must be between {low} and {high}, got {value}")
         return value
 
     return parse
@@ -378,10 +379,10 @@ def _model(reader: EnvReader) -> ModelConfig:
         api_key=reader.get("AI_API_KEY"),
         model=reader.get("AI_MODEL") or DEFAULT_AI_MODEL,
         timeout_s=reader.convert("AI_TIMEOUT_S", DEFAULT_AI_TIMEOUT_S, positive_seconds),
-        tool_rounds=reader.convert("AI_TOOL_ROUNDS", DEFAULT_TOOL_ROUNDS, _bounded_int(0, 10)),
+        tool_rounds=reader.convert("AI_TOOL_ROUNDS", DEFAULT_TOOL_ROUNDS, int_range(0, 10)),
         tool_calls_per_round=reader.convert("AI_TOOL_CALLS_PER_ROUND", DEFAULT_TOOL_CALLS_PER_ROUND,
-                                            _bounded_int(1, 32)),
-        tool_read_tokens=reader.convert("AI_TOOL_READ_TOKENS", DEFAULT_TOOL_READ_TOKENS, _bounded_int(0, 200_000)),
+                                            int_range(1, 32)),
+        tool_read_tokens=reader.convert("AI_TOOL_READ_TOKENS", DEFAULT_TOOL_READ_TOKENS, int_range(0, 200_000)),
     )
 
 

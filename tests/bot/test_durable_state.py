@@ -15,14 +15,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
-import threading
 import time
 import uuid
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import pytest
 from click.testing import CliRunner
+from tcp_proxy import TcpProxy
 from openai_server import FakeOpenAIServer, text_reply
 from slack_fake import ADMIN, USER
 
@@ -305,74 +304,6 @@ async def test_status_names_the_replica_holding_the_schedule(make_bot, backend):
 
 
 # -- PostgreSQL down, then up ---------------------------------------------------------------------------
-
-class TcpProxy:
-    """127.0.0.1:<port> → ``target``; :meth:`down` drops every connection and stops listening, :meth:`up`
-    listens again on the same port."""
-
-    def __init__(self, target: tuple[str, int]) -> None:
-        self.target = target
-        self.port = 0
-        self._server: socket.socket | None = None
-        self._conns: list[socket.socket] = []
-        self._lock = threading.Lock()
-
-    def up(self) -> None:
-        server = socket.socket()
-        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        server.bind(("127.0.0.1", self.port))
-        server.listen(64)
-        self.port = server.getsockname()[1]
-        self._server = server
-        threading.Thread(target=self._accept, args=(server,), daemon=True).start()
-
-    def down(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            try:
-                server.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept() (close alone does not)
-            except OSError:
-                pass
-            server.close()
-        with self._lock:
-            conns, self._conns = self._conns, []
-        for conn in conns:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            conn.close()
-
-    def _accept(self, server: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = server.accept()
-            except OSError:
-                return
-            try:
-                upstream = socket.create_connection(self.target, timeout=3)
-            except OSError:
-                client.close()
-                continue
-            with self._lock:
-                self._conns += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (source, sink):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
 
 async def test_postgresql_down_then_up_the_bot_answers_says_memory_is_off_and_catches_up(make_bot, caplog):
     _require_postgres()

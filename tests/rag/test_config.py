@@ -104,4 +104,4 @@ def test_the_tool_budget_is_read_and_bad_values_are_reported() -> None:
     with pytest.raises(ConfigError) as caught:
         parse_engine_config({"AI_TOOL_ROUNDS": "many", "AI_TOOL_CALLS_PER_ROUND": "0", "AI_TOOL_READ_TOKENS": "-1"})
     assert len(caught.value.problems) == 3
-    assert any(p.startswith("AI_TOOL_CALLS_PER_ROUND:") and "from 1 to 32" in p for p in caught.value.problems)
+    assert any(p.startswith("AI_TOOL_CALLS_PER_ROUND:") and "between 1 and 32" in p for p in caught.value.problems)

@@ -24,6 +24,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+from tcp_proxy import TcpProxy
 
 from bot.state import (
     InFlightAnswer,
@@ -499,74 +500,6 @@ def test_an_unreachable_store_says_why_in_one_line_without_the_password(target, 
     assert target.open().claim("event:after", now=T0) is True
 
 
-class _Proxy:
-    """A TCP forwarder to PostgreSQL that can be stopped (server "down") and restarted."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.upstream = (host, port)
-        self.port = 0
-        self._listener: socket.socket | None = None
-        self._sockets: list[socket.socket] = []
-        self._lock = threading.Lock()
-
-    def start(self) -> None:
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
-        listener.listen(16)
-        self.port = listener.getsockname()[1]
-        self._listener = listener
-        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
-
-    def _accept(self, listener: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return
-            try:
-                server = socket.create_connection(self.upstream, timeout=5)
-            except OSError:
-                client.close()
-                continue
-            server.settimeout(None)
-            with self._lock:
-                self._sockets += [client, server]
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def stop(self) -> None:
-        if self._listener is not None:
-            try:  # wakes the thread blocked in accept() (close alone does not, on Linux)
-                self._listener.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            self._listener.close()
-            self._listener = None
-        with self._lock:
-            for s in self._sockets:
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                s.close()
-            self._sockets.clear()
-
-
 @contextmanager
 def _outage(target: Target, store_config: dict):
     """Yield a store, and a function that takes its backend down (True) or back up (False)."""
@@ -583,20 +516,20 @@ def _outage(target: Target, store_config: dict):
             holder.close()
         return
     parts = urlsplit(target.location)
-    proxy = _Proxy(parts.hostname or "127.0.0.1", parts.port or 5432)
-    proxy.start()
+    proxy = TcpProxy((parts.hostname or "127.0.0.1", parts.port or 5432))
+    proxy.up()
     url = urlunsplit((parts.scheme, f"{parts.username or 'postgres'}:pw-never-shown@127.0.0.1:{proxy.port}",
                       parts.path, parts.query, ""))
     store = open_store(StateConfig(database_url=url, connect_timeout_s=1, **store_config))
 
     def down(is_down: bool) -> None:
-        proxy.stop() if is_down else proxy.start()
+        proxy.down() if is_down else proxy.up()
 
     try:
         yield store, down
     finally:
         store.close()
-        proxy.stop()
+        proxy.down()
 
 
 def test_the_store_going_down_raises_unavailable_and_recovers_when_it_returns(target, caplog):
