@@ -13,7 +13,7 @@ and the user see lives in one place:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prompts import load_prompt
 from rag.types import Source

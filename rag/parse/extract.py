@@ -27,7 +27,7 @@ from rag.parse.nodes import (
     string_value,
     text_of,
 )
-from rag.parse.records import Call, Definition, EnvVar, Export, FileStructure, Import, PathRef
+from rag.parse.records import Call, Definition, EnvVar, Export, FileStructure, Import
 from rag.parse.routes import (
     apply_inline_mounts,
     inline_mount,

@@ -17,10 +17,12 @@ import json
 import os
 import time
 import uuid
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit
 
 import pytest
 from click.testing import CliRunner
+from state_backends import (ADMIN_URL, StoreTarget, drop_database, fresh_database, require_postgres,
+                            with_database)
 from tcp_proxy import TcpProxy
 from openai_server import FakeOpenAIServer, text_reply
 from slack_fake import ADMIN, USER
@@ -29,83 +31,15 @@ from bot.identity import Identity
 from bot.scheduler import ScheduleLease, scheduled_reindex
 from bot.settings import Settings, SettingsError
 from bot.slack.ask_flow import AskOptions
-from bot.state import InFlightAnswer, StateConfig, open_store, redact_url
+from bot.state import InFlightAnswer, StateConfig, open_store
 from bot.state.resilient import ResilientState
 from rag.engine import Engine
 from rag.ingest.reindexer import Reindexer
 
-ADMIN_URL = os.environ.get("SLACKZILLA_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 QUESTION = "how does the deploy webhook verify signatures?"
 FAST = AskOptions(update_interval_s=0.1, stream_interval_s=0.1)
 
-_pg_probe: tuple[bool, str] | None = None
-
-
-def _postgres_reachable() -> tuple[bool, str]:
-    global _pg_probe
-    if _pg_probe is None:
-        try:
-            import psycopg
-
-            with psycopg.connect(ADMIN_URL, connect_timeout=3, autocommit=True) as conn:
-                conn.execute("SELECT 1")
-            _pg_probe = (True, "")
-        except Exception as exc:  # noqa: BLE001 - any failure means "skip, and say why"
-            _pg_probe = (False, " ".join(str(exc).split())[:200] or type(exc).__name__)
-    return _pg_probe
-
-
-def _with_database(url: str, name: str, *, netloc: str | None = None) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, netloc or parts.netloc, "/" + name, parts.query, ""))
-
-
-class Backend:
-    """One test's store: ``env`` points an app at it, ``open()`` opens it directly (closed at teardown)."""
-
-    def __init__(self, kind: str, location: str) -> None:
-        self.kind, self.location = kind, location
-        self._opened = []
-
-    @property
-    def env(self) -> dict:
-        return {"DATABASE_URL": self.location} if self.kind == "postgresql" else {"STATE_PATH": self.location}
-
-    def config(self, **overrides) -> StateConfig:
-        if self.kind == "postgresql":
-            return StateConfig(database_url=self.location, **overrides)
-        return StateConfig(path=self.location, **overrides)
-
-    def open(self, **overrides):
-        store = open_store(self.config(**overrides))
-        self._opened.append(store)
-        return store
-
-    def close_all(self) -> None:
-        for store in self._opened:
-            store.close()
-
-
-def _fresh_database() -> str:
-    import psycopg
-
-    name = f"slz_durable_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    return name
-
-
-def _drop_database(name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def _require_postgres() -> None:
-    ok, reason = _postgres_reachable()
-    if not ok:
-        pytest.skip(f"PostgreSQL not reachable at {redact_url(ADMIN_URL)}: {reason}")
+Backend = StoreTarget
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -115,14 +49,14 @@ def backend(request, tmp_path):
         yield b
         b.close_all()
         return
-    _require_postgres()
-    name = _fresh_database()
-    b = Backend("postgresql", _with_database(ADMIN_URL, name))
+    require_postgres()
+    name = fresh_database("slz_durable_test")
+    b = Backend("postgresql", with_database(ADMIN_URL, name))
     try:
         yield b
     finally:
         b.close_all()
-        _drop_database(name)
+        drop_database(name)
 
 
 async def answered(bot, count: int, *, timeout: float = 20.0):
@@ -309,13 +243,13 @@ async def test_status_names_the_replica_holding_the_schedule(make_bot, backend):
 # -- PostgreSQL down, then up ---------------------------------------------------------------------------
 
 async def test_postgresql_down_then_up_the_bot_answers_says_memory_is_off_and_catches_up(make_bot, caplog):
-    _require_postgres()
+    require_postgres()
     admin = urlsplit(ADMIN_URL)
-    name = _fresh_database()
+    name = fresh_database("slz_durable_test")
     proxy = TcpProxy((admin.hostname or "127.0.0.1", admin.port or 5432))
     proxy.up()
     userinfo = admin.netloc.rsplit("@", 1)[0] + "@" if "@" in admin.netloc else ""
-    url = _with_database(ADMIN_URL, name, netloc=f"{userinfo}127.0.0.1:{proxy.port}")
+    url = with_database(ADMIN_URL, name, netloc=f"{userinfo}127.0.0.1:{proxy.port}")
     try:
         bot = await make_bot(ask_options=FAST, REPLICA_ID="web-1", DATABASE_URL=url, STATE_TIMEOUT_S="1")
         await bot.slash("/sz-ask", QUESTION)
@@ -347,7 +281,7 @@ async def test_postgresql_down_then_up_the_bot_answers_says_memory_is_off_and_ca
         await answered(bot, 3)
         assert "memory off" not in " ".join(footer_texts(bot))
         assert any("available again" in r.getMessage() for r in caplog.records)
-        store = open_store(StateConfig(database_url=_with_database(ADMIN_URL, name)))
+        store = open_store(StateConfig(database_url=with_database(ADMIN_URL, name)))
         try:
             votes = store.votes()  # the vote cast while the store was down was written when it came back
             assert [(v.user_id, v.answer_id, v.vote) for v in votes] == [(USER, down.answer_id, "down")]
@@ -359,7 +293,7 @@ async def test_postgresql_down_then_up_the_bot_answers_says_memory_is_off_and_ca
             store.close()
     finally:
         proxy.down()
-        _drop_database(name)
+        drop_database(name)
 
 
 async def test_a_store_unreachable_at_start_is_not_fatal_and_its_password_is_never_logged(make_bot, caplog):

@@ -12,18 +12,17 @@ store — for PostgreSQL each with its own connection pool.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import socket
 import sqlite3
 import threading
 import time
-import uuid
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+from state_backends import (ADMIN_URL, StoreTarget, drop_database, fresh_database, require_postgres, with_database)
 from tcp_proxy import TcpProxy
 
 from bot.state import (
@@ -41,56 +40,13 @@ from bot.state import (
 from bot.state.migrations import MIGRATIONS
 from bot.state.store import DEFAULT_CLAIM_TTL_S, KINDS
 
-ADMIN_URL = os.environ.get("SLACKZILLA_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 SPAWN = multiprocessing.get_context("spawn")
 T0 = 1_800_000_000.0  # a fixed "now" (epoch seconds) for deterministic expiry
 
 
 # -- targets -------------------------------------------------------------------------------------
 
-_pg_probe: tuple[bool, str] | None = None
-
-
-def _postgres_reachable() -> tuple[bool, str]:
-    global _pg_probe
-    if _pg_probe is None:
-        try:
-            import psycopg
-
-            with psycopg.connect(ADMIN_URL, connect_timeout=3, autocommit=True) as conn:
-                conn.execute("SELECT 1")
-            _pg_probe = (True, "")
-        except Exception as exc:  # noqa: BLE001 - any failure means "skip, and say why"
-            _pg_probe = (False, " ".join(str(exc).split())[:200] or type(exc).__name__)
-    return _pg_probe
-
-
-def _with_database(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, ""))
-
-
-class Target:
-    """Where one test's stores live; :meth:`open` opens one (closed at teardown)."""
-
-    def __init__(self, kind: str, location: str) -> None:
-        self.kind = kind
-        self.location = location  # a SQLite file path or a PostgreSQL URL
-        self._opened: list[StateStore] = []
-
-    def config(self, **overrides) -> StateConfig:
-        if self.kind == "postgresql":
-            return StateConfig(database_url=self.location, **overrides)
-        return StateConfig(path=self.location, **overrides)
-
-    def open(self, **overrides) -> StateStore:
-        store = open_store(self.config(**overrides))
-        self._opened.append(store)
-        return store
-
-    def close_all(self) -> None:
-        for store in self._opened:
-            store.close()
+Target = StoreTarget
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -100,21 +56,14 @@ def target(request, tmp_path):
         yield t
         t.close_all()
         return
-    ok, reason = _postgres_reachable()
-    if not ok:
-        pytest.skip(f"PostgreSQL not reachable at {redact_url(ADMIN_URL)}: {reason}")
-    import psycopg
-
-    name = f"slz_state_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    t = Target("postgresql", _with_database(ADMIN_URL, name))
+    require_postgres()
+    name = fresh_database("slz_state_test")
+    t = Target("postgresql", with_database(ADMIN_URL, name))
     try:
         yield t
     finally:
         t.close_all()
-        with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        drop_database(name)
 
 
 # -- workers (module level: spawned processes import this module) ---------------------------------
