@@ -37,7 +37,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -56,7 +56,7 @@ from rag.tools.adapter import ToolAdapter, ToolResult
 from rag.tools.command_names import SLASH_PREFIX, slash_name
 from rag.types import ImageHit, Source
 
-__all__ = ["AnswerEngine", "AnswerResult", "answer_question", "ToolBudget",
+__all__ = ["AnswerEngine", "AnswerResult", "Offload", "answer_question", "ToolBudget",
            "DEFAULT_TOP_K", "DEFAULT_CONTEXT_BUDGET_TOKENS", "MAX_QUESTION_CHARS"]
 
 ask_log = logging.getLogger("slackzilla.ask")
@@ -67,6 +67,9 @@ DEFAULT_TOP_K = 8
 DEFAULT_IMAGE_LIMIT = 6
 DEFAULT_CONTEXT_BUDGET_TOKENS = DEFAULT_BUDGET_TOKENS
 """Token budget of the packed context (rag.context.packer's default, DESIGN.md section 3)."""
+Offload = Callable[..., Awaitable[Any]]
+"""``await offload(fn, *args, **kwargs)`` runs the blocking ``fn`` off the event loop and returns its
+result (``asyncio.to_thread`` by default; the bot passes its bounded answer pool)."""
 NO_KEY_REASON = ("No model is configured (AI_API_KEY is not set), so this answer lists the most relevant "
                  "sources instead of a written answer.")
 
@@ -233,6 +236,7 @@ async def answer_question(
     command_parsers: Mapping[str, QuestionParser] | None = None,
     tool_budget: ToolBudget | None = None,
     model_client: ModelClient | None = None,
+    offload: Offload | None = None,
 ) -> AnswerResult:
     """Answer ``question`` about the engine's repository (see the module docstring).
 
@@ -263,6 +267,11 @@ async def answer_question(
             Repository tools are offered when ``tools`` has them
             (``ToolAdapter(handlers, repository=RepositoryTools(engine))``); what the model read
             through them is citable and listed in :attr:`AnswerResult.shown_sources`.
+        offload: how the CPU-bound stages (retrieval, code context, packing) leave the event loop
+            (:data:`Offload`; default ``asyncio.to_thread``). The bot hands in a small dedicated
+            thread pool, so that many concurrent questions neither crowd the default executor
+            (the state store's calls on the ack path use it) nor contend for the GIL in dozens
+            of threads at once.
 
     Returns:
         An :class:`AnswerResult`; provider and retrieval failures are reported in
@@ -274,6 +283,7 @@ async def answer_question(
         ValueError: a ``history`` item is not ``{"role": "user"|"assistant", "content": str}``.
     """
     started = time.perf_counter()
+    run = offload or asyncio.to_thread
     prepared = prepare_question(question, literals=_secret_values(engine))  # the one empty check and length policy (rag.answer.question)
     text = prepared.text
     if top_k < 1:
@@ -289,8 +299,8 @@ async def answer_question(
     t0 = time.perf_counter()
     search = strip_command_mentions(text) if result.command else text
     try:
-        result.sources = await asyncio.to_thread(engine.retrieve, search, limit=top_k, kind=kind)
-        result.images = await asyncio.to_thread(engine.retrieve_images, search, limit=DEFAULT_IMAGE_LIMIT)
+        result.sources = await run(engine.retrieve, search, limit=top_k, kind=kind)
+        result.images = await run(engine.retrieve_images, search, limit=DEFAULT_IMAGE_LIMIT)
     except Exception as exc:  # an index problem must not cost the user the rest of the answer
         log.warning("retrieval failed", exc_info=True)
         result.error, result.failure_stage = f"repository search failed: {_one_line(exc)}", "retrieval"
@@ -306,8 +316,8 @@ async def answer_question(
     t0 = time.perf_counter()
     with_code = not (skip_code or result.failure_stage)
     try:
-        packed = await asyncio.to_thread(engine.pack_context, search, sources=result.sources,
-                                         budget_tokens=budget_tokens, with_code=with_code)
+        packed = await run(engine.pack_context, search, sources=result.sources, budget_tokens=budget_tokens,
+                           with_code=with_code)
     except UserError:
         raise
     except Exception as exc:  # code context is an extra: retry with the sources alone
@@ -315,8 +325,8 @@ async def answer_question(
             raise
         log.warning("code context failed; packing the sources alone", exc_info=True)
         result.error, result.failure_stage = f"code context failed: {type(exc).__name__}", "context"
-        packed = await asyncio.to_thread(engine.pack_context, search, sources=result.sources,
-                                         budget_tokens=budget_tokens, with_code=False)
+        packed = await run(engine.pack_context, search, sources=result.sources, budget_tokens=budget_tokens,
+                           with_code=False)
     result.timings_ms["context"] = _ms(t0)
     result.context = {"tokens_used": packed.tokens_used, "budget": packed.budget, "files": list(packed.files),
                       "code_contexts": packed.code_contexts, "code_context_skipped": skip_code}
