@@ -4,12 +4,11 @@
                   require_ready=reindexer.require_ready, command_parsers=registry.question_parsers())
     result = await asker.answer("how is the index updated?", identity=Identity("U1"))   # AnswerResult
 
-**Off the loop, bounded.** The CPU-bound stages of every answer (the ready check, retrieval, code
-context, packing) run in one small thread pool per process (:data:`DEFAULT_ANSWER_WORKERS`
-threads), not in the default executor: sixty concurrent questions then queue for two threads
-instead of crowding the executor the state store's ack-path calls use and contending for the
-GIL in six threads at once, which starved the event loop's acks (issue 13). Streaming the model's
-answer is I/O on the loop and is not bounded.
+**Off the main loop.** Each answer runs on the answers' own event loop and thread, its CPU-bound
+stages (the ready check, retrieval, code context, packing) in a small oldest-first pool
+(:class:`bot.answer_loop.AnswerLoop`): the Slack acks on the main loop never wait behind model
+streams or retrievals (issue 13). The callbacks (``on_activity``, ``on_token``) are called on the
+caller's loop.
 
 Every surface hands the question as typed; the one validation (empty check, length
 policy: over 4,000 characters cut with a note) is :func:`rag.answer.question.prepare_question`
@@ -20,24 +19,17 @@ question before they start (a 400, a usage line, exit code 2) call
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import functools
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from bot.answer_loop import DEFAULT_ANSWER_WORKERS, AnswerLoop
 from bot.identity import Identity
 from rag.answer.loop import ToolBudget
 from rag.answer.orchestrator import DEFAULT_TOP_K, AnswerResult, answer_question
 from rag.providers.llm import ModelClient, ModelConfig
 from rag.tools.adapter import ToolAdapter
 
-__all__ = ["Asker", "DEFAULT_ANSWER_WORKERS"]
-
-DEFAULT_ANSWER_WORKERS = 2
-"""Threads for the answers' CPU-bound stages: one per core of the 2-core machines the bot is sized
-for. More threads do not answer faster (the stages hold the GIL; SQLite's FTS5 queries release
-it), they only take more turns away from the event loop."""
+__all__ = ["Asker"]
 
 
 class Asker:
@@ -53,15 +45,14 @@ class Asker:
             generation (the bot's ``Reindexer.require_ready``; ``None``: the caller built it).
         command_parsers: command id → ``from_question(question) -> str | None`` hooks of the
             command specs, handed to the engine's command inference.
-        workers: threads of the answer pool (default :data:`DEFAULT_ANSWER_WORKERS`).
+        workers: threads for the answers' CPU-bound stages (default
+            :data:`bot.answer_loop.DEFAULT_ANSWER_WORKERS`).
     """
 
     def __init__(self, *, engine, model: ModelConfig, tools: ToolAdapter | None = None, metrics=None,
                  require_ready: Callable[[], None] | None = None,
                  command_parsers: Mapping[str, Callable[[str], str | None]] | None = None,
                  workers: int = DEFAULT_ANSWER_WORKERS) -> None:
-        if workers < 1:
-            raise ValueError(f"workers must be at least 1, got {workers}")
         self.engine = engine
         self.model = model
         self.tools = tools
@@ -70,16 +61,7 @@ class Asker:
         self._command_parsers = dict(command_parsers or {})
         self._client: ModelClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
-        self.workers = workers
-        self._pool: ThreadPoolExecutor | None = None
-
-    async def offload(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        """``fn(*args, **kwargs)`` in the answer pool (context variables carried along, as
-        ``asyncio.to_thread`` does); the :data:`rag.answer.orchestrator.Offload` of every answer."""
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="sz-answer")
-        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(self._pool, call)
+        self.answers = AnswerLoop(workers=workers)
 
     def _model_client(self) -> ModelClient | None:
         """The process's model client, built on first use and reused by every answer on this event
@@ -92,14 +74,12 @@ class Asker:
         return self._client
 
     async def aclose(self) -> None:
-        """Close the model client's connections and stop the answer pool (shutdown; a later answer
-        opens them again)."""
+        """Close the model client's connections and stop the answers' loop and pool (shutdown;
+        a later answer starts them again)."""
         client, self._client, self._client_loop = self._client, None, None
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
         if client is not None:
-            await client.aclose()
+            await self.answers.call(client.aclose())
+        await self.answers.aclose()
 
     async def answer(self, question: str, *, identity: Identity | None = None, on_activity: Any = None,
                      on_token: Any = None, with_ai: bool = True, history: list[dict] | None = None,
@@ -123,16 +103,19 @@ class Asker:
             rag.errors.UserError: an empty question (``EmptyQuestionError``) and other bad input,
                 or no index yet (``IndexBuildingError`` says how far the first build is).
         """
-        if self._require_ready is not None:
-            await self.offload(self._require_ready)  # reads the index: not on the loop
-        try:
-            result = await answer_question(
+        async def work(offload, activity, token) -> AnswerResult:  # on the answers' loop
+            if self._require_ready is not None:
+                await offload(self._require_ready)  # reads the index
+            return await answer_question(
                 question, engine=self.engine, model=self.model, identity=identity, tools=self.tools,
-                on_activity=on_activity, on_token=on_token, with_ai=with_ai, history=history,
+                on_activity=activity, on_token=token, with_ai=with_ai, history=history,
                 top_k=top_k, kind=kind, command_parsers=self._command_parsers,
                 tool_budget=ToolBudget(*self.model.tool_budget),
-                model_client=self._model_client() if with_ai else None, offload=self.offload,
+                model_client=self._model_client() if with_ai else None, offload=offload,
             )
+
+        try:
+            result = await self.answers.run(work, on_activity=on_activity, on_token=on_token)
         except Exception:
             if self._metrics is not None:
                 self._metrics.record_ask(ok=False)

@@ -10,6 +10,7 @@ Order (each object receives what it needs; no attribute is filled in afterwards)
     state (settings, index path, metrics)           the state store, opened once (SQLite / PostgreSQL)
     feedback (state, metrics)                       👍/👎 votes in the store
     reindexer (engine, runtime clock, run sink)     the one index updater; runs are written to the store
+                                                    (``serve``: each update in a child process)
     lease (state, repository, interval)             one replica per scheduled reindex
     scheduler (reindexer, lease)                    unstarted; ``schedule=False`` → none
     model (settings)                                AI_* configuration
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Callable
 
 from bot.asker import Asker
 from bot.context import BotContext
+from bot.isolated_update import ProcessUpdate
 from bot.live_tools import build_tools
 from bot.observability.runtime import Runtime
 from bot.observability.feedback import FeedbackLog
@@ -151,7 +153,7 @@ def _run_sink(state: ResilientState, repo: str) -> Callable[[RunRecord], None]:
 
 def compose_core(settings: Settings, *, engine, registry: Registry | None = None, runtime: Runtime | None = None,
                  schedule: bool = False, state: "StateStore | ResilientState | None" = None,
-                 open_state: bool = False) -> BotCore:
+                 open_state: bool = False, isolated_updates: bool = False) -> BotCore:
     """Build every Slack-free object around an opened engine (imports neither Bolt nor the openai SDK).
 
     Args:
@@ -163,6 +165,9 @@ def compose_core(settings: Settings, *, engine, registry: Registry | None = None
         schedule: build the periodic reindex scheduler (``REINDEX_INTERVAL_S``; started by the server).
         state: an opened :class:`StateStore` (shared; the caller closes it) or a :class:`ResilientState`.
         open_state: without ``state``, open the one the settings name (else memory only).
+        isolated_updates: run each index update in a child process (:class:`bot.isolated_update.ProcessUpdate`,
+            so a reindex cannot starve the event loop of the GIL; ``slackzilla serve``), else in the
+            reindexer's worker thread.
 
     Raises:
         ValueError: a negative ``REINDEX_INTERVAL_S`` (with ``schedule``).
@@ -174,7 +179,8 @@ def compose_core(settings: Settings, *, engine, registry: Registry | None = None
     feedback = FeedbackLog(state=handle, metrics=runtime.metrics, clock=runtime.clock)
     repo = engine.repo_root.name
     reindexer = Reindexer(engine, clock=runtime.clock, timeout_s=settings.reindex_timeout_s,
-                          on_record=_run_sink(handle, repo) if handle.enabled else None)
+                          on_record=_run_sink(handle, repo) if handle.enabled else None,
+                          update=ProcessUpdate(engine) if isolated_updates else None)
     # built without a schedule too: the status then still names the replica that runs it
     lease = ScheduleLease(handle, repo=repo, interval_s=settings.reindex_interval_s) \
         if handle.enabled and settings.reindex_interval_s > 0 else None
@@ -193,11 +199,12 @@ def compose_core(settings: Settings, *, engine, registry: Registry | None = None
 
 def compose(settings: Settings, *, engine, registry: Registry | None = None, runtime: Runtime | None = None,
             client: "AsyncWebClient | None" = None, ask_options: "AskOptions | None" = None,
-            schedule: bool = False, state: "StateStore | ResilientState | None" = None) -> Bot:
+            schedule: bool = False, state: "StateStore | ResilientState | None" = None,
+            isolated_updates: bool = False) -> Bot:
     """Build every object of a bot process: :func:`compose_core`, then the ask flow and the Bolt app.
 
     Args:
-        settings, engine, registry, runtime, schedule: as :func:`compose_core`
+        settings, engine, registry, runtime, schedule, isolated_updates: as :func:`compose_core`
             (``SLACK_BOT_TOKEN`` is needed unless ``client`` has a token).
         client: the Web API client; default ``AsyncWebClient(token, base_url=SLACK_API_URL)``.
         ask_options: intervals and limits of the ``/sz-ask`` flow (default ``AskOptions()``).
@@ -215,7 +222,7 @@ def compose(settings: Settings, *, engine, registry: Registry | None = None, run
     from bot.slack.ask_flow import AskFlow
 
     core = compose_core(settings, engine=engine, registry=registry, runtime=runtime, schedule=schedule,
-                        state=state, open_state=True)
+                        state=state, open_state=True, isolated_updates=isolated_updates)
     ask_spec = core.registry.ask_spec()
     ask_flow = AskFlow(core.context, core.asker, options=ask_options,
                        command_id=ask_spec.id if ask_spec else "ask", state=core.state)

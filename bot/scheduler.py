@@ -11,8 +11,10 @@
 An adapter, not logic: both jobs call :meth:`rag.ingest.reindexer.Reindexer.run_async`,
 the same method ``/sz-reindex`` uses, so they share one lock (in-process and
 across processes). APScheduler 3.11's ``AsyncIOScheduler`` runs an ``async def``
-job as a task on the loop; the update itself runs in a worker thread, so Slack
-acks and ``/api/*`` stay fast. ``max_instances=1`` and ``coalesce=True`` stop a
+job as a task on the loop; the update itself runs off the loop (in ``slackzilla serve``
+in a child process, :mod:`bot.isolated_update`), so Slack acks and ``/api/*`` stay fast.
+After each run the new generation's code graph is built once (:func:`warm`), before any
+question needs it. ``max_instances=1`` and ``coalesce=True`` stop a
 slow update from piling up runs; a run that finds the lock held (an admin's
 ``/sz-reindex``, another process) is skipped and counted in
 ``Reindexer.state.busy_refusals``.
@@ -41,6 +43,7 @@ from rag.ingest.reindexer import Reindexer, ReindexBusyError, RunRecord
 __all__ = [
     "build_scheduler",
     "scheduled_reindex",
+    "warm",
     "start_background_startup_update",
     "next_run_at",
     "stop_scheduler",
@@ -109,10 +112,22 @@ async def scheduled_reindex(reindexer: Reindexer, *, git_pull: bool = False,
     if lease is not None and not await lease.acquire():
         return None
     try:
-        return await reindexer.run_async(trigger=trigger, git_pull=git_pull)
+        record = await reindexer.run_async(trigger=trigger, git_pull=git_pull)
     except ReindexBusyError as busy:
         log.info("%s reindex skipped: another update is running (trigger=%s)", trigger, busy.trigger)
         return None
+    await warm(reindexer)
+    return record
+
+
+async def warm(reindexer: Reindexer) -> None:
+    """Build the structures and code graph of the index's current generation in a worker thread
+    (:meth:`rag.engine.Engine.warm`; a no-op when they are built), so the first questions after an
+    update do not wait for them. A failure is logged: questions build them when they need them."""
+    try:
+        await asyncio.to_thread(reindexer.engine.warm)
+    except Exception as exc:  # noqa: BLE001 - an optimisation, never a failure of the run
+        log.warning("could not prepare the code graph after the update (%s)", type(exc).__name__)
 
 
 def build_scheduler(reindexer: Reindexer, *, interval_s: float, git_pull: bool,

@@ -9,7 +9,8 @@ binds 0.0.0.0 and blocks; an ``AppRunner`` binds ``HOST`` and lets tests use por
 
 The bot answers from the existing index at once; an incremental update runs in
 the background at start-up (trigger ``startup``) and then every
-``REINDEX_INTERVAL_S`` (bot.scheduler; 0 turns the schedule off).
+``REINDEX_INTERVAL_S`` (bot.scheduler; 0 turns the schedule off). Every update runs in
+a child process (:mod:`bot.isolated_update`), so it never holds this process's GIL.
 """
 from __future__ import annotations
 
@@ -105,7 +106,7 @@ async def start(settings: Settings, *, engine: Engine | None = None, runtime: Ru
     if engine is None:
         engine = await asyncio.to_thread(Engine.open, settings.repo_path, index_path=settings.rag_index_path,
                                          embeddings=embeddings_provider(settings), reranker=reranker(settings))
-    bot = compose(settings, engine=engine, runtime=runtime, schedule=True)
+    bot = compose(settings, engine=engine, runtime=runtime, schedule=True, isolated_updates=True)
     web_app = bot.app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)
     runner = web.AppRunner(web_app, shutdown_timeout=SHUTDOWN_TIMEOUT_S, access_log=None)
     await runner.setup()

@@ -121,6 +121,11 @@ class Engine:
             self._secret_values = secret_literals(self.repo_root, walk(self.repo_root, self.walk_policy).secret_files)
         return self._secret_values
 
+    def use_secret_redactor(self, redactor: LiteralRedactor) -> None:
+        """Adopt the secret-file values an update made elsewhere found (an update in a child
+        process), as :meth:`update` does for its own."""
+        self._secret_values = redactor
+
     def close(self) -> None:
         """Close the index connections."""
         self.index.close()
@@ -268,6 +273,12 @@ class Engine:
     def code_graph(self) -> CodeGraph:
         """The repository's :class:`~rag.context.codegraph.CodeGraph` (cached per generation)."""
         return self.retriever.code_graph()
+
+    def warm(self) -> int:
+        """Build the committed generation's structures, code graph and symbol table now, once
+        (:meth:`rag.search.retriever.Retriever.warm`), so the next question does not wait for them;
+        returns the generation."""
+        return self.retriever.warm()
 
     def code_context(self, question: str, *, retrieved: list[Source], max_entries: int = 20) -> list[CodeEntry]:
         """Structural context for ``question`` (:func:`rag.context.packer.code_context` on this repository)."""

@@ -88,7 +88,8 @@ class LoadOptions:
         probe_interval_s: between two probes.
         reindex: run the admin's full reindex during the asks.
         timeout_s: longest wait for the answers and the reindex.
-        profile: write a py-spy profile of the bot (``py-spy record --threads``) there; needs py-spy.
+        profile: write a py-spy profile of the bot there (``py-spy record --threads --gil``: the thread
+            holding the GIL, sampled); needs py-spy.
     """
 
     asks: int = DEFAULT_ASKS
@@ -144,7 +145,8 @@ class LoadReport:
     def to_json(self) -> dict:
         """``{"asks", "files", "token_delay_ms", "answer_tokens", "probe_interval_ms", "window_s",
         "probes": stats, "probes_idle": stats, "probe_failures", "ask_acks": stats, "ask_ack_failures",
-        "answers": {"sent", "answered", "lost", "duplicated", "from_model", "p50_s", "max_s"},
+        "answers": {"sent", "answered", "lost", "duplicated", "from_model", "memory_off", "p50_s", "max_s",
+        "model_asked_p50_s", "model_asked_max_s"},
         "reindex": {"ran", "ok", "seconds", "overlapped_s"}, "slack_calls": {method: n},
         "load_average": {"before", "after"}, "target": {"probe_p99_ms", "probe_max_ms", "met"}}``
         (stats: :func:`latency_stats`)."""
@@ -175,7 +177,8 @@ class LoadReport:
             row("probe acks idle", self.probes_idle),
             row("ask acks", self.ask_acks) + (f"  failed {self.ask_ack_failures}" if self.ask_ack_failures else ""),
             f"answers          {a['answered']}/{a['sent']} answered, {a['lost']} lost, {a['duplicated']} duplicated, "
-            f"{a['from_model']} from the model; final answer p50 {a['p50_s']} s, max {a['max_s']} s",
+            f"{a['from_model']} from the model, {a['memory_off']} saying memory off; model asked after p50 {a['model_asked_p50_s']} s, max "
+            f"{a['model_asked_max_s']} s; final answer p50 {a['p50_s']} s, max {a['max_s']} s",
             f"window           {self.window_s:.1f} s; load average {self.load_average['before']} before, "
             f"{self.load_average['after']} after",
             f"target           probe p99 <= {TARGET_P99_MS:g} ms and max <= {TARGET_MAX_MS:g} ms, 0 lost, "
@@ -292,7 +295,7 @@ class _Run:
             if spy is None:
                 raise RuntimeError("--profile needs py-spy (pip install py-spy)")
             self.profiler = await asyncio.create_subprocess_exec(
-                spy, "record", "--pid", str(self.bot.pid), "--threads", "--format", _profile_format(o.profile),
+                spy, "record", "--pid", str(self.bot.pid), "--threads", "--gil", "--format", _profile_format(o.profile),
                 "--output", str(o.profile), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     async def command(self, session: aiohttp.ClientSession, command: str, text: str, *, user_id: str,
@@ -450,12 +453,16 @@ def _report(options: LoadOptions, *, files: int, acks: list[tuple[float, int]], 
         ended = last["started_at"] + reindex_s
         last_answer = asks_sent + (firsts[-1] if firsts else 0.0)
         overlap = max(0.0, min(ended, last_answer) - max(asks_sent, last["started_at"]))
+    to_model = sorted(t - asks_sent for t in summary.get("model_requests", []) if t >= asks_sent)
     answers = {
         "sent": len(channels), "answered": sum(1 for n in counts if n),
         "lost": sum(1 for n in counts if n == 0), "duplicated": sum(n - 1 for n in counts if n > 1),
         "from_model": sum(1 for c in channels if summary.get("finals_from_model", {}).get(c)),
+        "memory_off": sum(1 for c in channels if summary.get("finals_memory_off", {}).get(c)),
         "p50_s": round(firsts[len(firsts) // 2], 2) if firsts else None,
         "max_s": round(firsts[-1], 2) if firsts else None,
+        "model_asked_p50_s": round(to_model[len(to_model) // 2], 2) if to_model else None,
+        "model_asked_max_s": round(to_model[-1], 2) if to_model else None,
     }
     return LoadReport(
         options=options, files=files,

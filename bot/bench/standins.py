@@ -45,6 +45,7 @@ from urllib.parse import parse_qsl
 
 from aiohttp import web
 
+from bot.slack.messages import memory_off_note
 from bot.slack.render import FEEDBACK_BLOCK_ID
 
 __all__ = ["ANSWER_MARKER", "ModelStandIn", "Recorder", "build_app", "main"]
@@ -66,8 +67,9 @@ class Recorder:
     methods: Counter = field(default_factory=Counter)
     finals: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     finals_from_model: Counter = field(default_factory=Counter)
+    finals_memory_off: Counter = field(default_factory=Counter)
     responses: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    model_requests: int = 0
+    model_requests: list[float] = field(default_factory=list)
     model_streams_done: int = 0
     _ts: itertools.count = field(default_factory=lambda: itertools.count(1))
 
@@ -84,14 +86,19 @@ class Recorder:
         if any(isinstance(b, dict) and b.get("block_id") == FEEDBACK_BLOCK_ID for b in blocks):
             channel = str(body.get("channel", ""))
             self.finals[channel].append(time.time())
-            if ANSWER_MARKER in json.dumps(blocks) + str(body.get("text", "")):
+            text = json.dumps(blocks, ensure_ascii=False) + str(body.get("text", ""))
+            if ANSWER_MARKER in text:
                 self.finals_from_model[channel] += 1
+            if memory_off_note() in text:
+                self.finals_memory_off[channel] += 1
 
     def summary(self) -> dict:
         """``{"methods": {method: n}, "finals": {channel: [epoch s, …]}, "finals_from_model": {channel: n},
-        "responses": {name: [text, …]}, "model_requests": n, "model_streams_done": n}``."""
+        "finals_memory_off": {channel: n},
+        "responses": {name: [text, …]}, "model_requests": [epoch s, …], "model_streams_done": n}``."""
         return {"methods": dict(self.methods), "finals": dict(self.finals),
-                "finals_from_model": dict(self.finals_from_model), "responses": dict(self.responses),
+                "finals_from_model": dict(self.finals_from_model),
+                "finals_memory_off": dict(self.finals_memory_off), "responses": dict(self.responses),
                 "model_requests": self.model_requests, "model_streams_done": self.model_streams_done}
 
 
@@ -143,7 +150,7 @@ def build_app(recorder: Recorder, model: ModelStandIn) -> web.Application:
 
     async def completions(request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        recorder.model_requests += 1
+        recorder.model_requests.append(time.time())
         if not body.get("stream"):
             return web.json_response({"error": {"message": "the benchmark stand-in only streams"}}, status=400)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})

@@ -279,6 +279,9 @@ class Reindexer:
             ``None``: none); past it the update stops and the run fails with "timed out".
         on_record: called with each finished :class:`RunRecord` (after the locks are released),
             e.g. to keep the run history in a durable store; its exceptions are logged, never raised.
+        update: runs one update under the lock, ``update(full=, progress=, should_stop=) -> IndexStats``
+            with :meth:`Engine.update`'s contract (default ``engine.update``, in the calling thread);
+            the bot passes one that runs it in a child process, off its GIL.
 
     Thread-safe; :meth:`run` blocks, :meth:`run_async` keeps the event loop free.
     """
@@ -286,8 +289,10 @@ class Reindexer:
     def __init__(self, engine: Engine, *, history: int = DEFAULT_HISTORY,
                  git_timeout_s: float = DEFAULT_GIT_TIMEOUT_S, clock: Callable[[], float] = time.time,
                  embed: bool = True, timeout_s: float | None = DEFAULT_RUN_TIMEOUT_S,
-                 on_record: Callable[[RunRecord], None] | None = None) -> None:
+                 on_record: Callable[[RunRecord], None] | None = None,
+                 update: Callable[..., IndexStats] | None = None) -> None:
         self.engine = engine
+        self._update = update if update is not None else engine.update
         self.timeout_s = timeout_s
         self.on_record = on_record
         self.embed = embed
@@ -512,7 +517,7 @@ class Reindexer:
                 return self._stop.is_set() or (deadline is not None and time.monotonic() > deadline)
 
             try:
-                stats = self.engine.update(full=full, progress=on_progress, should_stop=should_stop)
+                stats = self._update(full=full, progress=on_progress, should_stop=should_stop)
             except UpdateCancelledError as exc:
                 if self._stop.is_set():
                     raise UpdateCancelledError(f"stopped for shutdown: {exc}") from None
