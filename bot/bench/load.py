@@ -134,6 +134,7 @@ class LoadReport:
     window_s: float
     load_average: dict
     slack_calls: dict = field(default_factory=dict)
+    slowest_probes: list = field(default_factory=list)
 
     @property
     def target_met(self) -> bool:
@@ -148,6 +149,7 @@ class LoadReport:
         "answers": {"sent", "answered", "lost", "duplicated", "from_model", "memory_off", "p50_s", "max_s",
         "model_asked_p50_s", "model_asked_max_s"},
         "reindex": {"ran", "ok", "seconds", "overlapped_s"}, "slack_calls": {method: n},
+        "slowest_probes": [[seconds after the first ask, ack ms], …] (the 5 slowest),
         "load_average": {"before", "after"}, "target": {"probe_p99_ms", "probe_max_ms", "met"}}``
         (stats: :func:`latency_stats`)."""
         o = self.options
@@ -157,7 +159,8 @@ class LoadReport:
             "window_s": round(self.window_s, 1), "probes": self.probes, "probes_idle": self.probes_idle,
             "probe_failures": self.probe_failures, "ask_acks": self.ask_acks,
             "ask_ack_failures": self.ask_ack_failures, "answers": self.answers, "reindex": self.reindex,
-            "slack_calls": self.slack_calls, "load_average": self.load_average,
+            "slack_calls": self.slack_calls, "slowest_probes": self.slowest_probes,
+            "load_average": self.load_average,
             "target": {"probe_p99_ms": TARGET_P99_MS, "probe_max_ms": TARGET_MAX_MS, "met": self.target_met},
         }
 
@@ -477,4 +480,5 @@ def _report(options: LoadOptions, *, files: int, acks: list[tuple[float, int]], 
         window_s=load_end - asks_sent,
         load_average={"before": load_before, "after": [round(x, 2) for x in os.getloadavg()]},
         slack_calls=dict(sorted((summary.get("methods") or {}).items())),
+        slowest_probes=[[round(p[0] - asks_sent, 2), p[1]] for p in sorted(loaded, key=lambda p: -p[1])[:5]],
     )

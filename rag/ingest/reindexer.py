@@ -24,8 +24,10 @@ thread (``asyncio.to_thread``) with its own SQLite connection
 (:class:`rag.store.index.Index` keeps one per thread). Measured here during full
 reindexes of eslint 9.39.5 (425 files, 2 busy shared cores): an aiohttp
 ``/healthz`` on the same loop, polled every 10 ms from another process,
-answered with p95 6-15 ms (p50 1-3 ms), tree-sitter parsing included; a
-process pool was not needed.
+answered with p95 6-15 ms (p50 1-3 ms), tree-sitter parsing included. With
+dozens of questions answered at the same time the thread's share of the GIL
+delayed Slack's acks by seconds, so the bot hands in an ``update`` that runs
+``Engine.update`` in a child process (the lock and the record stay here).
 """
 from __future__ import annotations
 

@@ -84,3 +84,43 @@ def test_dependants_of_a_named_file_are_hard_boosted_on_the_code_fixture(tmp_pat
         assert {p for p, b in bonus.items() if b >= 10} <= dependants
     finally:
         engine.close()
+
+
+def test_the_code_graph_is_built_once_per_generation_for_concurrent_questions_and_again_after_a_reindex(tmp_path):
+    import threading
+
+    with indexed_engine(tmp_path, FILES) as engine:
+        builds = engine.retriever.builds
+        start = threading.Barrier(4)
+        graphs = []
+
+        def ask(question: str) -> None:
+            start.wait()
+            engine.retrieve(question)
+            engine.pack_context(question, sources=engine.retrieve(question))
+            graphs.append(engine.code_graph())
+
+        threads = [threading.Thread(target=ask, args=(q,)) for q in
+                   ("Where is connectPool defined?", "what reads DB_HOST?", "how does startApp work?",
+                    "which file imports src/db.js?")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert builds["structures"] == 1 and builds["graph"] == 1 and builds["symbols"] <= 1
+        assert len(graphs) == 4 and all(g is graphs[0] for g in graphs)
+
+        (tmp_path / "repo" / "src" / "extra.js").write_text("function extraThing() {}\n", encoding="utf-8")
+        engine.update()  # a new generation
+        engine.pack_context("where is extraThing?", sources=engine.retrieve("where is extraThing?"))
+        assert builds["structures"] == 2 and builds["graph"] == 2
+        assert engine.code_graph() is not graphs[0] and "src/extra.js" in engine.code_graph().paths
+        engine.retrieve("connectPool")
+        assert builds["graph"] == 2  # the same generation again: nothing rebuilt
+
+
+def test_warm_builds_the_current_generation_once(tmp_path):
+    with indexed_engine(tmp_path, FILES) as engine:
+        assert engine.warm() == engine.generation
+        assert engine.warm() == engine.generation
+        assert engine.retriever.builds == {"structures": 1, "graph": 1, "symbols": 1}

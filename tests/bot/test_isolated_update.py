@@ -1,0 +1,57 @@
+"""bot.isolated_update: the reindexer's update in a child process, on a real repository and index."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+import pytest
+from repo_helpers import result_paths, write_repo
+
+from bot.isolated_update import ProcessUpdate
+from bot.scheduler import scheduled_reindex
+from rag.errors import UpdateCancelledError
+from rag.ingest.reindexer import Reindexer
+from rag.engine import Engine
+
+FILES = {
+    "src/db.js": "const host = process.env.DB_HOST;\nfunction connectPool() { return host; }\nmodule.exports = { connectPool };\n",
+    **{f"src/m{i}.js": f"const {{ connectPool }} = require('./db');\nfunction part{i}() {{ return connectPool(); }}\n"
+       for i in range(60)},
+    ".env": "API_TOKEN=zq-secret-value-123\n",
+}
+
+
+@pytest.fixture
+def engine(tmp_path):
+    engine = Engine.open(write_repo(tmp_path / "repo", FILES), index_path=tmp_path / "index.sqlite")
+    yield engine
+    engine.close()
+
+
+def test_the_update_runs_in_a_child_process_and_the_bot_reads_its_generation(engine):
+    seen: list[tuple[int, int, list]] = []
+
+    def progress(done: int, total: int) -> None:  # called in this process while the child works
+        seen.append((done, total, [p.pid for p in multiprocessing.active_children()]))
+
+    stats = ProcessUpdate(engine)(full=True, progress=progress)
+    assert stats.files == 61 and stats.added == 61 and stats.generation == engine.generation == 1
+    assert seen and seen[-1][:2] == (61, 61)
+    assert any(pids and os.getpid() not in pids for _d, _t, pids in seen)  # a child was running
+    assert "src/db.js" in result_paths(engine.retrieve("where is connectPool defined?"))
+    # the secret-file values the child found are the bot's redactor's
+    assert engine.secret_redactor().redact("token zq-secret-value-123")[1] == 1
+
+
+def test_a_stop_request_reaches_the_child_and_nothing_is_written(engine):
+    with pytest.raises(UpdateCancelledError, match="stopped"):
+        ProcessUpdate(engine)(full=True, should_stop=lambda: True)
+    assert engine.generation == 0
+
+
+async def test_the_reindexer_runs_it_under_its_lock_and_records_the_run(engine):
+    reindexer = Reindexer(engine, update=ProcessUpdate(engine), embed=False)
+    record = await scheduled_reindex(reindexer, trigger="startup")
+    assert record is not None and record.ok and record.stats.files == 61 and record.generation == 1
+    assert engine.retriever.builds["graph"] == 1  # warmed after the run
+    assert not reindexer.running and reindexer.ready
