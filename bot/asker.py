@@ -47,6 +47,10 @@ class Asker:
             command specs, handed to the engine's command inference.
         workers: threads for the answers' CPU-bound stages (default
             :data:`bot.answer_loop.DEFAULT_ANSWER_WORKERS`).
+
+    Attributes:
+        answers: the :class:`bot.answer_loop.AnswerLoop` every answer runs on (started on first use,
+            stopped by :meth:`aclose`).
     """
 
     def __init__(self, *, engine, model: ModelConfig, tools: ToolAdapter | None = None, metrics=None,
