@@ -19,10 +19,10 @@ So each answer's coroutine (``answer_question``: model client, tool loop, SSE de
 a second event loop in a thread of its own; the main loop only receives what the asker's
 callbacks must see: each activity as it happens, and the streamed text in batches every
 :data:`TOKEN_RELAY_INTERVAL_S` (Slack's message updates are coalesced to about one a second
-anyway). The CPU-bound stages run in ``workers`` threads (:data:`DEFAULT_ANSWER_WORKERS`), and a
-free thread goes to the *oldest* question waiting (:class:`OldestFirst`), so the first questions
+anyway). The CPU-bound stages run in ``workers`` threads (:data:`DEFAULT_ANSWER_WORKERS`: one), and
+a free thread goes to the *oldest* question waiting (:class:`OldestFirst`), so the first questions
 finish their context and start streaming while later ones wait, instead of all of them finishing
-together. The GIL is still shared, but by three or four threads, each of which the interpreter
+together. The GIL is still shared, but by three threads, each of which the interpreter
 makes yield every 5 ms (``sys.getswitchinterval``), not by a queue of thousands of callbacks.
 
 Callbacks run on the caller's loop, in order, and the answer waits for each (their exceptions
@@ -46,10 +46,12 @@ __all__ = ["AnswerLoop", "OldestFirst", "DEFAULT_ANSWER_WORKERS", "TOKEN_RELAY_I
 
 T = TypeVar("T")
 
-DEFAULT_ANSWER_WORKERS = 2
-"""Threads for the answers' CPU-bound stages: one per core of the 2-core machines the bot is sized
-for. More threads do not answer faster (the stages hold the GIL; SQLite's FTS5 queries release
-it), they only take more turns away from the event loops."""
+DEFAULT_ANSWER_WORKERS = 1
+"""Threads for the answers' CPU-bound stages. The stages hold the GIL (only SQLite's FTS5 queries
+release it), so a second thread hardly answers faster; it takes more turns away from the event
+loops. Measured with ``slackzilla bench --load`` (60 questions, 2 cores, a busy machine), two runs
+each: probe ack p99 0.56/0.78 s with one thread, 0.78/1.00 s with two, final answers as fast
+(a question's stages take about 50 ms on a 2,000-file repository)."""
 TOKEN_RELAY_INTERVAL_S = 0.2
 """Streamed text reaches the caller's loop at most this often per answer (seconds)."""
 

@@ -5,7 +5,7 @@
     result = await asker.answer("how is the index updated?", identity=Identity("U1"))   # AnswerResult
 
 **Off the main loop.** Each answer runs on the answers' own event loop and thread, its CPU-bound
-stages (the ready check, retrieval, code context, packing) in a small oldest-first pool
+stages (the ready check, retrieval, code context, packing) in a one-thread oldest-first pool
 (:class:`bot.answer_loop.AnswerLoop`): the Slack acks on the main loop never wait behind model
 streams or retrievals (issue 13). The callbacks (``on_activity``, ``on_token``) are called on the
 caller's loop.
