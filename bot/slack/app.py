@@ -26,6 +26,8 @@ model or the index is doing) and the lazy function does the work afterwards
   acked; in process while the store is unavailable.
 * Slack's request signature is checked at the HTTP edge (bot.slack.verification) before
   Bolt: malformed headers get a 4xx and one log line, never an HTTP 500.
+* ``/healthz`` reports the :class:`bot.slack.health.SlackHealth` built here (the server
+  watches the connection and fills it in).
 * At start-up (aiohttp ``on_startup``) the answers this replica left in flight are
   edited to "interrupted, please ask again" (:meth:`AskFlow.recover_interrupted`).
 * ``/sz-reindex`` announces itself with a progress message, then posts a summary;
@@ -52,6 +54,7 @@ from bot.slack import messages
 from bot.slack.ask_flow import AskFlow, AskRequest
 from bot.slack.errors import slack_error
 from bot.slack.guards import DuplicateFilter, RateLimiter, ask_guards, deliver_once
+from bot.slack.health import SlackHealth
 from bot.slack.render import FEEDBACK_ACTIONS, render_result
 from bot.slack.verification import slack_signature_edge
 from commands.registry import CommandSpec
@@ -106,7 +109,8 @@ def build_app(ctx: BotContext, *, asker: Asker, ask_flow: AskFlow, client: Async
     web_app = app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)
     # the signature is checked at the edge first: malformed headers get a 4xx and one log line
     web_app.middlewares.append(slack_signature_edge(signing_secret, path=SLACK_EVENTS_PATH))
-    install_api(web_app, ctx, asker)
+    install_api(web_app, ctx, asker, health=SlackHealth(socket_mode=settings.socket_mode,
+                                                        exit_after_s=settings.slack_unreachable_exit_s))
     recover, cancel = _recover_on_startup(ask_flow, client)
     web_app.on_startup.append(recover)
     web_app.on_cleanup.append(cancel)
