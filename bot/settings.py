@@ -59,6 +59,9 @@ DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 DEFAULT_DOTENV = ".env"
 ENV_FILE_VARIABLE = "SLACKZILLA_ENV_FILE"
 """Names a ``.env``-style file to read explicitly (wherever it is, even inside the repository)."""
+#: ``SLACK_UNREACHABLE_EXIT_S``: a bot that cannot reach Slack this long exits non-zero (its supervisor
+#: restarts it); five minutes rides out a short Slack or network incident without a restart loop.
+DEFAULT_SLACK_UNREACHABLE_EXIT_S = 300.0
 #: Shortest accepted ``ADMIN_API_TOKEN``: 16 characters keeps a guessable word out.
 MIN_ADMIN_API_TOKEN_LENGTH = 16
 
@@ -83,8 +86,9 @@ class Settings:
 
     Attributes mirror the Slack/HTTP/admin variables: ``slack_bot_token`` is
     ``SLACK_BOT_TOKEN`` and so on. Times are seconds; ``admin_user_ids`` is a frozenset
-    of Slack user ids; ``slack_api_url`` always ends with ``/`` (what
-    ``AsyncWebClient(base_url=)`` expects). ``engine`` holds the engine's own variables
+    of Slack user ids; ``public_hosts`` (``PUBLIC_HOSTS``) a frozenset of lower-case host
+    names or IP addresses without port; ``slack_unreachable_exit_s`` 0 means never exit;
+    ``slack_api_url`` always ends with ``/`` (what ``AsyncWebClient(base_url=)`` expects). ``engine`` holds the engine's own variables
     (``REPO_PATH``, ``RAG_INDEX_PATH``, ``AI_*``, ``EMBEDDINGS*``, ``RERANK_*``) as parsed
     by :mod:`rag.config`: ``engine.model``, ``engine.embeddings``, ``engine.rerank``.
     """
@@ -106,6 +110,8 @@ class Settings:
     state_path: Path | None = None
     replica_id: str = field(default_factory=lambda: default_replica_id())
     state_timeout_s: float = DEFAULT_STATE_TIMEOUT_S
+    slack_unreachable_exit_s: float = DEFAULT_SLACK_UNREACHABLE_EXIT_S
+    public_hosts: frozenset[str] = frozenset()
     engine: EngineConfig = field(default_factory=EngineConfig)
 
     def __repr__(self) -> str:
@@ -252,6 +258,9 @@ def _parse(env: Mapping[str, str], *, require_slack: bool, extra_problems: list[
         state_path=convert("STATE_PATH", None, _state_path),
         replica_id=convert("REPLICA_ID", default_replica_id(), _replica_id),
         state_timeout_s=convert("STATE_TIMEOUT_S", DEFAULT_STATE_TIMEOUT_S, _float_range(0.1, 60.0)),
+        slack_unreachable_exit_s=convert("SLACK_UNREACHABLE_EXIT_S", DEFAULT_SLACK_UNREACHABLE_EXIT_S,
+                                         _float_range(0.0, 86400.0)),
+        public_hosts=convert("PUBLIC_HOSTS", frozenset(), _host_names),
         engine=engine,
     )
     reader.raise_problems(SettingsError)
@@ -307,6 +316,31 @@ def _replica_id(raw: str) -> str:
         raise ValueError("expected 1-64 letters, digits, '.', '_', ':', '@' or '-' (e.g. web-1), "
                          f"got {raw[:70]!r}")
     return raw
+
+
+#: A DNS name (RFC 1123 labels), as ``PUBLIC_HOSTS`` takes them.
+_HOST_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+                        r"(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$")
+
+
+def _host_names(raw: str) -> frozenset[str]:
+    """``PUBLIC_HOSTS``: comma-separated host names or IP addresses (no scheme, port or path)."""
+    import ipaddress
+
+    names = [part.strip().lower().rstrip(".") for part in raw.split(",") if part.strip()]
+    bad = []
+    for name in names:
+        try:
+            ipaddress.ip_address(name.strip("[]"))
+            continue
+        except ValueError:
+            pass
+        if not _HOST_NAME.match(name):
+            bad.append(name)
+    if bad:
+        raise ValueError("expected comma-separated host names like bot.example.com (no scheme, port or path), "
+                         f"got {', '.join(map(repr, bad))}")
+    return frozenset(name.strip("[]") for name in names)
 
 
 def _float_range(low: float, high: float) -> Callable[[str], float]:

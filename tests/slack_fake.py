@@ -8,7 +8,9 @@ answered the way Slack would for the methods the bot uses:
 ``auth.test``, ``chat.postMessage``, ``chat.update``, ``chat.postEphemeral``,
 ``chat.startStream`` / ``chat.appendStream`` / ``chat.stopStream``,
 ``files.getUploadURLExternal`` + the upload POST + ``files.completeUploadExternal``
-(what ``files_upload_v2`` calls), ``conversations.replies``, and ``response_url`` posts.
+(what ``files_upload_v2`` calls), ``conversations.replies``, ``apps.connections.open``
+(Socket Mode: the WebSocket URL in ``fake.socket_mode_url``, see tests/socket_mode_server.py)
+and ``response_url`` posts.
 Unknown methods answer ``{"ok": false, "error": "unknown_method"}`` like Slack.
 
 ``fake.fail["chat.postMessage"] = "not_in_channel"`` makes a method fail with that
@@ -84,6 +86,8 @@ class SlackFake:
         self.calls: list[Call] = []
         self.fail: dict[str, str] = {}
         self.delay: dict[str, float] = {}
+        #: what ``apps.connections.open`` answers as ``url`` (a local Socket Mode server)
+        self.socket_mode_url: str | None = None
         self._lock = threading.Lock()
         self._ts = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
@@ -199,6 +203,8 @@ class SlackFake:
             return {"ok": True, "files": [{"id": f.get("id"), "title": f.get("title")} for f in files]}
         if method == "conversations.replies":
             return {"ok": True, "messages": [], "has_more": False}
+        if method == "apps.connections.open" and self.socket_mode_url:
+            return {"ok": True, "url": self.socket_mode_url}
         return {"ok": False, "error": "unknown_method"}
 
 
