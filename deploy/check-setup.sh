@@ -140,6 +140,7 @@ while IFS= read -r line; do
   line=${line//\/etc\//$ROOT\/etc\/}
   line=${line//\/opt\//$ROOT\/opt\/}
   line=${line//python3.11 /python3 }
+  line=${line//sudo /}
   line=${line%%#*}
   echo "+ $line"
   (cd "$WORK/slackzilla" && eval "$line") || fail "as written, this step fails: $line"
