@@ -35,7 +35,12 @@ step() { printf '\n== %s\n' "$*"; }
 fail() { echo "FAILED: $*" >&2; exit 1; }
 
 step "1. clone the committed checkout"
-git clone -q "$SRC" "$WORK/slackzilla"
+if git -C "$SRC" rev-parse --git-dir > /dev/null 2>&1; then
+  git clone -q "$SRC" "$WORK/slackzilla"
+else  # an exported tree (no .git): copy it without local venvs and indexes
+  mkdir "$WORK/slackzilla"
+  tar -C "$SRC" --exclude=./.venv --exclude=./.ci-venv --exclude=./.rag -cf - . | tar -C "$WORK/slackzilla" -xf -
+fi
 cd "$WORK/slackzilla"
 
 step "2. quick start: pip install . && slackzilla ask … --repo ."
