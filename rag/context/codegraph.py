@@ -366,7 +366,7 @@ class CodeGraph:
                 outer = prefixes(path, route.router, 0) if route.source == "call" else [""]
                 for prefix in outer:
                     hit = RouteHit(path=path, line=route.line, method=route.method, route=_join(prefix, own),
-                                   router=route.router, match=route.match, source=route.source,
-                                   handler=route.handler)
+                                   router=route.router.split("@", 1)[0] if route.router else None,
+                                   match=route.match, source=route.source, handler=route.handler)
                     hits.append((hit, route.path))
         return hits

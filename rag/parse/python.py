@@ -215,7 +215,7 @@ class _Collector:
         name = text_of(name_node)
         decorated = node.parent if node.parent is not None and node.parent.type == "decorated_definition" else None
         owner = _class_owner(node)
-        record = Definition(name=name, kind=kind, start=line_of(decorated or node), end=end_line_of(node),
+        record = Definition(name=name, kind=kind, start=line_of(decorated or node), end=_end_line(node),
                             parent=owner)
         if kind == "function" and owner is not None:
             record.kind = "method"
@@ -242,12 +242,28 @@ class _Collector:
             for assignment in statement.named_children:
                 if assignment.type != "assignment":
                     continue
-                left = assignment.child_by_field_name("left")
-                right = assignment.child_by_field_name("right")
-                if left is None or left.type != "identifier" or (right is not None and right.type == "lambda"):
-                    continue  # a lambda is captured as a function (→ method)
-                self.add(Definition(name=text_of(left), kind="field", start=line_of(assignment),
-                                    end=end_line_of(assignment), parent=class_name), assignment)
+                end = _end_line(assignment)
+                while assignment is not None and assignment.type == "assignment":  # a = b = value
+                    left = assignment.child_by_field_name("left")
+                    right = assignment.child_by_field_name("right")
+                    if left is not None and left.type == "identifier" and (right is None or right.type != "lambda"):
+                        # (a lambda is captured as a function → method)
+                        self.add(Definition(name=text_of(left), kind="field", start=line_of(assignment),
+                                            end=end, parent=class_name), assignment)
+                    assignment = right
+
+
+def _end_line(node: Node) -> int:
+    """Last line of ``node`` without trailing comments: tree-sitter-python puts the comments that
+    follow a body's last statement (at its indentation) inside the body, though they usually
+    introduce what comes next; Python's own ``ast`` ends a definition at its last statement."""
+    current = node
+    while current.child_count:
+        last = next((c for c in reversed(current.children) if c.type != "comment"), None)
+        if last is None:
+            break
+        current = last
+    return end_line_of(current)
 
 
 def _callee(fn: Node) -> str | None:
@@ -291,14 +307,12 @@ def extract_python(matches, *, path: str, has_error: bool) -> FileStructure:
                 out.imports.append(record)
             continue
         env = env_from_call(call, callee, aliases, readers)
-        if env is not None:
-            out.env_vars.append(env)
+        if env:
+            out.env_vars.extend(env)
             continue
         if call.parent is not None and call.parent.type == "decorator":
             continue
-        for route in routes_from_call(call, callee, routes):
-            out.routes.append(route)
-            routes.placed.append((call.start_byte, route))
+        routes.placed.extend((call, route) for route in routes_from_call(call, callee, routes))
     for node in captured.subscripts:
         env = env_from_subscript(node, aliases)
         if env is not None:
@@ -309,9 +323,8 @@ def extract_python(matches, *, path: str, has_error: bool) -> FileStructure:
             out.env_vars.append(env)
     out.env_vars.extend(settings_env_vars(collector.classes))
     for decorated in captured.decorated:
-        for route in routes_from_decorated(decorated, collector.handlers.get(decorated.start_byte)):
-            out.routes.append(route)
-            routes.placed.append((decorated.start_byte, route))
-    apply_route_prefixes(routes)
+        routes.placed.extend((decorated, route) for route in
+                             routes_from_decorated(decorated, collector.handlers.get(decorated.start_byte)))
+    out.routes = apply_route_prefixes(routes, out.definitions)
     out.calls = nest_definitions(out.definitions, collector.spans, owned=collector.owned, call_sites=call_sites)
     return out

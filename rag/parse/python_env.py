@@ -3,6 +3,7 @@
 Recognised reads (each an :class:`~rag.parse.records.EnvVar` at the line of its name):
 
 * ``os.environ["X"]``, ``os.environ.get("X"[, default])``, ``.setdefault``, ``.pop``,
+  ``os.environ.update({"X": …})``,
   ``"X" in os.environ`` (and ``not in``), ``del``/assignments through the same
   subscript — the JavaScript parser records ``process.env.X = …`` too;
 * ``os.getenv("X"[, default])``;
@@ -10,6 +11,10 @@ Recognised reads (each an :class:`~rag.parse.records.EnvVar` at the line of its 
   ``from os import environ [as env]``, ``from os import getenv``. A bare
   ``environ`` that was *not* imported from ``os`` is not the environment (WSGI's
   ``environ`` dict is the common case), so it is never read as one;
+* command-line options bound to a variable: ``envvar="X"`` (or a list) on any call —
+  ``@click.option("--token", envvar="API_TOKEN")``, ``typer.Option(envvar=…)``;
+* test setup naming variables: ``monkeypatch.setenv("X", …)`` / ``delenv("X")``,
+  ``monkeypatch.setitem(os.environ, "X", …)``, ``mock.patch.dict(os.environ, {"X": …})``;
 * django-environ / environs readers: ``env = environ.Env()`` or ``env = Env()``
   (``Env`` imported from ``environ``/``environs``), then ``env("X")`` and
   ``env.str("X", default=…)`` / ``env.int("X", 5)``;
@@ -52,6 +57,9 @@ _ENV_READER_MODULES = ("environ", "environs")
 _SETTINGS_BASE = "BaseSettings"
 # Reader methods that take no variable name.
 _READER_NON_READS = frozenset({"read_env", "prefixed", "dump", "seal", "expand_vars"})
+# pytest's monkeypatch (any receiver: `monkeypatch`, `mp`) and mapping patches of os.environ.
+_TEST_ENV_METHODS = frozenset({"setenv", "delenv"})
+_TEST_ITEM_METHODS = frozenset({"setitem", "delitem"})
 
 
 @dataclass(slots=True)
@@ -61,6 +69,11 @@ class EnvAliases:
     environ: set[str] = field(default_factory=set)
     getenv: set[str] = field(default_factory=set)
     reader_classes: set[str] = field(default_factory=set)
+
+    def is_environ(self, name: str | None) -> bool:
+        """Whether a dotted name is ``os.environ``: an alias, or reached through another module's
+        ``os`` (``click._termui_impl.os.environ``, as tests patch it)."""
+        return name is not None and (name in self.environ or name.endswith(".os.environ"))
 
 
 def env_aliases(imports: Iterable[Import]) -> EnvAliases:
@@ -127,10 +140,51 @@ def _read(key: Node, default: str | None) -> EnvVar:
                   expression=compact(key, _MAX_EXPRESSION_CHARS))
 
 
-def env_from_call(call: Node, callee: str, aliases: EnvAliases, readers: set[str]) -> EnvVar | None:
-    """The env read a call makes (``os.getenv``, ``os.environ.get``, an ``Env`` reader), else ``None``."""
+def _test_setup(call: Node, method: str, aliases: EnvAliases) -> list[EnvVar]:
+    """Variables a test sets up: ``monkeypatch.setenv("X", …)``/``delenv``,
+    ``monkeypatch.setitem(os.environ, "X", …)``, ``mock.patch.dict(os.environ, {"X": …})``."""
+    positional, keywords = call_arguments(call)
+    if method in _TEST_ENV_METHODS:
+        key = positional[0] if positional else keywords.get("name")
+        return [_read(key, None)] if key is not None and string_value(key) else []
+    if len(positional) < 2 or not aliases.is_environ(dotted_name(positional[0])):
+        return []
+    if method in _TEST_ITEM_METHODS:
+        return [_read(positional[1], None)] if string_value(positional[1]) else []
+    return _dict_keys(positional[1:], keywords)
+
+
+def _dict_keys(positional: list[Node], keywords: dict[str, Node]) -> list[EnvVar]:
+    """The literal keys of a dict argument and the keyword names (``update({"X": 1}, Y=2)``)."""
+    values = positional[0] if positional else None
+    found = [_read(key, None) for pair in values.named_children if pair.type == "pair"
+             and (key := pair.child_by_field_name("key")) is not None and string_value(key)] \
+        if values is not None and values.type == "dictionary" else []
+    return found + [EnvVar(name=name, line=line_of(node)) for name, node in keywords.items() if name != "clear"]
+
+
+def env_from_call(call: Node, callee: str, aliases: EnvAliases, readers: set[str]) -> list[EnvVar]:
+    """The env reads a call makes (``os.getenv``, ``os.environ.get``, an ``Env`` reader, a test's
+    ``monkeypatch.setenv``/``setitem(os.environ, …)``/``patch.dict(os.environ, …)``), maybe none."""
     receiver, _, method = callee.rpartition(".")
-    if callee in aliases.getenv or (method in _ENVIRON_METHODS and receiver in aliases.environ):
+    if method == "update" and aliases.is_environ(receiver) and not _shadowed(call, receiver):
+        return _dict_keys(*call_arguments(call))
+    if receiver and (method in _TEST_ENV_METHODS or method in _TEST_ITEM_METHODS or callee.endswith("patch.dict")):
+        return _test_setup(call, "dict" if callee.endswith("patch.dict") else method, aliases)
+    found = _env_call(call, callee, receiver, method, aliases, readers)
+    if found is not None:
+        return [found]
+    envvar = call_arguments(call)[1].get("envvar")  # click.option("--x", envvar="X"), typer.Option(envvar=…)
+    if envvar is None:
+        return []
+    nodes = [envvar] if envvar.type == "string" else [c for c in envvar.named_children if string_value(c)] \
+        if envvar.type in ("list", "tuple") else []
+    return [_read(node, None) for node in nodes if string_value(node)]
+
+
+def _env_call(call: Node, callee: str, receiver: str, method: str, aliases: EnvAliases,
+              readers: set[str]) -> EnvVar | None:
+    if callee in aliases.getenv or (method in _ENVIRON_METHODS and aliases.is_environ(receiver)):
         if _shadowed(call, callee.split(".", 1)[0] if "." not in receiver else receiver):
             return None
         kind = "environ"
@@ -174,7 +228,7 @@ def _shadowed(node: Node, name: str) -> bool:
 def env_from_subscript(subscript: Node, aliases: EnvAliases) -> EnvVar | None:
     """``os.environ["X"]`` (or through an alias not shadowed by a parameter), else ``None``."""
     value = dotted_name(subscript.child_by_field_name("value"))
-    if value is None or value not in aliases.environ or _shadowed(subscript, value):
+    if value is None or not aliases.is_environ(value) or _shadowed(subscript, value):
         return None
     key = subscript.child_by_field_name("subscript")
     if key is None:
@@ -183,14 +237,14 @@ def env_from_subscript(subscript: Node, aliases: EnvAliases) -> EnvVar | None:
 
 
 def env_from_compare(compare: Node, aliases: EnvAliases) -> EnvVar | None:
-    """``"X" in os.environ`` / ``"X" not in os.environ``, else ``None``."""
+    """``"X" in os.environ`` / ``"X" not in os.environ`` (a computed key: a dynamic read), else ``None``."""
     children = compare.named_children
     operators = compare.children_by_field_name("operators")
     if len(children) != 2 or len(operators) != 1 or operators[0].type not in ("in", "not in"):
         return None
     key, container = children
     name = dotted_name(container)
-    if name is None or name not in aliases.environ or string_value(key) is None or _shadowed(compare, name):
+    if name is None or not aliases.is_environ(name) or _shadowed(compare, name):
         return None
     return _read(key, None)
 

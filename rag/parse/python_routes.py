@@ -25,6 +25,15 @@ it does for Express):
   ``router = APIRouter(prefix="/items")`` set ``Route.prefix`` of that router's
   routes in the same file. (Flask's ``register_blueprint(url_prefix=…)`` *replaces*
   a blueprint's own prefix; the code graph joins them, as FastAPI does.)
+* **scopes**: a router or mounted name bound inside a function (a parameter or an
+  assignment there: ``def create_app(): app = Flask(…)``, a test's ``bp``) is
+  written ``name@function:line`` in ``Route.router``/``Route.target``, so the
+  code graph, which matches routers of one file by name, does not mix the ``bp``
+  of one function with another's (a test module defines dozens). ``self``/``cls``
+  attributes and module-level names stay plain.
+* **class-based views** defined in the same file (``View.as_view()`` with no
+  ``methods``): one route per HTTP-verb method the class defines (``def get``,
+  ``def post`` …), else ``ANY``.
 * **Django** URL lists: ``path("articles/<int:year>/", views.year_archive)``,
   ``re_path(r"^x/$", v)`` and ``url(…)``, when ``path``/``re_path``/``url`` are
   imported from ``django.*`` (or called as ``urls.path``): method ``ANY``, the
@@ -63,17 +72,18 @@ class RouteContext:
     Attributes:
         django: local names of Django's ``path``/``re_path``/``url`` functions.
         django_include: local names of ``django.urls.include``.
-        router_prefixes: router variable → its constructor's prefix.
         inline_prefixes: ``(start_byte, end_byte, prefix)`` of inline route lists
             (``include([…])``, ``Mount(routes=[…])``).
-        placed: ``(start_byte, route)`` of every route of the file (for the inline lists).
+        placed: ``(node, route)`` of every route of the file, ``node`` the call or the
+            decorated definition declaring it (for scopes and the inline lists).
+        router_nodes: ``(assignment node, variable, prefix)`` of the router constructors.
     """
 
     django: set[str] = field(default_factory=set)
     django_include: set[str] = field(default_factory=set)
-    router_prefixes: dict[str, str] = field(default_factory=dict)
     inline_prefixes: list[tuple[int, int, str]] = field(default_factory=list)
-    placed: list[tuple[int, Route]] = field(default_factory=list)
+    placed: list[tuple[Node, Route]] = field(default_factory=list)
+    router_nodes: list[tuple[Node, str, str]] = field(default_factory=list)
 
 
 def route_context(imports: list[Import]) -> RouteContext:
@@ -98,7 +108,9 @@ def _path_argument(positional: list[Node], keywords: dict[str, Node], *names: st
 
 def _methods(keywords: dict[str, Node], default: list[str]) -> list[str]:
     values = strings_of(keywords.get("methods"))
-    return [v.upper() for v in values if v] if values else default
+    if not values:
+        return default
+    return [m.upper() for v in values for m in v.replace(",", " ").split()]
 
 
 def _handler(node: Node | None) -> str | None:
@@ -172,7 +184,7 @@ def routes_from_call(call: Node, callee: str, context: RouteContext) -> list[Rou
         if prefix and parent is not None and parent.type == "assignment":
             left = parent.child_by_field_name("left")
             if left is not None and left.type == "identifier":
-                context.router_prefixes[text_of(left)] = prefix
+                context.router_nodes.append((parent, text_of(left), prefix))
         return []
     if router is not None and method in _MOUNT_METHODS:
         if not positional:
@@ -263,13 +275,109 @@ def _join(prefix: str, path: str) -> str:
     return prefix.rstrip("/") + "/" + path.lstrip("/")
 
 
-def apply_route_prefixes(context: RouteContext) -> None:
-    """Set ``Route.prefix`` from router constructors, then from inline route lists (innermost
-    first, so each enclosing list's prefix goes in front)."""
-    for _start, route in context.placed:
-        if route.router is not None and route.router in context.router_prefixes:
-            route.prefix = context.router_prefixes[route.router]
+_SCOPE_TYPES = frozenset({"function_definition", "lambda"})
+_NESTED_SCOPES = frozenset({"function_definition", "class_definition", "lambda"})
+_UNSCOPED_HEADS = frozenset({"self", "cls"})
+_HTTP_VERBS = ("get", "post", "put", "patch", "delete", "head", "options")
+
+
+def _bound_names(function: Node) -> set[str]:
+    """Names a function binds: its parameters and the targets of assignments in its own body
+    (``global``/``nonlocal`` names excluded; nested functions and classes not entered)."""
+    names: set[str] = set()
+    declared_outside: set[str] = set()
+    parameters = function.child_by_field_name("parameters")
+    for parameter in parameters.named_children if parameters is not None else ():
+        target = parameter if parameter.type == "identifier" else (
+            parameter.child_by_field_name("name") or next(iter(parameter.named_children), None))
+        if target is not None and target.type == "identifier":
+            names.add(text_of(target))
+    body = function.child_by_field_name("body")
+    stack = list(body.named_children) if body is not None else []
+    while stack:
+        node = stack.pop()
+        kind = node.type
+        if kind in ("assignment", "augmented_assignment"):
+            left = node.child_by_field_name("left")
+            if left is not None:
+                targets = [left] if left.type == "identifier" else [c for c in left.named_children
+                                                                    if c.type == "identifier"]
+                names.update(text_of(t) for t in targets)
+        elif kind in ("global_statement", "nonlocal_statement"):
+            declared_outside.update(text_of(c) for c in node.named_children if c.type == "identifier")
+        if kind in _NESTED_SCOPES:
+            if kind == "function_definition" or kind == "class_definition":
+                name = node.child_by_field_name("name")
+                if name is not None:
+                    names.add(text_of(name))
+            continue
+        stack.extend(node.named_children)
+    return names - declared_outside
+
+
+class _Scopes:
+    """``name`` → ``name@function:line`` for names bound in an enclosing function (module docstring)."""
+
+    def __init__(self) -> None:
+        self._bound: dict[int, set[str]] = {}
+
+    def qualify(self, node: Node, dotted: str | None) -> str | None:
+        if not dotted or "@" in dotted:
+            return dotted
+        head = dotted.split(".", 1)[0]
+        if head in _UNSCOPED_HEADS:
+            return dotted
+        parent = node.parent
+        while parent is not None:
+            if parent.type == "function_definition":
+                names = self._bound.get(parent.start_byte)
+                if names is None:
+                    names = self._bound[parent.start_byte] = _bound_names(parent)
+                if head in names:
+                    name = parent.child_by_field_name("name")
+                    return f"{dotted}@{text_of(name) if name is not None else '?'}:{line_of(parent)}"
+            parent = parent.parent
+        return dotted
+
+
+def _view_methods(structure_definitions, class_name: str) -> list[str]:
+    """HTTP-verb methods (upper case) of a class defined in the file (``MethodView`` style)."""
+    return [verb.upper() for verb in _HTTP_VERBS
+            if any(d.kind == "method" and d.parent == class_name and d.name == verb for d in structure_definitions)]
+
+
+def apply_route_prefixes(context: RouteContext, definitions=()) -> list[Route]:
+    """Finish the file's routes: scope-qualify routers and mount targets, set ``Route.prefix``
+    from router constructors, then from inline route lists (innermost first, so each enclosing
+    list's prefix goes in front), and expand same-file class-based views into their methods.
+
+    Args:
+        context: the file's route context (``placed`` holds every route).
+        definitions: the file's :class:`~rag.parse.records.Definition` records.
+
+    Returns:
+        The routes, in ``placed`` order.
+    """
+    scopes = _Scopes()
+    prefixes: dict[str, str] = {}
+    for node, name, prefix in context.router_nodes:
+        prefixes[scopes.qualify(node, name) or name] = prefix
+    for node, route in context.placed:
+        route.router = scopes.qualify(node, route.router)
+        if route.method == "USE":
+            route.target = scopes.qualify(node, route.target)
+        if route.router is not None and route.router in prefixes:
+            route.prefix = prefixes[route.router]
     for first, last, prefix in sorted(context.inline_prefixes, key=lambda m: (-m[0], m[1])):
-        for start, route in context.placed:
-            if first <= start < last:
+        for node, route in context.placed:
+            if first <= node.start_byte < last:
                 route.prefix = prefix if route.prefix is None else _join(prefix, route.prefix)
+    routes: list[Route] = []
+    for _node, route in context.placed:
+        methods = _view_methods(definitions, route.handler) if route.method == "ANY" and route.handler else []
+        if methods:
+            routes.extend(Route(method=m, path=route.path, line=route.line, router=route.router,
+                                match=route.match, prefix=route.prefix, handler=route.handler) for m in methods)
+        else:
+            routes.append(route)
+    return routes

@@ -186,7 +186,9 @@ class Route:
         path: the literal path (template literals keep ``${x}``).
         line: line of the method name / comparison.
         router: receiver expression (``app``, ``router``, ``this.app``) or
-            ``None`` for ``url.pathname`` checks.
+            ``None`` for ``url.pathname`` checks. Python: a name bound inside a
+            function carries ``@<function>:<line>`` (``bp@test_nested:12``) so the
+            routers of two functions are told apart; the code graph shows it without.
         target: for ``USE``, the identifier of the mounted router, if any.
         target_spec: for ``USE`` with an inline ``require('./x')``, its spec.
         match: ``exact``, ``prefix`` (``pathname.startsWith('/x')``, ``USE``) or

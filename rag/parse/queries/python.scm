@@ -24,7 +24,7 @@
 ; ---- environment reads that are not calls ----------------------------------
 ; os.environ["X"] and "X" in os.environ (kept when the object is an os.environ alias)
 (subscript value: [(identifier) (attribute)] @name.reference.subscript) @reference.subscript
-(comparison_operator (string) [(identifier) (attribute)]) @reference.compare
+(comparison_operator (_) [(identifier) (attribute)]) @reference.compare
 
 ; ---- decorators (routes, property/staticmethod flags) -----------------------
 (decorated_definition) @reference.decorated

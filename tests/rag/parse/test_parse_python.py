@@ -119,6 +119,26 @@ def test_environment_variables(parsed):
     assert dynamic == [EnvVar("*", 2, dynamic=True, expression="f'{p}_URL'")]
 
 
+def test_test_setup_names_variables():
+    source = (
+        "import os\n"
+        "from unittest import mock\n"
+        "def test_x(monkeypatch):\n"
+        "    monkeypatch.setenv('A', '1')\n"
+        "    monkeypatch.delenv('B', raising=False)\n"
+        "    monkeypatch.setitem(os.environ, 'C', '1')\n"
+        "    with mock.patch.dict(os.environ, {'D': '1'}, E='2'):\n"
+        "        pass\n"
+        "    cache.setitem(store, 'Z', 1)\n"
+        "    os.environ.update({'F': '1'})\n"
+        "    settings.update({'G': 1})\n"
+        "    monkeypatch.delitem(click._termui_impl.os.environ, 'H')\n"
+        "    if key in os.environ: pass\n"
+    )
+    found = [(e.name, e.line) for e in CodeParser().parse("tests/test_x.py", source).env_vars]
+    assert found == [("A", 4), ("B", 5), ("C", 6), ("D", 7), ("E", 7), ("F", 10), ("H", 12), ("*", 13)]
+
+
 def test_settings_classes_read_the_environment(parsed):
     assert [(e.name, e.line, e.default) for e in parsed["src/shop/settings.py"].env_vars] == [
         ("SHOP_DATABASE_URL", 11, '"sqlite:///shop.db"'),  # env_prefix from SettingsConfigDict
@@ -145,6 +165,10 @@ def test_env_readers_and_case_sensitive_settings():
     )
     found = [(e.name, e.line, e.default) for e in CodeParser().parse("settings.py", source).env_vars]
     assert found == [("DEBUG", 4, "False"), ("DATABASE_URL", 5, None), ("app_port", 7, "1"), ("app_host", 9, None)]
+    cli = "import click\n@click.command()\n@click.option('--token', envvar='API_TOKEN')\n" \
+          "@click.option('--host', envvar=['APP_HOST', 'HOST'])\ndef main(token, host): ...\n"
+    assert [(e.name, e.line) for e in CodeParser().parse("cli.py", cli).env_vars] == [
+        ("API_TOKEN", 3), ("APP_HOST", 4), ("HOST", 4)]
 
 
 def test_routes_as_parsed(parsed):
