@@ -239,3 +239,53 @@ def test_json_round_trip(parsed):
         data = json.loads(json.dumps(structure.to_json()))
         assert data["version"] == PARSE_VERSION
         assert FileStructure.from_json(data) == structure
+
+
+def test_routers_of_different_functions_are_not_mixed():
+    """A test module defines `bp` and `app` in many functions (flask's own tests): each mount
+    prefixes only the routes of its own function's router."""
+    source = (
+        "import flask\n"
+        "def test_one(app):\n"
+        "    bp = flask.Blueprint('one', __name__)\n"
+        "    @bp.route('/a')\n"
+        "    def a(): ...\n"
+        "    app.register_blueprint(bp, url_prefix='/one')\n"
+        "def test_two(app):\n"
+        "    bp = flask.Blueprint('two', __name__)\n"
+        "    @bp.route('/b')\n"
+        "    def b(): ...\n"
+        "    child = flask.Blueprint('child', __name__)\n"
+        "    @child.get('/c')\n"
+        "    def c(): ...\n"
+        "    bp.register_blueprint(child, url_prefix='/child')\n"
+        "    app.register_blueprint(bp, url_prefix='/two')\n"
+    )
+    structure = CodeParser().parse("tests/test_bp.py", source)
+    assert structure.routes[0].router == "bp@test_one:2"
+    graph = CodeGraph({"tests/test_bp.py": structure})
+    assert sorted((r.method, r.route, r.line, r.router) for r in graph.routes()) == [
+        ("GET", "/one/a", 4, "bp"), ("GET", "/two/b", 9, "bp"), ("GET", "/two/child/c", 12, "child"),
+        ("USE", "/one", 6, "app"), ("USE", "/two", 15, "app"), ("USE", "/two/child", 14, "bp")]
+
+
+def test_same_file_class_based_views_get_their_methods():
+    source = (
+        "from flask.views import MethodView\n"
+        "class UserAPI(MethodView):\n"
+        "    def get(self): ...\n"
+        "    def post(self): ...\n"
+        "    def helper(self): ...\n"
+        "app.add_url_rule('/users/', view_func=UserAPI.as_view('users'))\n"
+        "app.add_url_rule('/other/', view_func=Imported.as_view('other'))\n"
+    )
+    routes = [(r.method, r.path, r.handler) for r in CodeParser().parse("views.py", source).routes]
+    assert routes == [("GET", "/users/", "UserAPI"), ("POST", "/users/", "UserAPI"), ("ANY", "/other/", "Imported")]
+
+
+def test_definition_ends_at_its_last_statement_not_trailing_comments():
+    source = "def f():\n    x = 1\n    return x\n    # about g, below\n\n    # more\n\ndef g():\n    pass\n"
+    assert [(d.name, d.start, d.end) for d in CodeParser().parse("x.py", source).definitions] == [
+        ("f", 1, 3), ("g", 8, 9)]
+    chained = CodeParser().parse("x.py", "class S:\n    a = b = _fail\n").definitions
+    assert [(d.name, d.kind, d.start) for d in chained] == [("S", "class", 1), ("a", "field", 2), ("b", "field", 2)]
