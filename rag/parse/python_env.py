@@ -257,8 +257,10 @@ class _SettingsConfig:
     case_sensitive: bool | None = None
 
 
-def _config_from_pairs(config: _SettingsConfig, pairs: Iterable[tuple[str, Node]]) -> None:
+def _config_from_pairs(config: _SettingsConfig, pairs: Iterable[tuple[str, Node | None]]) -> None:
     for key, value in pairs:
+        if value is None:
+            continue
         if key == "env_prefix":
             prefix = string_value(value)
             if prefix is not None:
@@ -272,11 +274,13 @@ def _class_config(class_node: Node) -> _SettingsConfig:
     config = _SettingsConfig()
     bases = class_node.child_by_field_name("superclasses")
     if bases is not None:
-        _config_from_pairs(config, ((text_of(k.child_by_field_name("name")), k.child_by_field_name("value"))
-                                    for k in bases.named_children if k.type == "keyword_argument"))
+        keywords = [k for k in bases.named_children if k.type == "keyword_argument"]
+        _config_from_pairs(config, ((text_of(name), k.child_by_field_name("value")) for k in keywords
+                                    if (name := k.child_by_field_name("name")) is not None))
     body = class_node.child_by_field_name("body")
     for statement in body.named_children if body is not None else ():
-        if statement.type == "class_definition" and text_of(statement.child_by_field_name("name") or statement) == "Config":
+        name = statement.child_by_field_name("name") if statement.type == "class_definition" else None
+        if name is not None and text_of(name) == "Config":
             inner = statement.child_by_field_name("body")
             for assignment in _assignments(inner):
                 left = assignment.child_by_field_name("left")
@@ -292,8 +296,9 @@ def _class_config(class_node: Node) -> _SettingsConfig:
             if right.type == "call":
                 _config_from_pairs(config, call_arguments(right)[1].items())
             elif right.type == "dictionary":
-                _config_from_pairs(config, ((string_value(p.child_by_field_name("key")) or "", p.child_by_field_name("value"))
-                                            for p in right.named_children if p.type == "pair"))
+                pairs = [p for p in right.named_children if p.type == "pair"]
+                _config_from_pairs(config, ((string_value(p.child_by_field_name("key")) or "",
+                                             p.child_by_field_name("value")) for p in pairs))
     return config
 
 
@@ -310,11 +315,11 @@ def _assignments(block: Node | None) -> list[Node]:
     return found
 
 
-def _field_names(value: Node | None) -> tuple[list[Node], Node | None, bool]:
-    """``(nodes naming the variable exactly, default node, has Field())`` of a field's value."""
+def _field_names(value: Node | None) -> tuple[list[Node], Node | None]:
+    """``(nodes naming the variable exactly, default node)`` of a settings field's value."""
     if value is None or value.type != "call" or dotted_name(value.child_by_field_name("function")) not in (
             "Field", "pydantic.Field"):
-        return [], value, False
+        return [], value
     positional, keywords = call_arguments(value)
     default = keywords.get("default", positional[0] if positional else None)
     for key in ("env", "validation_alias", "alias"):
@@ -323,11 +328,11 @@ def _field_names(value: Node | None) -> tuple[list[Node], Node | None, bool]:
             continue
         if named.type == "call" and dotted_name(named.child_by_field_name("function")) in (
                 "AliasChoices", "pydantic.AliasChoices"):
-            return [a for a in call_arguments(named)[0] if string_value(a)], default, True
+            return [a for a in call_arguments(named)[0] if string_value(a)], default
         if strings_of(named):
             nodes = [named] if named.type == "string" else [c for c in named.named_children if string_value(c)]
-            return nodes, default, True
-    return [], default, True
+            return nodes, default
+    return [], default
 
 
 def settings_env_vars(classes: list[tuple[Node, str, list[str]]]) -> list[EnvVar]:
@@ -358,7 +363,7 @@ def settings_env_vars(classes: list[tuple[Node, str, list[str]]]) -> list[EnvVar
             if field_name.startswith("_") or field_name == "model_config" or text_of(annotation).startswith(
                     ("ClassVar", "typing.ClassVar")):
                 continue
-            exact, default_node, _ = _field_names(assignment.child_by_field_name("right"))
+            exact, default_node = _field_names(assignment.child_by_field_name("right"))
             default = literal_text(default_node)
             if exact:
                 found.extend(EnvVar(name=string_value(n) or "", line=line_of(n), default=default) for n in exact)

@@ -70,7 +70,7 @@ class RouteContext:
     """What route extraction learns from one file beyond single calls.
 
     Attributes:
-        django: local names of Django's ``path``/``re_path``/``url`` functions.
+        django: local name → Django function (``path``/``re_path``/``url``) it is bound to.
         django_include: local names of ``django.urls.include``.
         inline_prefixes: ``(start_byte, end_byte, prefix)`` of inline route lists
             (``include([…])``, ``Mount(routes=[…])``).
@@ -79,7 +79,7 @@ class RouteContext:
         router_nodes: ``(assignment node, variable, prefix)`` of the router constructors.
     """
 
-    django: set[str] = field(default_factory=set)
+    django: dict[str, str] = field(default_factory=dict)
     django_include: set[str] = field(default_factory=set)
     inline_prefixes: list[tuple[int, int, str]] = field(default_factory=list)
     placed: list[tuple[Node, Route]] = field(default_factory=list)
@@ -94,7 +94,7 @@ def route_context(imports: list[Import]) -> RouteContext:
             continue
         member = item.spec.rsplit(".", 1)[-1]
         if member in _DJANGO_ROUTE_FUNCTIONS:
-            context.django.update(item.names)
+            context.django.update((name, member) for name in item.names)
         elif member == "include":
             context.django_include.update(item.names)
     return context
@@ -211,7 +211,9 @@ def routes_from_call(call: Node, callee: str, context: RouteContext) -> list[Rou
         return [Route(method=m, path=path, line=line, router=router, handler=_handler(view)) for m in methods]
     if method in ("Route", "WebSocketRoute", "Mount") and (not receiver or receiver.endswith("routing")):
         return _starlette(call, method, positional, keywords, context)
-    if callee in context.django or (method in _DJANGO_ROUTE_FUNCTIONS and receiver.endswith("urls")):
+    if callee in context.django:
+        return _django(call, context.django[callee], positional, keywords, context)
+    if method in _DJANGO_ROUTE_FUNCTIONS and receiver.endswith("urls"):
         return _django(call, method, positional, keywords, context)
     return []
 

@@ -185,6 +185,9 @@ def test_routes_as_parsed(parsed):
         ("USE", "/api/", 10, "prefix", None, None, None),
         ("ANY", "/posts/", 11, "exact", "/api/", "views.index", None),  # inside include([...])
     ]
+    aliased = CodeParser().parse("urls.py", "from django.urls import re_path as rp, path as p\n"
+                                            "urlpatterns = [rp(r'^a/$', v), p('b/', w)]\n").routes
+    assert [(r.path, r.match) for r in aliased] == [("/a/", "regex"), ("/b/", "exact")]
     site = [(r.method, r.path, r.target, r.target_spec) for r in parsed["site/urls.py"].routes]
     assert site == [("USE", "/admin/", "admin.site.urls", None), ("USE", "/blog/", None, "blog.urls")]
 
