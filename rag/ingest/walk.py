@@ -133,6 +133,7 @@ TEXT_EXTENSIONS: frozenset[str] = frozenset({
     ".css", ".scss", ".html", ".htm",
     ".yml", ".yaml", ".toml", ".ini", ".cfg", ".conf", ".service",
     ".example", ".py", ".sh", ".bash",
+    ".go", ".java", ".rs", ".rb",  # languages with a definitions-only parser (rag/parse/grammars.py)
 })
 IMAGE_EXTENSIONS: frozenset[str] = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg"})
 # Extension-less files that are text; value = WalkedFile.file_type.

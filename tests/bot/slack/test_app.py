@@ -245,7 +245,8 @@ async def test_model_reads_live_state_through_the_same_handlers(make_bot):
     assert logs["ok"] and 1 <= len(logs["result"]) <= 2
     assert any("command id=ping" in entry["message"] for entry in logs["result"])
     assert routes["result"] == [{"path": "src/server.js", "line": 5, "method": "POST", "route": "/deploy",
-                                 "router": "app", "match": "exact", "source": "call", "score": 0}]
+                                 "router": "app", "match": "exact", "source": "call", "score": 0,
+                                 "handler": None}]
     assert commands["result"]["commands"][0]["admin_only"] is True
 
 
