@@ -174,7 +174,7 @@ REPOSITORY_TOOL_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
                          "description": f"Last line, inclusive (default start+199; at most start+"
                                         f"{MAX_READ_LINES - 1})."},
              }, required=["path"]), "repository:read", call_type="repository"),
-    ToolSpec("findSymbol", "Where a function, class or method is defined (JavaScript/TypeScript files): path, "
+    ToolSpec("findSymbol", "Where a function, class or method is defined (JavaScript, TypeScript, Python, Go, Java, Rust, Ruby): path, "
              "line range and signature line, plus the call sites and the files that import it.",
              _object({
                  "name": {"type": "string", "minLength": 1, "maxLength": 128,
