@@ -392,9 +392,9 @@ class AskFlow:
         outcome = AskOutcome(anchor_ts=anchor, thread_ts=request.thread_ts or anchor)
         updates = None
         if anchor:
-            async def send_update(render) -> None:  # rendered when sent: coalesced states cost nothing
+            async def send_update(render) -> bool | None:  # rendered when sent: coalesced states cost nothing
                 if not await self.budget.try_spend("chat.update"):
-                    return  # shed: a later state (or the answer) replaces it
+                    return False  # shed: a later state (or the answer) replaces it
                 with sheddable_call():
                     await client.chat_update(channel=request.channel_id, ts=anchor, **render())
 

@@ -62,13 +62,15 @@ class Coalescer(Generic[T]):
     Args:
         send: ``async send(state)``; an exception is logged (type only), counted in
             :attr:`failures` and kept in :attr:`last_error`; later states are still sent.
+            Returning ``False`` means the state was skipped (counted in :attr:`skipped`).
         interval_s: minimum seconds between the end of one send and the start of the next.
         clock: monotonic seconds (injectable for tests).
         just_sent: count construction time as a send (the message was just posted), so
             the first state also waits ``interval_s``.
 
     Attributes:
-        sent: sends attempted.
+        sent: sends attempted (not counting skipped ones).
+        skipped: states ``send`` skipped (returned ``False``: shed for the rate-limit budget).
     """
 
     def __init__(self, send: Callable[[T], Awaitable[Any]], *, interval_s: float,
@@ -84,6 +86,7 @@ class Coalescer(Generic[T]):
         self._task: asyncio.Task | None = None
         self._closed = False
         self.sent = 0
+        self.skipped = 0
         self.failures = 0
         self.last_error: BaseException | None = None
 
@@ -108,11 +111,14 @@ class Coalescer(Generic[T]):
             if wait > 0:
                 await asyncio.sleep(wait)
             state, self._latest = self._latest, _NOTHING
-            self.sent += 1
             try:
-                await self._send(state)
+                if await self._send(state) is False:
+                    self.skipped += 1
+                else:
+                    self.sent += 1
                 self.last_error = None
             except Exception as err:  # noqa: BLE001 - a progress sink must not break the answer
+                self.sent += 1
                 self.failures += 1
                 self.last_error = err
                 code = error_code(err)

@@ -119,6 +119,23 @@ async def test_a_transient_fault_on_the_progress_post_is_retried_and_keeps_progr
     assert len(bot.fake.answers()) == 1
 
 
+async def test_a_failed_stream_append_goes_with_the_next_one_and_keeps_the_stream(ask_bot):
+    answer = "First the body is read, then its HMAC is compared in constant time (src/webhook.js:4-7). " * 4
+    async with FakeOpenAIServer() as model:
+        model.script(text_reply(answer, pieces=12, usage=(50, 20), gap_s=0.1))
+        bot = await ask_bot(**model_env(model))
+        bot.fake.script("chat.appendStream", server_error(500))
+        await bot.slash("/sz-ask", QUESTION)
+        outcome = await finished(bot)
+    appends = bot.fake.of("chat.appendStream")
+    assert len(appends) >= 2 and appends[0].reply == {}  # the first append failed ...
+    assert outcome.streamed and outcome.mode == "stream"  # ... and the answer stayed in the stream
+    delivered = [c for c in bot.fake.calls if c.method in STREAM_METHODS and c.reply.get("ok")]
+    sent = "".join([chunk["text"] for c in delivered for chunk in c.body.get("chunks") or []
+                    if chunk.get("type") == "markdown_text"] + [c.body.get("markdown_text") or "" for c in delivered])
+    assert sent == answer  # nothing lost, nothing twice
+
+
 async def test_retry_after_on_a_progress_update_pauses_that_method(ask_bot):
     answer = "Signatures are checked with an HMAC (src/webhook.js:4-7). " * 4
     async with FakeOpenAIServer() as model:
@@ -367,7 +384,13 @@ async def test_answers_cut_by_kill_9_are_marked_interrupted_when_serve_starts_ag
             response = await harness.post_signed(urlencode(harness.form("/sz-ask", QUESTION)))
             assert response.status == 200
             await slack_fake.wait_for("chat.startStream", timeout=30)
-            await asyncio.sleep(1.5)  # the in-flight records are written once each message exists
+            from bot.state import open_store
+            store = open_store(tmp_path / "state.sqlite")
+            deadline = time.monotonic() + 15
+            while len(store.unfinished()) < 2:  # each message is recorded once it exists
+                assert time.monotonic() < deadline, store.unfinished()
+                await asyncio.sleep(0.05)
+            store.close()
             proc.send_signal(signal.SIGKILL)
             await proc.wait()
         progress_ts = slack_fake.of("chat.postMessage")[0].reply["ts"]  # what Slack answered before the kill
