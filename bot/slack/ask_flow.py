@@ -58,7 +58,6 @@ import os
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
 
 from bot.asker import Asker
 from bot.slack import messages

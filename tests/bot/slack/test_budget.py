@@ -1,7 +1,6 @@
 """bot.slack.budget: per-method buckets (aiolimiter), Retry-After pauses, room kept for answers in flight."""
 from __future__ import annotations
 
-import asyncio
 import time
 
 import pytest

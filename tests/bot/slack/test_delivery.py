@@ -16,11 +16,10 @@ import re
 import time
 
 import pytest
-from openai_server import FakeOpenAIServer, hang_reply, text_reply
-from slack_fake import STREAM_METHODS, USER, rate_limited, refused, server_error
+from openai_server import FakeOpenAIServer, text_reply
+from slack_fake import STREAM_METHODS, USER, rate_limited, server_error
 
 from bot.slack.ask_flow import AskOptions
-from bot.slack.budget import SlackLimits
 
 INTERVAL = 0.2
 QUESTION = "how does the deploy webhook verify signatures?"
@@ -37,11 +36,8 @@ def model_env(server: FakeOpenAIServer, **extra: str) -> dict:
 
 @pytest.fixture
 def ask_bot(make_bot):
-    async def start(*, limits: SlackLimits | None = None, **env):
-        options = AskOptions(update_interval_s=INTERVAL, stream_interval_s=INTERVAL)
-        if limits is not None:
-            options = AskOptions(update_interval_s=INTERVAL, stream_interval_s=INTERVAL, limits=limits)
-        return await make_bot(ask_options=options, **env)
+    async def start(**env):  # the flow's intervals shortened; Slack's own rate limits (the default budget)
+        return await make_bot(ask_options=AskOptions(update_interval_s=INTERVAL, stream_interval_s=INTERVAL), **env)
 
     return start
 
