@@ -443,12 +443,14 @@ class AskFlow:
                 updates.cancel()
             if stream is not None:
                 stream.cancel()
-            if anchor:  # shutting down: never leave "Searching…" behind
+            notice = {"text": messages.ask_interrupted(),
+                      "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": messages.ask_interrupted()}}]}
+            cut = [ts for ts in (anchor, stream.ts if stream is not None else None) if ts]
+            if cut:  # shutting down: never leave "Searching…" (or half a streamed answer) behind
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(asyncio.shield(client.chat_update(
-                        channel=request.channel_id, ts=anchor, text=messages.ask_interrupted(),
-                        blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": messages.ask_interrupted()}}],
-                    )), RESTART_NOTICE_TIMEOUT_S)
+                    await asyncio.wait_for(asyncio.shield(asyncio.gather(*[
+                        client.chat_update(channel=request.channel_id, ts=ts, **notice) for ts in cut])),
+                        RESTART_NOTICE_TIMEOUT_S)
             raise
         except Exception as err:  # noqa: BLE001 - the asker must hear about it
             ctx.runtime.errors.capture(err, command=self.command_id, keep_message=False)
