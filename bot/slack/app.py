@@ -106,6 +106,7 @@ def build_app(ctx: BotContext, *, asker: Asker, ask_flow: AskFlow, client: Async
             app.command(spec.slash)(ack=_acknowledge(spec), lazy=[_command_listener(ctx, spec)])
     app.event("app_mention", middleware=[guard])(ack=_ack_event, lazy=[_mention_listener(ctx, ask_flow)])
     app.action(_FEEDBACK_ACTION)(_feedback_listener(ctx, ask_flow))
+    ask_flow.attach(client)  # slack-sdk retry handlers (429 after Retry-After, 5xx), copied into each request's client
     web_app = app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)
     # the signature is checked at the edge first: malformed headers get a 4xx and one log line
     web_app.middlewares.append(slack_signature_edge(signing_secret, path=SLACK_EVENTS_PATH))
@@ -201,7 +202,7 @@ def _ask_listener(ctx: BotContext, spec: CommandSpec, flow: AskFlow):
                 return
             await flow.run(client, AskRequest(question=question, channel_id=command["channel_id"],
                                               user_id=command.get("user_id"), team_id=command.get("team_id"),
-                                              respond=respond))
+                                              response_url=command.get("response_url")))
         except Exception as err:  # noqa: BLE001 - never leave the asker in silence
             await _report_crash(ctx, spec, err, respond)
 
