@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Callable
 
 from bot.asker import Asker
 from bot.context import BotContext
+from bot.documents import DocumentService
 from bot.config_file import RepoConfig
 from bot.live_tools import build_tools
 from bot.observability.runtime import Runtime
@@ -223,9 +224,16 @@ def compose_core(settings: Settings, *, engine, registry: Registry | None = None
                                         job_id=job_id_for(repo.name, default=repo is default))
     model = settings.engine.model
     scoping = Scoping(repos, handle)
+    documents = DocumentService({r.name: r.engine for r in repos.serving()}, max_chars=settings.documents.max_chars)
+    if len(repos.serving()) > 1:
+        try:
+            documents.sync_shared()
+        except Exception as err:  # noqa: BLE001 - a copy is tried again at the next start
+            log.warning("could not copy global documents into every repository (%s)", type(err).__name__)
     context = BotContext(settings, engine=default.engine, registry=registry, runtime=runtime,
                          reindexer=default.reindexer, model=model, scheduler=scheduler, state=handle,
-                         feedback=feedback, lease=default.lease, repos=repos, scoping=scoping)
+                         feedback=feedback, lease=default.lease, repos=repos, scoping=scoping,
+                         documents=documents)
     for repo in repos.serving():
         repo.tools = build_tools(context, engine=repo.engine)
     repos.federated_tools = lambda federated: build_tools(context, engine=federated, repository_tools=False)

@@ -56,13 +56,15 @@ class BotContext:
         repos: every served repository (:class:`bot.repos.RepositorySet`; ``None``: ``engine`` alone).
             ``engine``, ``reindexer`` and ``lease`` are the default repository's.
         scoping: channel bindings (:class:`bot.scoping.Scoping`), for ``/sz-repo``.
+        documents: the documents of every repository (:class:`bot.documents.DocumentService`).
     """
 
     def __init__(self, settings: Settings, *, engine, registry: Registry, runtime: Runtime, reindexer: Reindexer,
                  model: ModelConfig, scheduler=None, state: ResilientState | None = None,
                  feedback: FeedbackLog | None = None, lease: ScheduleLease | None = None,
-                 repos=None, scoping=None) -> None:
+                 repos=None, scoping=None, documents=None) -> None:
         self.settings = settings
+        self.documents = documents
         self.repos = repos
         self.scoping = scoping
         self.state = state if state is not None else ResilientState.memory_only(settings.replica_id)

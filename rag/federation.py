@@ -37,6 +37,7 @@ from pathlib import Path
 
 from rag.context import packer as _packer
 from rag.context.packer import DEFAULT_BUDGET_TOKENS, CodeEntry, PackedContext
+from rag.documents import DOC_PREFIX  # document paths are never qualified: their ids are unique across indexes
 from rag.types import ImageHit, Source
 
 __all__ = ["FederatedEngine", "fuse_lists", "qualify", "split_qualified", "ALL", "DOC_PREFIX"]
@@ -45,8 +46,6 @@ log = logging.getLogger(__name__)
 
 ALL = "all"
 """The name that selects every repository (``in:all``, ``--repo all``)."""
-DOC_PREFIX = "doc:"
-"""Paths of documents (:mod:`rag.documents`): never qualified, their ids are unique across indexes."""
 
 
 def qualify(repo: str, path: str) -> str:

@@ -13,6 +13,7 @@ and converts the answer back):
     GET  /metrics             Prometheus text exposition
     GET  /api/routes          {"routes": [...]}   ?path= (substring of the route) &method=
     GET  /api/admin/errors    {"errors": [...]}   bearer ADMIN_API_TOKEN; 404 when the token is unset
+    *    /api/documents       documents (bearer ADMIN_API_TOKEN): see bot.api.documents
     POST /api/ask             (bearer when ADMIN_API_TOKEN is set, else loopback clients only)
                               {"question", "with_ai"?} → bot.asker.Asker.answer → text/event-stream of
                               ``activity``, ``token`` and ``done`` events (``error`` on failure);
@@ -32,6 +33,7 @@ import logging
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from bot.api.documents import install_documents_api
 from bot.identity import Identity
 from rag.answer.question import require_question
 from rag.errors import EmptyQuestionError, UserError
@@ -72,6 +74,7 @@ def install_api(app: web.Application, ctx, asker) -> web.Application:
         web.get("/api/admin/errors", admin_errors),
         web.post("/api/ask", ask),
     ])
+    install_documents_api(app, ctx)
     return app
 
 

@@ -29,6 +29,7 @@ import click
 from bot.cli.ask import ask_cmd
 from bot.cli.bench import bench_cmd
 from bot.cli.code import code_group, context_cmd
+from bot.cli.docs import docs_group
 from bot.cli.evaluate import eval_cmd
 from bot.cli.index import index_cmd
 from bot.cli.repos import repos_cmd
@@ -60,6 +61,7 @@ cli.add_command(serve_cmd)
 cli.add_command(manifest_cmd)
 cli.add_command(state_cmd)
 cli.add_command(repos_cmd)
+cli.add_command(docs_group)
 
 
 def main() -> None:

@@ -12,11 +12,27 @@ from pathlib import Path
 
 import click
 
-from bot.config_file import RepoConfig, find_config_file, read_config_file
+from bot.config_file import DocumentsConfig, RepoConfig, find_config_file, read_config_file
 from rag.config import ConfigError
 from rag.federation import ALL
 
-__all__ = ["configured_repositories", "select_repositories"]
+__all__ = ["configured_documents", "configured_repositories", "select_repositories"]
+
+
+def configured_documents() -> DocumentsConfig:
+    """The ``[documents]`` options of the configuration file (defaults without one).
+
+    Raises:
+        ConfigError: the file is unusable.
+    """
+    file = find_config_file(os.environ)
+    if file is None:
+        return DocumentsConfig()
+    problems: list[str] = []
+    _, documents = read_config_file(file, problem=problems.append, default_interval_s=0)
+    if problems:
+        raise ConfigError(problems)
+    return documents
 
 
 def configured_repositories() -> list[RepoConfig]:

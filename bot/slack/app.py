@@ -24,6 +24,8 @@ model or the index is doing) and the lazy function does the work afterwards
   across replicas) before they are acked; in process while the store is unavailable.
 * At start-up (aiohttp ``on_startup``) the answers this replica left in flight are
   edited to "interrupted, please ask again" (:meth:`AskFlow.recover_interrupted`).
+* The message shortcut "Save to Slackzilla" stores a message or its thread as a document
+  (:mod:`bot.slack.shortcuts`).
 * ``/sz-reindex`` announces itself with a progress message, then posts a summary;
   a second request while one runs is told so.
 
@@ -49,6 +51,7 @@ from bot.slack.ask_flow import AskFlow, AskRequest
 from bot.slack.errors import slack_error
 from bot.slack.guards import DuplicateFilter, RateLimiter, ask_guards, ignore_slack_retries
 from bot.slack.render import FEEDBACK_ACTIONS, render_result
+from bot.slack.shortcuts import SAVE_CALLBACK_ID, save_listener
 from commands.registry import CommandSpec
 from rag.answer.question import require_question
 from rag.errors import EmptyQuestionError
@@ -98,6 +101,7 @@ def build_app(ctx: BotContext, *, asker: Asker, ask_flow: AskFlow, client: Async
             app.command(spec.slash)(ack=_acknowledge(spec), lazy=[_command_listener(ctx, spec)])
     app.event("app_mention", middleware=[guard])(ack=_ack_event, lazy=[_mention_listener(ctx, ask_flow)])
     app.action(_FEEDBACK_ACTION)(_feedback_listener(ctx, ask_flow))
+    app.shortcut(SAVE_CALLBACK_ID)(ack=_ack_event, lazy=[save_listener(ctx)])
     web_app = app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)
     install_api(web_app, ctx, asker)
     recover, cancel = _recover_on_startup(ask_flow, client)
