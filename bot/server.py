@@ -39,6 +39,7 @@ from bot.api.routes import HEALTH_KEY
 from bot.compose import Bot, compose
 from bot.context import BotContext
 from bot.observability.runtime import Runtime
+from bot.repos import NoRepositoryError, open_repositories
 from bot.scheduler import start_background_startup_update, stop_scheduler
 from bot.settings import Settings
 from bot.slack.app import SLACK_EVENTS_PATH
@@ -72,6 +73,8 @@ class RunningServer:
     connect_task: asyncio.Task | None = None
     watch_task: asyncio.Task | None = None
     """Watches Slack (:func:`bot.slack.health.watch_slack`); it ends with the error that stops the bot."""
+    startup_tasks: tuple = ()
+    """The start-up updates of the repositories other than the default (``startup_task``)."""
 
     @property
     def app(self) -> AsyncApp:
@@ -106,13 +109,15 @@ class RunningServer:
         """Stop the schedule and any embedding run, let running answers finish (briefly), disconnect
         Socket Mode, stop the HTTP server, close the state store and the index."""
         stop_scheduler(self.bot.core.scheduler)
-        self.bot.core.reindexer.request_stop()
+        for repo in self._repositories():
+            repo.reindexer.request_stop()
         cancelled = await self.bot.ask_flow.drain(timeout_s=ASK_DRAIN_S)
         if cancelled:
             log.warning("shutdown: %d answer(s) interrupted; their askers were told", cancelled)
         with contextlib.suppress(Exception):
             await self.bot.core.asker.aclose()
-        for task in (self.startup_task, self.prune_task, self.watch_task, self.connect_task):
+        for task in (self.startup_task, self.prune_task, self.watch_task, self.connect_task,
+                     *self.startup_tasks):
             if task is not None and not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -123,7 +128,15 @@ class RunningServer:
         await self.runner.cleanup()
         await asyncio.to_thread(self.bot.close)  # the state store (queued writes are tried once more)
         self.bot.core.runtime.remove_log_handler()
-        self.bot.core.engine.close()
+        for repo in self._repositories():
+            repo.engine.close()
+
+    def _repositories(self) -> list:
+        """The serving repositories (:class:`bot.repos.Repository`), the default one first."""
+        repos = self.bot.core.repos
+        if repos is None:  # pragma: no cover - compose always builds the set
+            return []
+        return sorted(repos.serving(), key=lambda r: r is not repos.default)
 
 
 async def start(settings: Settings, *, engine: Engine | None = None, runtime: Runtime | None = None,
@@ -138,11 +151,13 @@ async def start(settings: Settings, *, engine: Engine | None = None, runtime: Ru
         reindex_at_startup: run an incremental index update in the background.
         client: the Web API client (default ``AsyncWebClient(SLACK_BOT_TOKEN, base_url=SLACK_API_URL)``).
 
+    Without ``engine``, every configured repository is opened (:func:`bot.repos.open_repositories`);
+    one that cannot be is reported and skipped.
+
     Raises:
         bot.slack.health.SlackAuthError: Slack rejected ``SLACK_BOT_TOKEN`` or ``SLACK_APP_TOKEN``
             (nothing was opened or bound).
-        rag.errors.RepoNotFoundError, rag.errors.IndexUnavailableError: the repository
-            or index cannot be opened.
+        bot.repos.NoRepositoryError: no repository can be opened (each one's reason is listed).
         OSError: ``HOST:PORT`` cannot be bound.
     """
     runtime = runtime or Runtime()
@@ -150,15 +165,22 @@ async def start(settings: Settings, *, engine: Engine | None = None, runtime: Ru
     if client is None:
         client = AsyncWebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url)
     health = SlackHealth(socket_mode=settings.socket_mode, exit_after_s=settings.slack_unreachable_exit_s)
+    repositories = None
     try:
         await check_credentials(client, app_token=settings.slack_app_token, health=health)
-        if engine is None:
-            engine = await asyncio.to_thread(Engine.open, settings.repo_path, index_path=settings.rag_index_path,
-                                             embeddings=embeddings_provider(settings), reranker=reranker(settings))
+        if engine is None:  # every configured repository (slackzilla.toml), or the one REPO_PATH names
+            repositories = await asyncio.to_thread(open_repositories, settings.repository_configs,
+                                                   embeddings=embeddings_provider(settings),
+                                                   reranker=reranker(settings))
+            if not any(item.engine is not None for item in repositories):
+                raise NoRepositoryError("No repository can be served: " + "; ".join(
+                    f"{item.config.name}: {item.error}" for item in repositories))
+            engine = next(item.engine for item in repositories if item.engine is not None)
     except BaseException:
         runtime.remove_log_handler()
         raise
-    bot = compose(settings, engine=engine, runtime=runtime, schedule=True, client=client)
+    bot = compose(settings, engine=engine, runtime=runtime, schedule=True, client=client,
+                  repositories=repositories)
     web_app = bot.app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)
     web_app[HEALTH_KEY] = health
     _warn_if_exposed_without_token(settings)
@@ -182,10 +204,12 @@ async def start(settings: Settings, *, engine: Engine | None = None, runtime: Ru
                                               exit_after_s=settings.slack_unreachable_exit_s),
                                   name="watch-slack")
     startup_task = start_background_startup_update(bot.core.reindexer) if reindex_at_startup else None
+    others = tuple(start_background_startup_update(repo.reindexer) for repo in bot.core.repos.serving()
+                   if repo is not bot.core.repos.default) if reindex_at_startup else ()
     prune_task = loop.create_task(prune_state(bot), name="prune-state") if bot.core.state.enabled else None
     server = RunningServer(bot=bot, runner=runner, port=port, socket_handler=socket_handler,
                            startup_task=startup_task, prune_task=prune_task, connect_task=connect_task,
-                           watch_task=watch_task)
+                           watch_task=watch_task, startup_tasks=others)
     if bot.core.scheduler is not None:
         bot.core.scheduler.start()
     mode = "Socket Mode" if settings.socket_mode else f"HTTP at {SLACK_EVENTS_PATH}"

@@ -8,9 +8,10 @@ answered the way Slack would for the methods the bot uses:
 ``auth.test``, ``chat.postMessage``, ``chat.update``, ``chat.delete``, ``chat.postEphemeral``,
 ``chat.startStream`` / ``chat.appendStream`` / ``chat.stopStream``,
 ``files.getUploadURLExternal`` + the upload POST + ``files.completeUploadExternal``
-(what ``files_upload_v2`` calls), ``conversations.replies``, ``apps.connections.open``
-(Socket Mode: the WebSocket URL in ``fake.socket_mode_url``, see tests/socket_mode_server.py)
-and ``response_url`` posts.
+(what ``files_upload_v2`` calls), ``conversations.replies`` (``fake.replies[thread_ts] = [messages]``),
+``chat.getPermalink``, ``usergroups.users.list`` (``fake.usergroups[id] = [user ids]``),
+``apps.connections.open`` (Socket Mode: the WebSocket URL in ``fake.socket_mode_url``, see
+tests/socket_mode_server.py) and ``response_url`` posts.
 Unknown methods answer ``{"ok": false, "error": "unknown_method"}`` like Slack.
 
 ``fake.fail["chat.postMessage"] = "not_in_channel"`` makes a method fail with that
@@ -125,6 +126,8 @@ class SlackFake:
         #: what ``apps.connections.open`` answers as ``url`` (a local Socket Mode server)
         self.socket_mode_url: str | None = None
         self._scripts: dict[str, list[Scripted]] = {}
+        self.replies: dict[str, list[dict]] = {}
+        self.usergroups: dict[str, list[str]] = {}
         self._lock = threading.Lock()
         self._ts = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
@@ -260,7 +263,13 @@ class SlackFake:
                 files = json.loads(files)
             return {"ok": True, "files": [{"id": f.get("id"), "title": f.get("title")} for f in files]}
         if method == "conversations.replies":
-            return {"ok": True, "messages": [], "has_more": False}
+            return {"ok": True, "messages": list(self.replies.get(body.get("ts"), [])), "has_more": False}
+        if method == "chat.getPermalink":
+            ts = str(body.get("message_ts", ""))
+            return {"ok": True, "channel": channel,
+                    "permalink": f"https://test.slack.com/archives/{channel}/p{ts.replace('.', '')}"}
+        if method == "usergroups.users.list":
+            return {"ok": True, "users": list(self.usergroups.get(body.get("usergroup"), []))}
         if method == "apps.connections.open" and self.socket_mode_url:
             return {"ok": True, "url": self.socket_mode_url}
         return {"ok": False, "error": "unknown_method"}
@@ -434,6 +443,19 @@ class BotHarness:
         if thread_ts:
             event["thread_ts"] = thread_ts
         return await self.post_event(event, **kwargs)
+
+    async def shortcut(self, callback_id: str, message: dict, *, user_id: str = USER,
+                       channel_id: str = "C0CHANNEL") -> SlashResponse:
+        """A ``message_action`` payload (a message shortcut on ``message``), signed."""
+        self.counter[0] += 1
+        payload = {
+            "type": "message_action", "callback_id": callback_id, "user": {"id": user_id, "team_id": "T0TEAM"},
+            "team": {"id": "T0TEAM"}, "channel": {"id": channel_id, "name": "general"}, "api_app_id": "A0APP",
+            "token": "legacy-verification-token", "trigger_id": f"trigger-{self.run_id}-{self.counter[0]}",
+            "message_ts": message.get("ts"), "message": {"type": "message", **message},
+            "response_url": self.fake.response_url(f"s{self.counter[0]}"),
+        }
+        return await self.post_signed(urlencode({"payload": json.dumps(payload)}))
 
     async def click(self, action_id: str, value: str, *, user_id: str = USER, message_ts: str = "1700000000.000001",
                     channel_id: str = "C0CHANNEL") -> SlashResponse:

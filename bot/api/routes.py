@@ -13,6 +13,7 @@ and converts the answer back):
     GET  /metrics             Prometheus text exposition
     GET  /api/routes          {"routes": [...]}   ?path= (substring of the route) &method=
     GET  /api/admin/errors    {"errors": [...]}   bearer ADMIN_API_TOKEN; 404 when the token is unset
+    *    /api/documents       documents (bearer ADMIN_API_TOKEN): see bot.api.documents
     POST /api/ask             {"question", "with_ai"?} → bot.asker.Asker.answer → text/event-stream of
                               ``activity``, ``token`` and ``done`` events (``error`` on failure)
 
@@ -36,6 +37,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from bot.api.exposure import Refusal, ask_refusal, read_refusal
+from bot.api.documents import install_documents_api
 from bot.identity import Identity
 from bot.slack.health import SlackHealth
 from rag.answer.question import require_question
@@ -82,6 +84,7 @@ def install_api(app: web.Application, ctx, asker, *, health: SlackHealth | None 
         web.get("/api/admin/errors", admin_errors),
         web.post("/api/ask", ask),
     ])
+    install_documents_api(app, ctx)
     return app
 
 

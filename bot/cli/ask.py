@@ -30,7 +30,7 @@ def ask_cmd(question, repo, index_path, no_ai, limit, kind, as_json) -> None:
     check_question(question)
     from bot.cli.terminal import format_answer_for_terminal
 
-    engine = open_engine(repo, index_path, quiet=as_json)
+    engine = open_engine(repo, index_path, quiet=as_json, allow_all=True)
     streamed = False
 
     def on_token(text: str) -> None:
@@ -43,7 +43,8 @@ def ask_cmd(question, repo, index_path, no_ai, limit, kind, as_json) -> None:
         asker = bot_core(engine).asker
         try:
             return await asker.answer(question, with_ai=not no_ai, top_k=limit, kind=kind,
-                                      on_token=None if as_json else on_token)
+                                      on_token=None if as_json else on_token,
+                                      repo="all" if hasattr(engine, "members") else None)
         finally:
             await asker.aclose()
 

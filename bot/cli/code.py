@@ -168,7 +168,7 @@ def deps_cmd(path, repo, index_path, as_json) -> None:
 def context_cmd(question, repo, index_path, budget, limit, as_json) -> None:
     """Show the context that would be given to the model for a question."""
     check_question(question)
-    engine = open_engine(repo, index_path, quiet=as_json)
+    engine = open_engine(repo, index_path, quiet=as_json, allow_all=True)
     try:
         sources = engine.retrieve(question, limit=limit)
         packed = engine.pack_context(question, sources=sources, budget_tokens=budget)

@@ -22,10 +22,10 @@ __all__ = ["retrieve_cmd"]
 @json_option
 @friendly_errors
 def retrieve_cmd(question, repo, index_path, limit, kind, batch, as_json) -> None:
-    """Retrieve the sources that best match a question."""
+    """Retrieve the sources that best match a question (--repo all: every configured repository, fused)."""
     if batch is None:
         check_question(question)
-    engine = open_engine(repo, index_path, quiet=as_json or batch is not None)
+    engine = open_engine(repo, index_path, quiet=as_json or batch is not None, allow_all=True)
     try:
         if batch is not None:
             from rag.evaluation import load_jsonl

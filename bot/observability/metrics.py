@@ -76,6 +76,11 @@ class Metrics:
                                              ["kind"], registry=self.registry)
         self._state_up = Gauge("slackzilla_state_up", "1 when the last state store call succeeded.",
                                registry=self.registry)
+        self._repositories: dict[str, dict] = {}
+        self._repo_up = Gauge("slackzilla_repository_up", "1 when the repository serves (its index opened).",
+                              ["repo"], registry=self.registry)
+        self._repo_index = Gauge("slackzilla_repository_index", "A repository's index: files, chunks, documents, "
+                                 "generation.", ["repo", "kind"], registry=self.registry)
         self._slack_failures_total = Counter(
             "slackzilla_slack_delivery_failures", "Steps of an answer's delivery that Slack refused (then the next "
             "way was tried).", ["step", "reason"], registry=self.registry)
@@ -197,10 +202,25 @@ class Metrics:
         self._reindex_gauge.labels("runs").set(runs)
         self._reindex_gauge.labels("busy_refusals").set(busy_refusals)
 
+    def set_repositories(self, rows: list[dict]) -> None:
+        """Mirror the per-repository status (``BotContext.repositories_status()`` rows: ``name``, ``ok``,
+        ``files``, ``chunks``, ``documents``, ``generation``) as ``slackzilla_repository_up{repo}`` and
+        ``slackzilla_repository_index{repo, kind}``."""
+        kinds = ("files", "chunks", "documents", "generation")
+        with self._lock:
+            self._repositories = {row["name"]: {"ok": bool(row.get("ok")), **{k: row.get(k) for k in kinds}}
+                                  for row in rows}
+        for row in rows:
+            self._repo_up.labels(row["name"]).set(1 if row.get("ok") else 0)
+            for kind in kinds:
+                if isinstance(row.get(kind), int):
+                    self._repo_index.labels(row["name"], kind).set(row[kind])
+
     def snapshot(self) -> dict:
         """``{"commands": {id: {count, failed, p50_ms, p95_ms, p99_ms}}, "asks", "tokens", "reindex", "feedback",
         "state": {"available", "failures": {kind: n}}, "slack": {"delivery_failures": {"step:reason": n},
-        "answers_lost", "lost_reasons": {reason: n}, "retries": {"method:reason": n}, "shed": {method: n}}}``."""
+        "answers_lost", "lost_reasons": {reason: n}, "retries": {"method:reason": n}, "shed": {method: n}},
+        "repositories": {name: {ok, files, chunks, documents, generation}}}``."""
         with self._lock:
             commands = {}
             for command_id, counts in sorted(self._counts.items()):
@@ -218,6 +238,7 @@ class Metrics:
                 "state": {"available": self._state_available, "failures": dict(self._state_failures)},
                 "slack": {name: dict(value) if isinstance(value, dict) else value
                           for name, value in self._slack.items()},
+                "repositories": {name: dict(row) for name, row in self._repositories.items()},
             }
 
     def prometheus_text(self) -> bytes:

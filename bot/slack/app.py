@@ -30,6 +30,8 @@ model or the index is doing) and the lazy function does the work afterwards
   watches the connection and fills it in).
 * At start-up (aiohttp ``on_startup``) the answers this replica left in flight are
   edited to "interrupted, please ask again" (:meth:`AskFlow.recover_interrupted`).
+* The message shortcut "Save to Slackzilla" stores a message or its thread as a document
+  (:mod:`bot.slack.shortcuts`).
 * ``/sz-reindex`` announces itself with a progress message, then posts a summary;
   a second request while one runs is told so.
 
@@ -57,6 +59,7 @@ from bot.slack.guards import DuplicateFilter, RateLimiter, ask_guards, deliver_o
 from bot.slack.health import SlackHealth
 from bot.slack.render import FEEDBACK_ACTIONS, render_result
 from bot.slack.verification import slack_signature_edge
+from bot.slack.shortcuts import SAVE_CALLBACK_ID, save_listener
 from commands.registry import CommandSpec
 from rag.answer.question import require_question
 from rag.errors import EmptyQuestionError
@@ -107,6 +110,7 @@ def build_app(ctx: BotContext, *, asker: Asker, ask_flow: AskFlow, client: Async
     app.event("app_mention", middleware=[guard])(ack=_ack_event, lazy=[_mention_listener(ctx, ask_flow)])
     app.action(_FEEDBACK_ACTION)(_feedback_listener(ctx, ask_flow))
     ask_flow.attach(client)  # slack-sdk retry handlers (429 after Retry-After, 5xx), copied into each request's client
+    app.shortcut(SAVE_CALLBACK_ID)(ack=_ack_event, lazy=[save_listener(ctx)])
     web_app = app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)
     # the signature is checked at the edge first: malformed headers get a 4xx and one log line
     web_app.middlewares.append(slack_signature_edge(signing_secret, path=SLACK_EVENTS_PATH))

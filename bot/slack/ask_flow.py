@@ -69,9 +69,11 @@ from bot.slack.render import (
     render_failure,
 )
 from bot.identity import Identity
+from bot.scoping import Choice
 from bot.slack.budget import DEFAULT_LIMITS, SlackBudget, SlackLimits, sheddable_call
 from bot.slack.delivery import AnswerDelivery, Delivered, attach_retry_handlers, retry_handlers
 from bot.slack.errors import error_code, is_refusal
+from bot.source_links import SourceLinks
 from bot.slack.text import escape
 from bot.slack.stream import Coalescer, ThreadStream
 from bot.state.resilient import ResilientState
@@ -350,7 +352,8 @@ class AskFlow:
         self.attach(client)
         started = time.perf_counter()
         history = await self.memory.history(request.channel_id, request.thread_ts) if request.thread_ts else []
-        view = ProgressView(repo=ctx.engine.repo_root.name, question=request.question, user_id=request.user_id,
+        choice = await _choose(ctx, request)
+        view = ProgressView(repo=choice.repo, question=request.question, user_id=request.user_id,
                             follow_up=bool(history), max_lines=opts.max_progress_lines)
         delivery = AnswerDelivery(client, self.budget, handlers=self.retry_handlers, channel=request.channel_id,
                                   user_id=request.user_id, thread_ts=request.thread_ts,
@@ -374,7 +377,7 @@ class AskFlow:
                 await writes[-1]
             try:
                 return await self._answer(client, request, started, history, view, anchor, delivery,
-                                          on_stream=lambda ts: record(ts, "-stream"))
+                                          on_stream=lambda ts: record(ts, "-stream"), choice=choice)
             finally:
                 if records:
                     async def finish() -> None:
@@ -386,7 +389,8 @@ class AskFlow:
                         await asyncio.shield(asyncio.ensure_future(finish()))
 
     async def _answer(self, client, request: AskRequest, started: float, history: list[dict], view: ProgressView,
-                      anchor: str | None, delivery: AnswerDelivery, *, on_stream) -> AskOutcome:
+                      anchor: str | None, delivery: AnswerDelivery, *, on_stream,
+                      choice: Choice) -> AskOutcome:
         opts, ctx = self.options, self.ctx
         outcome = AskOutcome(anchor_ts=anchor, thread_ts=request.thread_ts or anchor)
         updates = None
@@ -434,8 +438,9 @@ class AskFlow:
         identity = Identity(user_id=request.user_id, is_admin=ctx.settings.is_admin(request.user_id),
                             channel_id=request.channel_id, team_id=request.team_id)
         try:
-            answer = await self.asker.answer(request.question, identity=identity, on_activity=on_activity,
-                                             on_token=on_token, history=history or None)
+            answer = await self.asker.answer(choice.question, identity=identity, on_activity=on_activity,
+                                             on_token=on_token, history=history or None,
+                                             repo=choice.repo if ctx.repos is not None else None)
         except (UserError, ProviderError) as err:  # no index yet, bad input: a sentence for the asker
             refusal = str(err)
         except asyncio.CancelledError:
@@ -468,7 +473,7 @@ class AskFlow:
                 await updates.settle()
         seconds = time.perf_counter() - started
         message, payload, reason, footer = self._final(request, answer, refusal, view, outcome, seconds,
-                                                      crashed=crashed)
+                                                      crashed=crashed, choice=choice)
         result = await self._deliver(request, delivery, message, payload, outcome=outcome, stream=stream,
                                      streamed_ts=streamed_ts)
         if anchor and result.mode != "in_place":
@@ -485,6 +490,8 @@ class AskFlow:
                 await self._upload_overflow(client, request, root, message.overflow, outcome.answer_id)
             if root:
                 await self.memory.remember(request.channel_id, root, answer.question, answer.answer)  # as redacted
+                if ctx.scoping is not None:  # follow-ups in this thread keep its repository
+                    await ctx.scoping.remember_thread(request.channel_id, root, choice.repo)
             self.memory.add_answer(AnswerRecord(outcome.answer_id, request.channel_id, root, outcome.final_ts,
                                                 request.user_id, outcome.mode, question_chars=len(request.question),
                                                 sources=tuple(dict.fromkeys(
@@ -525,7 +532,8 @@ class AskFlow:
         return result
 
     def _final(self, request: AskRequest, answer, refusal: str | None, view: ProgressView, outcome: AskOutcome,
-               seconds: float, *, crashed: bool) -> tuple[AnswerMessage | None, dict, str | None, str]:
+               seconds: float, *, crashed: bool, choice: Choice | None = None) -> tuple[AnswerMessage | None, dict,
+                                                                                        str | None, str]:
         """``(answer message or None, final payload, failure reason or None, footer)``.
 
         ``answer`` is the :class:`rag.answer.orchestrator.AnswerResult` (``None`` when refused or crashed);
@@ -534,6 +542,9 @@ class AskFlow:
         """
         ctx = self.ctx
         memory_off = self.state.enabled and not self.state.available
+        repo = choice.repo if choice is not None else None
+        web_url = SourceLinks(ctx, repo=repo) if ctx.repos is not None else ctx.settings.repo_web_url
+        commit = ctx.commit_of(repo) if ctx.repos is not None else ctx.commit
         if answer is not None:
             outcome.answer_id = uuid.uuid4().hex[:16]
             outcome.ok, outcome.error = answer.error is None, answer.error
@@ -541,7 +552,7 @@ class AskFlow:
             tokens = answer.usage.total_tokens or None
             message = render_answer_message(
                 answer.answer, sources=answer.shown_sources, question=request.question, user_id=request.user_id,
-                web_url=ctx.settings.repo_web_url, commit=ctx.commit, model=answer.model, tokens=tokens,
+                web_url=web_url, commit=commit, model=answer.model, tokens=tokens,
                 seconds=seconds, notice=notice, notes=answer.notes, answer_id=outcome.answer_id,
                 searched=len(answer.sources) if answer.grounding is not None and answer.grounding.declined else 0,
                 memory_off=memory_off)
@@ -552,8 +563,7 @@ class AskFlow:
         reason = escape(refusal or "").removeprefix(messages.failure(""))  # render_failure adds the warning sign
         outcome.error = "crashed" if crashed else "refused"
         payload = render_failure(reason, question=request.question, user_id=request.user_id, sources=view.sources,
-                                 web_url=ctx.settings.repo_web_url, commit=ctx.commit,
-                                 lines=view.lines(include_writing=False))
+                                 web_url=web_url, commit=commit, lines=view.lines(include_writing=False))
         return None, payload, reason, messages.answer_footer(model=None, tokens=None, seconds=seconds,
                                                              memory_off=memory_off)
 
@@ -575,6 +585,13 @@ class AskFlow:
             except Exception:  # noqa: BLE001
                 log.warning("could not report the failed upload")
 
+
+
+async def _choose(ctx, request: AskRequest) -> Choice:
+    """The repository of ``request`` (:meth:`bot.scoping.Scoping.choose`; without scoping, the one engine's)."""
+    if ctx.scoping is None:
+        return Choice(ctx.engine.repo_root.name, request.question, "default")
+    return await ctx.scoping.choose(request.question, channel_id=request.channel_id, thread_ts=request.thread_ts)
 
 
 def _dead_local_process(replica_id: str) -> bool:

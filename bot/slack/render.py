@@ -151,8 +151,13 @@ def source_link(source, *, web_url: str | None, commit: str | None) -> str:
     """``<web/blob/<commit>/path#Lx-Ly|path:Lx-Ly>`` when ``web_url`` is set, else `` `path:Lx-Ly` ``.
 
     ``source`` needs ``path``, ``start`` and ``end`` (a :class:`rag.types.Source`).
-    Without a commit the link points at ``HEAD``.
+    Without a commit the link points at ``HEAD``. ``web_url`` may also be a callable
+    ``(source) -> (url or None, label)`` (:class:`bot.source_links.SourceLinks`: each source
+    linked to its own repository, documents by title).
     """
+    if callable(web_url):
+        url, label = web_url(source)
+        return f"<{url}|{escape(label)}>" if url else f"`{escape(label)}`"
     label = f"{source.path}:L{source.start}-L{source.end}"
     if not web_url:
         return f"`{escape(label)}`"

@@ -30,6 +30,7 @@ CASES: dict[str, tuple[str, str, str]] = {
     "help": ("", "/sz-hash", "nosuchcmd"),
     "ping": ("", "Pong!", "extra"),
     "random": ("1 10", "between 1 and 10", "10 1"),
+    "repo": ("", "asks about", "frobnicate"),
     "roll": ("2d6", "2d6", "1000d1000"),
     "rps": ("rock", "rock", "lizard"),
     "status": ("", "version", "x"),
