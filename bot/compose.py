@@ -44,7 +44,7 @@ from bot.config_file import RepoConfig
 from bot.live_tools import build_tools
 from bot.observability.runtime import Runtime
 from bot.observability.feedback import FeedbackLog
-from bot.repos import OpenedRepository, Repository, RepositorySet
+from bot.repos import OpenedRepository, Repository, RepositorySet, extra_sources
 from bot.scheduler import ScheduleLease, build_scheduler, job_id_for
 from bot.scoping import Scoping
 from bot.settings import Settings
@@ -169,7 +169,8 @@ def repo_config_for(engine, settings: Settings) -> RepoConfig:
     base = settings.repository_configs[0]
     return RepoConfig(name=getattr(engine, "name", root.name), path=root, web_url=base.web_url,
                       index_path=engine.index.path, git_pull=base.git_pull,
-                      reindex_interval_s=base.reindex_interval_s, default=True)
+                      reindex_interval_s=base.reindex_interval_s, default=True, github=base.github,
+                      github_source=base.github_source)
 
 
 def compose_core(settings: Settings, *, engine, registry: Registry | None = None, runtime: Runtime | None = None,
@@ -208,7 +209,8 @@ def compose_core(settings: Settings, *, engine, registry: Registry | None = None
         repo = Repository(item.config, engine=item.engine, error=item.error)
         if item.engine is not None:
             repo.reindexer = Reindexer(item.engine, clock=runtime.clock, timeout_s=settings.reindex_timeout_s,
-                                       on_record=_run_sink(handle, item.config.name) if handle.enabled else None)
+                                       on_record=_run_sink(handle, item.config.name) if handle.enabled else None,
+                                       sources=extra_sources(item.config))
             # built without a schedule too: the status then still names the replica that runs it
             interval = item.config.reindex_interval_s
             repo.lease = ScheduleLease(handle, repo=item.config.name, interval_s=interval) \

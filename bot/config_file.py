@@ -13,6 +13,8 @@ Read once by :meth:`bot.settings.Settings.from_env` (standard library ``tomllib`
     exclude = ["**/*.snap"]
     reindex_interval_s = 600          # default REINDEX_INTERVAL_S; 0 = no schedule
     default = true                    # DMs and unbound channels (default: the first)
+    github = "acme/api"               # index its issues and pull requests (rag.sources.github)
+    github_token_env = "API_GITHUB_TOKEN"   # the variable holding its token (default GITHUB_TOKEN)
 
     [[repositories]]
     name = "web"
@@ -23,7 +25,9 @@ Read once by :meth:`bot.settings.Settings.from_env` (standard library ``tomllib`
     savers = ["U0123ABCD", "S0456EFGH"]   # may use "Save to Slackzilla" besides admins (users, user groups)
 
 Without the file, ``REPO_PATH`` (+ ``REPO_WEB_URL``, ``RAG_INDEX_PATH``, ``REPO_GIT_PULL``,
-``REINDEX_INTERVAL_S``) is one repository named after its folder, exactly as before.
+``REINDEX_INTERVAL_S``, ``GITHUB_REPOSITORY``) is one repository named after its folder, exactly as before.
+A repository's GitHub token is read from the environment once, by :func:`resolve_github`
+(``github_token_env``, else ``GITHUB_TOKEN``), never from the file.
 
 What is wrong in the file (unreadable, not TOML, an unknown key, a value of the wrong
 type, a duplicate name) is a configuration error, reported with everything else wrong in
@@ -40,11 +44,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from rag.config import EngineConfig, http_url
+from rag.config import EngineConfig, GitHubConfig, github_repository, http_url
 from rag.ingest.scope import PathScope
 
 __all__ = ["RepoConfig", "DocumentsConfig", "CONFIG_VARIABLE", "DEFAULT_CONFIG_FILE", "DEFAULT_MAX_DOCUMENT_CHARS",
-           "find_config_file", "read_config_file", "single_repository", "REPO_NAME"]
+           "find_config_file", "read_config_file", "resolve_github", "single_repository", "REPO_NAME"]
 
 CONFIG_VARIABLE = "SLACKZILLA_CONFIG"
 DEFAULT_CONFIG_FILE = "slackzilla.toml"
@@ -55,7 +59,8 @@ REPO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 _RESERVED = {"all"}
 _SLACK_ID = re.compile(r"^[USW][A-Z0-9]{2,}$")
 _REPO_KEYS = {"name", "path", "web_url", "index_path", "git_pull", "include", "exclude", "reindex_interval_s",
-              "default"}
+              "default", "github", "github_token_env"}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _DOC_KEYS = {"max_chars", "savers"}
 
 
@@ -72,6 +77,10 @@ class RepoConfig:
         scope: include/exclude patterns (:class:`rag.ingest.scope.PathScope`).
         reindex_interval_s: its schedule (seconds; 0 = none).
         default: the repository of DMs and unbound channels.
+        github: its GitHub repository (``owner/name``) whose issues and pull requests are indexed, or ``None``.
+        github_token_env: the environment variable holding its token (``None``: ``GITHUB_TOKEN``).
+        github_source: the resolved :class:`rag.config.GitHubConfig` (token included, never shown), set by
+            :func:`resolve_github`; ``None``: no issues and pull requests.
     """
 
     name: str
@@ -82,6 +91,9 @@ class RepoConfig:
     scope: PathScope = field(default_factory=PathScope)
     reindex_interval_s: int = 300
     default: bool = False
+    github: str | None = None
+    github_token_env: str | None = None
+    github_source: GitHubConfig | None = None
 
     def engine_config(self, base: EngineConfig) -> EngineConfig:
         """``base`` (the ``AI_*``, ``EMBEDDINGS*``, ``RERANK_*`` sections) for this repository's path and index."""
@@ -109,10 +121,32 @@ def find_config_file(env: Mapping[str, str], *, default: str | Path | None = DEF
 
 def single_repository(engine: EngineConfig, *, web_url: str | None, git_pull: bool,
                       reindex_interval_s: int) -> RepoConfig:
-    """The one repository of a bot without a configuration file: ``REPO_PATH``, named after its folder."""
+    """The one repository of a bot without a configuration file: ``REPO_PATH``, named after its folder
+    (with ``GITHUB_REPOSITORY``, its issues and pull requests)."""
+    github = engine.github if engine.github.enabled else None
     return RepoConfig(name=engine.repo.name or "repo", path=engine.repo, web_url=web_url,
                       index_path=engine.index_path, git_pull=git_pull, reindex_interval_s=reindex_interval_s,
-                      default=True)
+                      default=True, github=github.repository if github else None, github_source=github)
+
+
+def resolve_github(repos: list[RepoConfig] | tuple[RepoConfig, ...], *, base: GitHubConfig, env: Mapping[str, str],
+                   problem: Callable[[str], None]) -> list[RepoConfig]:
+    """``repos`` with ``github_source`` set for those naming ``github``: ``base`` (``GITHUB_API_URL``,
+    ``GITHUB_ITEMS``, ``GITHUB_COMMENTS``) for that repository, with the token of ``github_token_env``
+    (else ``GITHUB_TOKEN``). A ``github_token_env`` naming an unset variable is a problem."""
+    resolved = []
+    for repo in repos:
+        if repo.github is None:
+            resolved.append(repo)
+            continue
+        token = base.token
+        if repo.github_token_env:
+            token = (env.get(repo.github_token_env) or "").strip() or None
+            if token is None:
+                problem(f"{CONFIG_VARIABLE} ({repo.name}): github_token_env names {repo.github_token_env}, "
+                        "which is not set")
+        resolved.append(replace(repo, github_source=replace(base, repository=repo.github, token=token)))
+    return resolved
 
 
 def read_config_file(path: Path, *, problem: Callable[[str], None], default_interval_s: int,
@@ -192,6 +226,17 @@ def _repository(entry: dict, where: str, base: Path, problem: Callable[[str], No
         problem(f"{where}: reindex_interval_s must be between 0 and 604800, got {interval}")
         interval = default_interval_s
     default = _typed(entry, "default", bool, False, where, problem)
+    github = _typed(entry, "github", str, None, where, problem)
+    if github is not None:
+        try:
+            github = github_repository(github)
+        except ValueError as exc:
+            problem(f"{where}: github: {exc}")
+            github = None
+    token_env = _typed(entry, "github_token_env", str, None, where, problem)
+    if token_env is not None and not _ENV_NAME.match(token_env):
+        problem(f"{where}: github_token_env must be an environment variable name such as API_GITHUB_TOKEN")
+        token_env = None
     include = _patterns(entry, "include", where, problem)
     exclude = _patterns(entry, "exclude", where, problem)
     try:
@@ -201,7 +246,8 @@ def _repository(entry: dict, where: str, base: Path, problem: Callable[[str], No
         scope = PathScope()
     return RepoConfig(name=name, path=path, web_url=web_url,
                       index_path=_resolve(index_path, base) if index_path else None, git_pull=git_pull,
-                      scope=scope, reindex_interval_s=interval, default=default)
+                      scope=scope, reindex_interval_s=interval, default=default, github=github,
+                      github_token_env=token_env)
 
 
 def _resolve(raw: str, base: Path) -> Path:

@@ -136,12 +136,15 @@ class BotContext:
             state["schedule_skipped"] = self.lease.skipped
         data["state"] = self.state_status()
         data["repositories"] = self.repositories_status()
+        github = [row["github"] for row in data["repositories"] if row.get("github")]
+        if github:  # issues and pull requests: the last refresh per repository (rag.sources.github)
+            data["github"] = "; ".join(github)
         return data
 
     def repositories_status(self) -> list[dict]:
         """Per repository: ``{"name", "default", "ok", "error", "path", "web_url", "files", "chunks",
         "documents", "generation", "ready", "updated_at", "running", "last_run_at", "last_run_ok",
-        "next_reindex_at", "interval_s"}`` (a broken one has ``ok`` false and its ``error``)."""
+        "github", "next_reindex_at", "interval_s"}`` (``github``: the last issues/PR refresh in one line, or ``None``) (a broken one has ``ok`` false and its ``error``)."""
         from bot.scheduler import job_id_for
 
         if self.repos is None:
@@ -164,6 +167,7 @@ class BotContext:
                             "updated_at": state.get("updated_at"), "running": state.get("running"),
                             "last_run_at": last.started_at if last is not None else None,
                             "last_run_ok": last.ok if last is not None else None,
+                            "github": _github_line(repo.reindexer.history),
                             "next_reindex_at": next_run_at(self.scheduler, job_id_for(
                                 repo.name, default=repo is self.repos.default))})
             rows.append(row)
@@ -298,3 +302,11 @@ def _document_count(engine) -> int | None:
         return DocumentStore(engine.index).count()
     except Exception:  # noqa: BLE001 - a status field, never fatal
         return None
+
+
+def _github_line(history) -> str | None:
+    """The last run's issues/pull requests refresh as one line (:func:`rag.sources.github.github_status`)."""
+    from rag.sources.github import github_status
+
+    last = next((run for run in reversed(history) if run.sources and "github" in run.sources), None)
+    return github_status(last.sources["github"]) if last is not None else None

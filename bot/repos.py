@@ -30,7 +30,7 @@ from rag.errors import RagError, UserError
 from rag.federation import ALL, FederatedEngine
 
 __all__ = ["AnswerTarget", "BrokenRepositoryError", "NoRepositoryError", "OpenedRepository", "Repository",
-           "RepositorySet", "UnknownRepositoryError", "open_repositories", "ALL"]
+           "RepositorySet", "UnknownRepositoryError", "extra_sources", "open_repositories", "ALL"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,16 @@ class BrokenRepositoryError(UserError):
 
 class NoRepositoryError(RagError):
     """No configured repository could be opened: nothing to serve."""
+
+
+def extra_sources(config: RepoConfig) -> tuple:
+    """The sources refreshed with ``config``'s index beside its files (``Reindexer(sources=…)``): its GitHub
+    issues and pull requests when it names ``github`` (:class:`rag.sources.github.GitHubFetcher`), else none."""
+    if config.github_source is None or not config.github_source.enabled:
+        return ()
+    from rag.sources.github import GitHubFetcher
+
+    return (GitHubFetcher(config.github_source),)
 
 
 @dataclass

@@ -40,7 +40,7 @@ from typing import Callable, Mapping
 from dotenv import dotenv_values
 
 from bot.config_file import (DEFAULT_CONFIG_FILE, DocumentsConfig, RepoConfig, find_config_file, read_config_file,
-                             single_repository)
+                             resolve_github, single_repository)
 from bot.state.store import DEFAULT_STATE_FILENAME, StateConfig, is_postgres_url, redact_url
 from rag.config import (ConfigError, EngineConfig, EnvReader, http_url, int_range, positive_seconds,
                         read_engine_config)
@@ -266,7 +266,7 @@ def _parse(env: Mapping[str, str], *, require_slack: bool, extra_problems: list[
     if file is not None:
         found, documents = read_config_file(file, problem=problem, default_interval_s=interval,
                                             default_git_pull=git_pull)
-        repositories = tuple(found)
+        repositories = tuple(resolve_github(found, base=engine.github, env=env, problem=problem))
         default = next((r for r in repositories if r.default), None)
         if default is not None:  # settings.repo_path and the state file follow the default repository
             engine = default.engine_config(engine)

@@ -20,7 +20,7 @@ import pytest
 from repo_helpers import write_repo
 from slack_fake import ADMIN, BOT_TOKEN, SIGNING_SECRET, BotHarness, SlackFake
 
-CLEARED_PREFIXES = ("SLACK_", "AI_", "EMBEDDINGS_", "RERANK_")
+CLEARED_PREFIXES = ("SLACK_", "AI_", "EMBEDDINGS_", "RERANK_", "GITHUB_")
 CLEARED_NAMES = (
     "HOST", "PORT", "REPO_PATH", "REPO_WEB_URL", "RAG_INDEX_PATH", "REINDEX_INTERVAL_S", "REPO_GIT_PULL",
     "ADMIN_USER_IDS", "ADMIN_API_TOKEN", "ASK_RATE_PER_MIN", "SLACKZILLA_CONFIG",

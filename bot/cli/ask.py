@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from rag.tools.schemas import CHUNK_KINDS
+
 from bot.cli.common import bot_core, check_question, emit, friendly_errors, index_option, json_option, open_engine, printable, repo_option
 
 __all__ = ["ask_cmd"]
@@ -17,7 +19,7 @@ __all__ = ["ask_cmd"]
 @index_option
 @click.option("--no-ai", is_flag=True, help="Answer locally from the retrieved sources, without a model.")
 @click.option("--limit", default=8, show_default=True, type=click.IntRange(1, 50), help="Sources to retrieve.")
-@click.option("--type", "kind", type=click.Choice(["documentation", "source", "config", "example", "test"]),
+@click.option("--type", "kind", type=click.Choice(CHUNK_KINDS),
               default=None, help="Only sources of this type.")
 @json_option
 @friendly_errors

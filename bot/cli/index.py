@@ -54,7 +54,9 @@ def _index_one(config, *, full: bool, as_json: bool, single: bool = False) -> di
     try:
         # The same lock as the bot's scheduler and /sz-reindex (in-process and a file lock):
         # a concurrent update raises ReindexBusyError, printed as one line.
-        reindexer = Reindexer(engine)
+        from bot.repos import extra_sources
+
+        reindexer = Reindexer(engine, sources=extra_sources(config))
         if engine.vectors is not None and not as_json:
             click.echo(f"embeddings: {engine.vectors.model} (missing vectors are computed after indexing)", err=True)
         with progress_bar(quiet=as_json) as progress:
@@ -70,7 +72,7 @@ def _index_one(config, *, full: bool, as_json: bool, single: bool = False) -> di
     stats = {"files": run.files, "chunks": run.chunks, "added": run.added, "changed": run.changed,
              "removed": run.removed, "skipped": run.skipped, "seconds": record.duration_s,
              "redactions": run.redactions, "generation": record.generation, "embeddings": record.embeddings,
-             "problems": run.problems}
+             "problems": run.problems, "sources": record.sources}
     if as_json:
         return stats
     skipped = ", ".join(f"{k} {v}" for k, v in sorted(run.skipped.items())) or "none"
@@ -80,6 +82,11 @@ def _index_one(config, *, full: bool, as_json: bool, single: bool = False) -> di
     )
     for problem in run.problems:
         click.echo(f"  not indexed: {printable(problem['path'])} ({problem['reason']})")
+    from rag.sources.github import github_status
+
+    line = github_status((record.sources or {}).get("github"))
+    if line:
+        click.echo(f"github: {printable(line)}", err=not (record.sources or {}).get("github", {}).get("ok"))
     if run.files == 0:
         click.echo(f"warning: {empty_index_message(Path(repo or '.').resolve().name, record)}", err=True)
     return stats

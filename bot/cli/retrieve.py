@@ -5,6 +5,8 @@ from pathlib import Path
 
 import click
 
+from rag.tools.schemas import CHUNK_KINDS
+
 from bot.cli.common import check_question, emit, friendly_errors, index_option, json_option, open_engine, printable, repo_option
 
 __all__ = ["retrieve_cmd"]
@@ -15,7 +17,7 @@ __all__ = ["retrieve_cmd"]
 @repo_option
 @index_option
 @click.option("--limit", default=8, show_default=True, type=click.IntRange(1, 100), help="Maximum sources.")
-@click.option("--type", "kind", type=click.Choice(["documentation", "source", "config", "example", "test"]),
+@click.option("--type", "kind", type=click.Choice(CHUNK_KINDS),
               default=None, help="Only chunks of this type.")
 @click.option("--batch", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="JSONL file of {\"id\", \"question\"}; prints one JSON line per input line.")

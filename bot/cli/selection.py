@@ -8,12 +8,13 @@ configured default repository, else the current directory.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
-from bot.config_file import DocumentsConfig, RepoConfig, find_config_file, read_config_file
-from rag.config import ConfigError
+from bot.config_file import DocumentsConfig, RepoConfig, find_config_file, read_config_file, resolve_github
+from rag.config import ConfigError, GitHubConfig
 from rag.federation import ALL
 
 __all__ = ["configured_documents", "configured_repositories", "select_repositories"]
@@ -46,9 +47,19 @@ def configured_repositories() -> list[RepoConfig]:
         return []
     problems: list[str] = []
     repos, _ = read_config_file(file, problem=problems.append, default_interval_s=0)
+    if not problems:
+        repos = resolve_github(repos, base=GitHubConfig.from_env(), env=os.environ, problem=problems.append)
     if problems:
         raise ConfigError(problems)
     return repos
+
+
+def _unconfigured(path: Path, index_path: Path | None) -> RepoConfig:
+    """A repository given by path, outside ``slackzilla.toml``: ``GITHUB_REPOSITORY`` names its GitHub repository."""
+    github = GitHubConfig.from_env()
+    source = github if github.enabled else None
+    return RepoConfig(name=path.name or str(path), path=path, index_path=index_path, default=True,
+                      github=source.repository if source else None, github_source=source)
 
 
 def select_repositories(repo: Path | str | None, index_path: Path | None) -> list[RepoConfig]:
@@ -72,7 +83,7 @@ def select_repositories(repo: Path | str | None, index_path: Path | None) -> lis
         if configured:
             chosen = next((c for c in configured if c.default), configured[0])
             return [_with_index(chosen, index_path)]
-        return [RepoConfig(name=Path.cwd().name, path=Path.cwd(), index_path=index_path, default=True)]
+        return [_unconfigured(Path.cwd(), index_path)]
     named = next((c for c in configured if c.name.lower() == text.lower()), None)
     if named is not None:
         return [_with_index(named, index_path)]
@@ -81,7 +92,7 @@ def select_repositories(repo: Path | str | None, index_path: Path | None) -> lis
     same = next((c for c in configured if c.path == resolved), None)
     if same is not None:
         return [_with_index(same, index_path)]
-    return [RepoConfig(name=resolved.name or str(resolved), path=path, index_path=index_path, default=True)]
+    return [replace(_unconfigured(resolved, index_path), path=path)]
 
 
 def _with_index(config: RepoConfig, index_path: Path | None) -> RepoConfig:

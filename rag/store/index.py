@@ -9,6 +9,8 @@ Layout (``<repo>/.rag/index.sqlite`` unless told otherwise)::
     chunks_fts(body, path, heading, symbols)   FTS5, porter+unicode61, rowid = chunks.id
     chunk_vectors(chunk_hash, model, dim, vec) embeddings keyed by chunk content hash
     documents(id, title, text, metadata, created_at, shared, redactions)   rag.documents; chunks "doc:<id>"
+    github_items(path, kind, number, title, state, url, updated_at, data)  rag.sources.items; chunks "issue:<n>", "pr:<n>"
+    github_item_files(item, path, updated_at)   a pull request's changed paths
 
 Consistency: the database runs in WAL mode. Every update is one ``BEGIN
 IMMEDIATE`` … ``COMMIT`` transaction that also bumps ``meta.generation``;
@@ -122,9 +124,29 @@ def m006_documents(conn: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m007_github_items(conn: sqlite3.Connection) -> None:
+    """Issues and pull requests (:mod:`rag.sources.items`): like documents, their chunks live under
+    ``issue:<n>`` / ``pr:<n>`` and are kept by every update; a pull request's changed paths are rows of
+    ``github_item_files`` ("which PR last changed lib/router.js?")."""
+    _script(conn,
+        """
+        CREATE TABLE github_items (
+            path TEXT PRIMARY KEY, kind TEXT NOT NULL, number INTEGER NOT NULL, title TEXT NOT NULL,
+            state TEXT NOT NULL, url TEXT NOT NULL, updated_at TEXT NOT NULL, data TEXT NOT NULL
+        );
+        CREATE TABLE github_item_files (
+            item TEXT NOT NULL, path TEXT NOT NULL, updated_at TEXT NOT NULL, PRIMARY KEY (item, path)
+        );
+        CREATE INDEX github_item_files_path ON github_item_files(path, updated_at);
+        """
+    )
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
-DOCUMENT_PATHS = "SELECT 'doc:' || id FROM documents"
-"""The chunk paths of the stored documents (a full rebuild keeps these chunks)."""
+DOCUMENT_PATHS = "SELECT 'doc:' || id FROM documents UNION ALL SELECT path FROM github_items"
+"""The chunk paths of the sources that are not files: stored documents, issues and pull requests
+(a full rebuild keeps these chunks)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,10 +437,10 @@ class Index:
         with self.write() as conn:
             if full:
                 conn.execute("DELETE FROM files")
-                if conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone() is None:
+                if conn.execute(f"SELECT 1 FROM ({DOCUMENT_PATHS}) LIMIT 1").fetchone() is None:
                     conn.execute("DELETE FROM chunks")
                     conn.execute("DELETE FROM chunks_fts")
-                else:  # documents are not files: their chunks stay
+                else:  # documents, issues and pull requests are not files: their chunks stay
                     conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE path NOT IN "
                                  f"({DOCUMENT_PATHS}))")
                     conn.execute(f"DELETE FROM chunks WHERE path NOT IN ({DOCUMENT_PATHS})")
