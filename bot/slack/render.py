@@ -173,11 +173,11 @@ def sources_text(sources: Sequence, *, web_url: str | None, commit: str | None, 
         return messages.no_answering_source(searched) if searched else messages.no_sources()
     text = messages.sources_label()
     unique = list({(s.path, s.start, s.end): s for s in sources}.values())  # first-seen order
-    for shown, source in enumerate(unique):
-        link = source_link(source, web_url=web_url, commit=commit)
+    links = list(dict.fromkeys(source_link(s, web_url=web_url, commit=commit) for s in unique))
+    for shown, link in enumerate(links):  # an issue's chunks share one link (#12 title (state))
         separator = " " if shown == 0 else " · "
         if len(text) + len(separator) + len(link) > MAX_SECTION_CHARS - 20:
-            return f"{text} · +{len(unique) - shown} more"
+            return f"{text} · +{len(links) - shown} more"
         text += separator + link
     return text
 
