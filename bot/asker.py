@@ -45,6 +45,8 @@ class Asker:
             generation (the bot's ``Reindexer.require_ready``; ``None``: the caller built it).
         command_parsers: command id → ``from_question(question) -> str | None`` hooks of the
             command specs, handed to the engine's command inference.
+        targets: ``(name) -> bot.repos.AnswerTarget`` (:meth:`bot.repos.RepositorySet.target`): what an
+            answer for ``repo=name`` reads (engine, tools, readiness); ``None``: only ``engine``.
         workers: threads for the answers' CPU-bound stages (default
             :data:`bot.answer_loop.DEFAULT_ANSWER_WORKERS`).
 
@@ -56,8 +58,10 @@ class Asker:
     def __init__(self, *, engine, model: ModelConfig, tools: ToolAdapter | None = None, metrics=None,
                  require_ready: Callable[[], None] | None = None,
                  command_parsers: Mapping[str, Callable[[str], str | None]] | None = None,
+                 targets: Callable[[str], Any] | None = None,
                  workers: int = DEFAULT_ANSWER_WORKERS) -> None:
         self.engine = engine
+        self._targets = targets
         self.model = model
         self.tools = tools
         self._metrics = metrics
@@ -87,7 +91,8 @@ class Asker:
 
     async def answer(self, question: str, *, identity: Identity | None = None, on_activity: Any = None,
                      on_token: Any = None, with_ai: bool = True, history: list[dict] | None = None,
-                     top_k: int = DEFAULT_TOP_K, kind: str | None = None) -> AnswerResult:
+                     top_k: int = DEFAULT_TOP_K, kind: str | None = None,
+                     repo: str | None = None) -> AnswerResult:
         """Answer ``question`` (as typed; validated once, inside the orchestrator).
 
         Args:
@@ -99,19 +104,27 @@ class Asker:
             history: the thread so far (``[{"role": "user"|"assistant", "content"}]``).
             top_k: sources to retrieve (≥ 1).
             kind: only sources of this chunk kind.
+            repo: the repository to answer from (a configured name, or ``"all"`` for every one,
+                fused); ``None``: the default repository.
 
         Returns:
             a :class:`rag.answer.orchestrator.AnswerResult` (model failures are inside it, in ``error``).
 
         Raises:
             rag.errors.UserError: an empty question (``EmptyQuestionError``) and other bad input,
-                or no index yet (``IndexBuildingError`` says how far the first build is).
+                or no index yet (``IndexBuildingError`` says how far the first build is), or an unknown
+                or broken ``repo`` (``UnknownRepositoryError``, ``BrokenRepositoryError``).
         """
+        engine, tools, require_ready = self.engine, self.tools, self._require_ready
+        if repo is not None and self._targets is not None:
+            target = self._targets(repo)
+            engine, tools, require_ready = target.engine, target.tools, target.require_ready
+
         async def work(offload, activity, token) -> AnswerResult:  # on the answers' loop
-            if self._require_ready is not None:
-                await offload(self._require_ready)  # reads the index
+            if require_ready is not None:
+                await offload(require_ready)  # reads the index
             return await answer_question(
-                question, engine=self.engine, model=self.model, identity=identity, tools=self.tools,
+                question, engine=engine, model=self.model, identity=identity, tools=tools,
                 on_activity=activity, on_token=token, with_ai=with_ai, history=history,
                 top_k=top_k, kind=kind, command_parsers=self._command_parsers,
                 tool_budget=ToolBudget(*self.model.tool_budget),

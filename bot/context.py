@@ -53,12 +53,20 @@ class BotContext:
         state: the state store handle (:class:`bot.state.resilient.ResilientState`; ``None``: memory only).
         feedback: the 👍/👎 votes (default: a :class:`FeedbackLog` on ``state``).
         lease: the scheduled reindex's lease shared by replicas (its holder is in the status).
+        repos: every served repository (:class:`bot.repos.RepositorySet`; ``None``: ``engine`` alone).
+            ``engine``, ``reindexer`` and ``lease`` are the default repository's.
+        scoping: channel bindings (:class:`bot.scoping.Scoping`), for ``/sz-repo``.
+        documents: the documents of every repository (:class:`bot.documents.DocumentService`).
     """
 
     def __init__(self, settings: Settings, *, engine, registry: Registry, runtime: Runtime, reindexer: Reindexer,
                  model: ModelConfig, scheduler=None, state: ResilientState | None = None,
-                 feedback: FeedbackLog | None = None, lease: ScheduleLease | None = None) -> None:
+                 feedback: FeedbackLog | None = None, lease: ScheduleLease | None = None,
+                 repos=None, scoping=None, documents=None) -> None:
         self.settings = settings
+        self.documents = documents
+        self.repos = repos
+        self.scoping = scoping
         self.state = state if state is not None else ResilientState.memory_only(settings.replica_id)
         self.feedback = feedback if feedback is not None else FeedbackLog(state=self.state, metrics=runtime.metrics)
         self.lease = lease
@@ -68,13 +76,34 @@ class BotContext:
         self.reindexer = reindexer
         self.model = model
         self.scheduler = scheduler
+        self._startup_commits = {}
+        for repo in (repos.serving() if repos is not None else ()):
+            if repo.engine is not engine:
+                self._startup_commits[repo.name] = current_commit(repo.engine.repo_root)
         self._startup_commit = current_commit(engine.repo_root)
 
     @property
     def commit(self) -> str | None:
-        """The repository's checked-out commit, as of the last reindex (or start-up)."""
+        """The default repository's checked-out commit, as of the last reindex (or start-up)."""
         history = self.reindexer.history
         return history[-1].commit if history and history[-1].commit else self._startup_commit
+
+    def commit_of(self, name: str | None) -> str | None:
+        """The checked-out commit of the repository ``name`` (``None``: the default), as of its last reindex."""
+        repo = self.repos.find(name) if self.repos is not None and name else None
+        if repo is None or repo.engine is self.engine:
+            return self.commit
+        history = repo.reindexer.history if repo.reindexer is not None else []
+        return history[-1].commit if history and history[-1].commit else self._startup_commits.get(repo.name)
+
+    def web_url_of(self, name: str | None) -> str | None:
+        """The web URL of the repository ``name`` for source links (``None``: the default's)."""
+        repo = self.repos.find(name) if self.repos is not None and name else None
+        if repo is None:
+            repo = self.repos.default if self.repos is not None else None
+        if repo is None:
+            return self.settings.repo_web_url
+        return repo.config.web_url
 
     # -- read-only views (Slack, /api/*, live tools) --------------------------------------------
     def status(self) -> dict:
@@ -106,7 +135,43 @@ class BotContext:
             state["schedule_lease_until_at"] = holder[1] if holder else None
             state["schedule_skipped"] = self.lease.skipped
         data["state"] = self.state_status()
+        data["repositories"] = self.repositories_status()
+        github = [row["github"] for row in data["repositories"] if row.get("github")]
+        if github:  # issues and pull requests: the last refresh per repository (rag.sources.github)
+            data["github"] = "; ".join(github)
         return data
+
+    def repositories_status(self) -> list[dict]:
+        """Per repository: ``{"name", "default", "ok", "error", "path", "web_url", "files", "chunks",
+        "documents", "generation", "ready", "updated_at", "running", "last_run_at", "last_run_ok",
+        "github", "next_reindex_at", "interval_s"}`` (``github``: the last issues/PR refresh in one line, or ``None``) (a broken one has ``ok`` false and its ``error``)."""
+        from bot.scheduler import job_id_for
+
+        if self.repos is None:
+            return []
+        rows = []
+        for repo in self.repos:
+            row = {"name": repo.name, "default": repo is self.repos.default, "ok": repo.ok, "error": repo.error,
+                   "path": str(repo.config.path), "web_url": repo.config.web_url,
+                   "interval_s": repo.config.reindex_interval_s}
+            if repo.ok:
+                state = repo.reindexer.state.to_json()
+                try:
+                    files, chunks = repo.engine.index.counts()
+                except Exception as err:  # noqa: BLE001 - status must answer even with a broken index
+                    log.warning("status: index of %s unreadable (%s)", repo.name, type(err).__name__)
+                    files, chunks = None, None
+                last = repo.reindexer.history[-1] if repo.reindexer.history else None
+                row.update({"files": files, "chunks": chunks, "documents": _document_count(repo.engine),
+                            "generation": state.get("generation"), "ready": state.get("ready"),
+                            "updated_at": state.get("updated_at"), "running": state.get("running"),
+                            "last_run_at": last.started_at if last is not None else None,
+                            "last_run_ok": last.ok if last is not None else None,
+                            "github": _github_line(repo.reindexer.history),
+                            "next_reindex_at": next_run_at(self.scheduler, job_id_for(
+                                repo.name, default=repo is self.repos.default))})
+            rows.append(row)
+        return rows
 
     def run_history(self, limit: int = DEFAULT_STATUS_RUNS) -> list[dict]:
         """The last ``limit`` reindex runs of this repository, oldest first: from the state store
@@ -179,16 +244,22 @@ class BotContext:
     def _sync_reindex_metrics(self) -> None:
         state = self.reindexer.state
         self.runtime.metrics.set_reindex(runs=state.runs, busy_refusals=state.busy_refusals)
+        if self.repos is not None:
+            self.runtime.metrics.set_repositories(self.repositories_status())
         counts = self.feedback.counts()  # the store's votes: every replica's, across restarts
         if counts is not None:
             self.runtime.metrics.set_feedback_current(counts)
         if self.state.enabled:
             self.runtime.metrics.set_state_available(self.state.available)
 
-    def routes(self) -> list[dict]:
-        """HTTP routes found in the indexed code (the engine's code graph), as
+    def routes(self, *, engine=None) -> list[dict]:
+        """HTTP routes found in the indexed code (the code graph of ``engine``, default the default
+        repository's; a :class:`rag.federation.FederatedEngine` gives every repository's), as
         ``{"path" (file), "line", "method", "route", "router", ...}`` records."""
-        return [route.to_json() for route in self.engine.code_graph().routes()]
+        engine = engine if engine is not None else self.engine
+        if hasattr(engine, "routes"):
+            return engine.routes()
+        return [route.to_json() for route in engine.code_graph().routes()]
 
     # -- commands -------------------------------------------------------------------------------
     async def run_command(self, command_id: str, text: str, *, identity: Identity, source: str = "slack",
@@ -209,7 +280,7 @@ class BotContext:
             command_id=command_id, text=text, user_id=identity.user_id, channel_id=identity.channel_id,
             is_admin=identity.is_admin, source=source,
             services=CommandServices(reindexer=self.reindexer, notify=notify, status=self._status,
-                                     registry=self.registry),
+                                     registry=self.registry, repos=self.scoping),
         )
         started = time.perf_counter()
         result = await self.registry.run(request)
@@ -219,4 +290,23 @@ class BotContext:
         return result
 
     async def _status(self) -> dict:
+        """The status for ``/sz-status`` (read in a worker thread)."""
         return await asyncio.to_thread(self.status)  # the state store is read in a worker thread
+
+
+def _document_count(engine) -> int | None:
+    """Documents stored in ``engine``'s index (:mod:`rag.documents`), ``None`` when unreadable."""
+    try:
+        from rag.documents import DocumentStore
+
+        return DocumentStore(engine.index).count()
+    except Exception:  # noqa: BLE001 - a status field, never fatal
+        return None
+
+
+def _github_line(history) -> str | None:
+    """The last run's issues/pull requests refresh as one line (:func:`rag.sources.github.github_status`)."""
+    from rag.sources.github import github_status
+
+    last = next((run for run in reversed(history) if run.sources and "github" in run.sources), None)
+    return github_status(last.sources["github"]) if last is not None else None

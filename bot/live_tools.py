@@ -17,9 +17,10 @@ from rag.tools.repository import RepositoryTools
 __all__ = ["build_tools", "tool_handlers"]
 
 
-def tool_handlers(ctx: BotContext) -> ToolHandlers:
+def tool_handlers(ctx: BotContext, *, engine=None) -> ToolHandlers:
     """The :class:`rag.tools.adapter.ToolHandlers` reading ``ctx`` (same data as ``/api/*``).
 
+    ``getRoutes`` reads ``engine``'s code graph (the question's repository; default ``ctx.engine``).
     ``runCommand`` runs through :meth:`BotContext.run_command` with ``source="tool"`` and the
     asker's :class:`Identity` (anything else counts as an anonymous non-admin).
     """
@@ -43,16 +44,22 @@ def tool_handlers(ctx: BotContext) -> ToolHandlers:
         get_logs=get_logs,
         get_errors=get_errors,
         get_metrics=_in_thread(ctx.metrics),
-        get_routes=_async(ctx.routes),
+        get_routes=_async(lambda: ctx.routes(engine=engine)),
     )
 
 
-def build_tools(ctx: BotContext) -> ToolAdapter:
+def build_tools(ctx: BotContext, *, engine=None, repository_tools: bool = True) -> ToolAdapter:
     """The :class:`rag.tools.adapter.ToolAdapter` the model (and ``slackzilla tool``) calls: the live
     tools, and the repository tools (``searchCode``, ``readFile``, ``findSymbol``, ``listFiles``) over
-    ``ctx.engine``'s index."""
-    return ToolAdapter(tool_handlers(ctx), repository=RepositoryTools(ctx.engine),
-                       secret_values=ctx.engine.secret_redactor)
+    ``engine``'s index (default ``ctx.engine``: the default repository).
+
+    ``repository_tools=False`` leaves the repository tools out: an ``in:all`` question
+    (:class:`rag.federation.FederatedEngine`) has no one tree to read; it gets the fused excerpts and
+    the live tools, ``getRoutes`` covering every repository."""
+    engine = engine if engine is not None else ctx.engine
+    return ToolAdapter(tool_handlers(ctx, engine=engine),
+                       repository=RepositoryTools(engine) if repository_tools else None,
+                       secret_values=engine.secret_redactor)
 
 
 def _async(function: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:

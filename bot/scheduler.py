@@ -42,6 +42,7 @@ from rag.ingest.reindexer import Reindexer, ReindexBusyError, RunRecord
 
 __all__ = [
     "build_scheduler",
+    "job_id_for",
     "scheduled_reindex",
     "warm",
     "start_background_startup_update",
@@ -132,8 +133,13 @@ async def warm(reindexer: Reindexer) -> None:
 
 def build_scheduler(reindexer: Reindexer, *, interval_s: float, git_pull: bool,
                     misfire_grace_s: int = DEFAULT_MISFIRE_GRACE_S,
-                    lease: ScheduleLease | None = None) -> AsyncIOScheduler | None:
+                    lease: ScheduleLease | None = None, scheduler: AsyncIOScheduler | None = None,
+                    job_id: str = JOB_ID) -> AsyncIOScheduler | None:
     """An unstarted ``AsyncIOScheduler`` with one interval job, or ``None`` when ``interval_s == 0``.
+
+    With ``scheduler`` the job is added to it (one job per repository, ids ``reindex`` for the
+    default repository and ``reindex:<name>`` for the others) and it is returned, or ``None``
+    when ``interval_s == 0`` and it had no job yet.
 
     Args:
         reindexer: the process's :class:`Reindexer`.
@@ -142,6 +148,8 @@ def build_scheduler(reindexer: Reindexer, *, interval_s: float, git_pull: bool,
         misfire_grace_s: a run late by more than this (capped at the interval, at least 1 s) is
             skipped; with ``coalesce=True`` several missed runs become one.
         lease: shared with the other replicas: only its holder runs each interval.
+        scheduler: an existing scheduler to add the job to.
+        job_id: the job's id (:data:`JOB_ID` by default).
 
     Call ``start()`` from inside the running event loop (APScheduler 3.11 binds to it there).
 
@@ -151,25 +159,31 @@ def build_scheduler(reindexer: Reindexer, *, interval_s: float, git_pull: bool,
     if interval_s < 0:
         raise ValueError(f"REINDEX_INTERVAL_S must be 0 (off) or a positive number of seconds, not {interval_s}")
     if interval_s == 0:
-        log.info("scheduled reindex disabled (interval 0)")
-        return None
+        log.info("scheduled reindex disabled (interval 0)%s", "" if job_id == JOB_ID else f" for {job_id}")
+        return scheduler if scheduler is not None and scheduler.get_jobs() else None
     grace = max(1, min(int(misfire_grace_s), int(interval_s)))
-    scheduler = AsyncIOScheduler(timezone=timezone.utc)
+    scheduler = scheduler if scheduler is not None else AsyncIOScheduler(timezone=timezone.utc)
     scheduler.add_job(
         scheduled_reindex, IntervalTrigger(seconds=interval_s, timezone=timezone.utc),
         args=[reindexer], kwargs={"git_pull": git_pull, **({"lease": lease} if lease else {})},
-        id=JOB_ID, name="reindex",
+        id=job_id, name=job_id,
         max_instances=1, coalesce=True, misfire_grace_time=grace, replace_existing=True,
     )
-    log.info("scheduled reindex every %s s (git pull %s)", interval_s, "on" if git_pull else "off")
+    log.info("scheduled %s every %s s (git pull %s)", job_id, interval_s, "on" if git_pull else "off")
     return scheduler
 
 
-def next_run_at(scheduler: AsyncIOScheduler | None) -> float | None:
-    """Epoch seconds of the next scheduled reindex, or ``None`` (no scheduler, not started, paused)."""
+def job_id_for(repo: str, *, default: bool) -> str:
+    """The scheduler job of a repository: :data:`JOB_ID` for the default one, ``reindex:<name>`` otherwise."""
+    return JOB_ID if default else f"{JOB_ID}:{repo}"
+
+
+def next_run_at(scheduler: AsyncIOScheduler | None, job_id: str = JOB_ID) -> float | None:
+    """Epoch seconds of the next run of ``job_id`` (default: the default repository's reindex), or
+    ``None`` (no scheduler, not started, paused, no such job)."""
     if scheduler is None:
         return None
-    job = scheduler.get_job(JOB_ID)
+    job = scheduler.get_job(job_id)
     when = getattr(job, "next_run_time", None) if job is not None else None
     return when.timestamp() if when is not None else None
 

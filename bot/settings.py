@@ -39,6 +39,8 @@ from typing import Callable, Mapping
 
 from dotenv import dotenv_values
 
+from bot.config_file import (DEFAULT_CONFIG_FILE, DocumentsConfig, RepoConfig, find_config_file, read_config_file,
+                             resolve_github, single_repository)
 from bot.state.store import DEFAULT_STATE_FILENAME, StateConfig, is_postgres_url, redact_url
 from rag.config import (ConfigError, EngineConfig, EnvReader, http_url, int_range, positive_seconds,
                         read_engine_config)
@@ -59,6 +61,9 @@ DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 DEFAULT_DOTENV = ".env"
 ENV_FILE_VARIABLE = "SLACKZILLA_ENV_FILE"
 """Names a ``.env``-style file to read explicitly (wherever it is, even inside the repository)."""
+#: ``SLACK_UNREACHABLE_EXIT_S``: a bot that cannot reach Slack this long exits non-zero (its supervisor
+#: restarts it); five minutes rides out a short Slack or network incident without a restart loop.
+DEFAULT_SLACK_UNREACHABLE_EXIT_S = 300.0
 #: Shortest accepted ``ADMIN_API_TOKEN``: 16 characters keeps a guessable word out.
 MIN_ADMIN_API_TOKEN_LENGTH = 16
 
@@ -83,8 +88,9 @@ class Settings:
 
     Attributes mirror the Slack/HTTP/admin variables: ``slack_bot_token`` is
     ``SLACK_BOT_TOKEN`` and so on. Times are seconds; ``admin_user_ids`` is a frozenset
-    of Slack user ids; ``slack_api_url`` always ends with ``/`` (what
-    ``AsyncWebClient(base_url=)`` expects). ``engine`` holds the engine's own variables
+    of Slack user ids; ``public_hosts`` (``PUBLIC_HOSTS``) a frozenset of lower-case host
+    names or IP addresses without port; ``slack_unreachable_exit_s`` 0 means never exit;
+    ``slack_api_url`` always ends with ``/`` (what ``AsyncWebClient(base_url=)`` expects). ``engine`` holds the engine's own variables
     (``REPO_PATH``, ``RAG_INDEX_PATH``, ``AI_*``, ``EMBEDDINGS*``, ``RERANK_*``) as parsed
     by :mod:`rag.config`: ``engine.model``, ``engine.embeddings``, ``engine.rerank``.
     """
@@ -106,7 +112,12 @@ class Settings:
     state_path: Path | None = None
     replica_id: str = field(default_factory=lambda: default_replica_id())
     state_timeout_s: float = DEFAULT_STATE_TIMEOUT_S
+    slack_unreachable_exit_s: float = DEFAULT_SLACK_UNREACHABLE_EXIT_S
+    public_hosts: frozenset[str] = frozenset()
     engine: EngineConfig = field(default_factory=EngineConfig)
+    repositories: tuple[RepoConfig, ...] = ()
+    documents: DocumentsConfig = field(default_factory=DocumentsConfig)
+    config_path: Path | None = None
 
     def __repr__(self) -> str:
         parts = []
@@ -134,6 +145,15 @@ class Settings:
         return self.engine.index_path
 
     @property
+    def repository_configs(self) -> tuple[RepoConfig, ...]:
+        """The repositories to serve (``slackzilla.toml``, else the one ``REPO_PATH`` names), default first
+        marked (:mod:`bot.config_file`)."""
+        if self.repositories:
+            return self.repositories
+        return (single_repository(self.engine, web_url=self.repo_web_url, git_pull=self.repo_git_pull,
+                                  reindex_interval_s=self.reindex_interval_s),)
+
+    @property
     def socket_mode(self) -> bool:
         """True when ``SLACK_APP_TOKEN`` is set: Socket Mode instead of HTTP."""
         return bool(self.slack_app_token)
@@ -159,6 +179,7 @@ class Settings:
         *,
         dotenv_path: str | Path | None = DEFAULT_DOTENV,
         require_slack: bool = True,
+        config_path: str | Path | None = DEFAULT_CONFIG_FILE,
     ) -> "Settings":
         """Read and validate the settings.
 
@@ -170,6 +191,8 @@ class Settings:
                 in ``environ`` names a file read instead, wherever it is.
             require_slack: require the Slack credentials (``serve`` does; ``manifest``
                 and tests of the HTTP API may not).
+            config_path: the repositories file read when it exists and ``SLACKZILLA_CONFIG`` is
+                unset (:mod:`bot.config_file`; default ``./slackzilla.toml``); ``None`` reads none.
 
         Raises:
             SettingsError: listing every missing or malformed value (the engine's
@@ -194,7 +217,7 @@ class Settings:
             else:
                 values.update(found)
         values.update(environ)
-        return _parse(values, require_slack=require_slack, extra_problems=problems)
+        return _parse(values, require_slack=require_slack, extra_problems=problems, config_path=config_path)
 
 
 def _read_dotenv(path: Path) -> dict[str, str]:
@@ -209,7 +232,8 @@ def _inside(path: Path, directory: Path) -> bool:
         return False
 
 
-def _parse(env: Mapping[str, str], *, require_slack: bool, extra_problems: list[str] = ()) -> Settings:
+def _parse(env: Mapping[str, str], *, require_slack: bool, extra_problems: list[str] = (),
+           config_path: str | Path | None = None) -> Settings:
     reader = EnvReader(env)
     get, convert, problem = reader.get, reader.convert, reader.problem
     for line in extra_problems:
@@ -234,6 +258,18 @@ def _parse(env: Mapping[str, str], *, require_slack: bool, extra_problems: list[
         problem(f"ADMIN_API_TOKEN: too short, use at least {MIN_ADMIN_API_TOKEN_LENGTH} random characters")
         admin_token = None
 
+    interval = convert("REINDEX_INTERVAL_S", DEFAULT_REINDEX_INTERVAL_S, int_range(0, 7 * 86400))
+    git_pull = convert("REPO_GIT_PULL", False, _bool)
+    file = find_config_file(env, default=config_path)
+    repositories: tuple[RepoConfig, ...] = ()
+    documents = DocumentsConfig()
+    if file is not None:
+        found, documents = read_config_file(file, problem=problem, default_interval_s=interval,
+                                            default_git_pull=git_pull)
+        repositories = tuple(resolve_github(found, base=engine.github, env=env, problem=problem))
+        default = next((r for r in repositories if r.default), None)
+        if default is not None:  # settings.repo_path and the state file follow the default repository
+            engine = default.engine_config(engine)
     settings = Settings(
         slack_bot_token=bot_token,
         slack_signing_secret=signing_secret,
@@ -241,9 +277,9 @@ def _parse(env: Mapping[str, str], *, require_slack: bool, extra_problems: list[
         host=get("HOST") or DEFAULT_HOST,
         port=convert("PORT", DEFAULT_PORT, int_range(0, 65535)),
         repo_web_url=convert("REPO_WEB_URL", None, lambda raw: http_url(raw).rstrip("/")),
-        reindex_interval_s=convert("REINDEX_INTERVAL_S", DEFAULT_REINDEX_INTERVAL_S, int_range(0, 7 * 86400)),
+        reindex_interval_s=interval,
         reindex_timeout_s=convert("REINDEX_TIMEOUT_S", DEFAULT_REINDEX_TIMEOUT_S, positive_seconds),
-        repo_git_pull=convert("REPO_GIT_PULL", False, _bool),
+        repo_git_pull=git_pull,
         admin_user_ids=convert("ADMIN_USER_IDS", frozenset(), _user_ids),
         admin_api_token=admin_token,
         slack_api_url=convert("SLACK_API_URL", DEFAULT_SLACK_API_URL, lambda raw: http_url(raw).rstrip("/") + "/"),
@@ -252,7 +288,13 @@ def _parse(env: Mapping[str, str], *, require_slack: bool, extra_problems: list[
         state_path=convert("STATE_PATH", None, _state_path),
         replica_id=convert("REPLICA_ID", default_replica_id(), _replica_id),
         state_timeout_s=convert("STATE_TIMEOUT_S", DEFAULT_STATE_TIMEOUT_S, _float_range(0.1, 60.0)),
+        slack_unreachable_exit_s=convert("SLACK_UNREACHABLE_EXIT_S", DEFAULT_SLACK_UNREACHABLE_EXIT_S,
+                                         _float_range(0.0, 86400.0)),
+        public_hosts=convert("PUBLIC_HOSTS", frozenset(), _host_names),
         engine=engine,
+        repositories=repositories,
+        documents=documents,
+        config_path=file,
     )
     reader.raise_problems(SettingsError)
     return settings
@@ -307,6 +349,31 @@ def _replica_id(raw: str) -> str:
         raise ValueError("expected 1-64 letters, digits, '.', '_', ':', '@' or '-' (e.g. web-1), "
                          f"got {raw[:70]!r}")
     return raw
+
+
+#: A DNS name (RFC 1123 labels), as ``PUBLIC_HOSTS`` takes them.
+_HOST_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+                        r"(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$")
+
+
+def _host_names(raw: str) -> frozenset[str]:
+    """``PUBLIC_HOSTS``: comma-separated host names or IP addresses (no scheme, port or path)."""
+    import ipaddress
+
+    names = [part.strip().lower().rstrip(".") for part in raw.split(",") if part.strip()]
+    bad = []
+    for name in names:
+        try:
+            ipaddress.ip_address(name.strip("[]"))
+            continue
+        except ValueError:
+            pass
+        if not _HOST_NAME.match(name):
+            bad.append(name)
+    if bad:
+        raise ValueError("expected comma-separated host names like bot.example.com (no scheme, port or path), "
+                         f"got {', '.join(map(repr, bad))}")
+    return frozenset(name.strip("[]") for name in names)
 
 
 def _float_range(low: float, high: float) -> Callable[[str], float]:

@@ -86,6 +86,7 @@ DEFAULT_COMMAND_MODULES: tuple[str, ...] = (
     "commands.eightball",
     "commands.rps",
     "commands.reindex",
+    "commands.repo",
 )
 """The built-in command modules, listed explicitly (no discovery)."""
 
@@ -159,6 +160,7 @@ class CommandServices:
         notify: ``await notify(text)`` posts a progress line to the caller (the reindex announces itself).
         status: ``await status() -> dict``, the bot's status (``/sz-status``).
         registry: the registry running the command (``/sz-help``).
+        repos: the channel's repository and the bindings (``/sz-repo``; see :class:`RepoScoping`).
     """
 
     ask: Callable[[str], Awaitable[CommandResult]] | None = None
@@ -166,6 +168,15 @@ class CommandServices:
     notify: Callable[[str], Awaitable[None]] | None = None
     status: Callable[[], Awaitable[dict]] | None = None
     registry: "Registry | None" = None
+    repos: "RepoScoping | None" = None
+
+
+class RepoScoping(Protocol):
+    """What ``/sz-repo`` needs of the bot's repositories (``bot.scoping.Scoping``)."""
+
+    async def describe(self, channel_id: str | None) -> dict: ...
+
+    async def bind(self, channel_id: str, name: str, *, user_id: str | None) -> dict: ...
 
 
 class Reindexing(Protocol):

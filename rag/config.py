@@ -8,7 +8,8 @@ one line each (``VARIABLE: what is wrong``), in a :class:`ConfigError`::
     EngineConfig                 repo, index_path
     ├── model: ModelConfig       AI_URL, AI_API_KEY, AI_MODEL, AI_TIMEOUT_S
     ├── embeddings: EmbeddingsConfig   EMBEDDINGS, EMBEDDINGS_URL, _API_KEY, _MODEL, _LOCAL_PATH
-    └── rerank: RerankConfig     RERANK_URL, RERANK_API_KEY, RERANK_MODEL, RERANK_MIN_SCORE
+    ├── rerank: RerankConfig     RERANK_URL, RERANK_API_KEY, RERANK_MODEL, RERANK_MIN_SCORE
+    └── github: GitHubConfig     GITHUB_REPOSITORY, GITHUB_TOKEN, GITHUB_API_URL, GITHUB_ITEMS, GITHUB_COMMENTS
 
 Each section also parses alone (``ModelConfig.from_env``, ``EmbeddingsConfig.from_env``,
 ``RerankConfig.from_env``), for callers that turn one bad section off instead of
@@ -27,6 +28,7 @@ Values are stripped; an empty value counts as unset. API keys never appear in
 from __future__ import annotations
 
 import math
+import re
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -37,10 +39,11 @@ from urllib.parse import urlsplit
 from rag.errors import UserError
 
 __all__ = [
-    "ConfigError", "EnvReader", "EngineConfig", "ModelConfig", "EmbeddingsConfig", "RerankConfig",
+    "ConfigError", "EnvReader", "EngineConfig", "ModelConfig", "EmbeddingsConfig", "RerankConfig", "GitHubConfig",
     "parse_engine_config", "read_engine_config", "engine_paths", "normalize_base_url",
     "DEFAULT_AI_URL", "DEFAULT_AI_MODEL", "DEFAULT_AI_TIMEOUT_S", "DEFAULT_MAX_RETRIES",
-    "http_url", "existing_dir", "positive_seconds", "finite_float", "embeddings_mode",
+    "http_url", "existing_dir", "positive_seconds", "finite_float", "embeddings_mode", "github_repository",
+    "DEFAULT_GITHUB_API_URL", "DEFAULT_GITHUB_ITEMS", "DEFAULT_GITHUB_COMMENTS",
 ]
 
 DEFAULT_AI_URL = "https://api.openai.com/v1"
@@ -57,6 +60,13 @@ DEFAULT_TOOL_CALLS_PER_ROUND = 8
 """Tool calls run per round (``AI_TOOL_CALLS_PER_ROUND``)."""
 DEFAULT_TOOL_READ_TOKENS = 12_000
 """Estimated tokens the repository tools may return per answer (``AI_TOOL_READ_TOKENS``)."""
+
+DEFAULT_GITHUB_API_URL = "https://api.github.com"
+"""GitHub's REST API (``GITHUB_API_URL``; GitHub Enterprise Server is ``https://HOST/api/v3``)."""
+DEFAULT_GITHUB_ITEMS = 100
+"""Most recently updated issues, and as many pull requests, kept per repository (``GITHUB_ITEMS``; issue #19)."""
+DEFAULT_GITHUB_COMMENTS = 0
+"""Comments fetched per issue or pull request (``GITHUB_COMMENTS``): none unless asked."""
 
 T = TypeVar("T")
 
@@ -163,6 +173,17 @@ def int_range(low: int, high: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+_GITHUB_REPOSITORY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
+
+
+def github_repository(raw: str) -> str:
+    """``owner/name`` as GitHub spells a repository (``GITHUB_REPOSITORY``, ``github = …``). Raises ``ValueError``."""
+    value = raw.strip().removesuffix(".git")
+    if not _GITHUB_REPOSITORY.match(value) or value.split("/")[1] in (".", ".."):
+        raise ValueError(f"expected owner/name such as acme/api, got {raw[:60]!r}")
+    return value
 
 
 def finite_float(raw: str) -> float:
@@ -349,6 +370,57 @@ class RerankConfig:
 
 
 @dataclass(frozen=True)
+class GitHubConfig:
+    """Issues and pull requests as sources (``GITHUB_*``); fetched by :mod:`rag.sources.github`.
+
+    Example::
+
+        config = GitHubConfig.from_env({"GITHUB_REPOSITORY": "acme/api", "GITHUB_TOKEN": "ghp_…"})
+        config.enabled     # True: a repository is named
+        repr(config)       # … token='***' …
+
+    Attributes:
+        repository: ``owner/name``, or ``None`` (no enrichment). ``GITHUB_REPOSITORY`` names the one
+            repository of a bot without ``slackzilla.toml``; with the file each repository says ``github = …``.
+        token: a token with read access to issues and pull requests (``GITHUB_TOKEN``, or the variable a
+            repository's ``github_token_env`` names); never shown (``repr`` says ``'***'``); ``None``: anonymous
+            (GitHub allows 60 requests an hour).
+        api_url: the REST API root (``GITHUB_API_URL``).
+        items: issues kept, and pull requests kept (``GITHUB_ITEMS``, 0-1000).
+        comments: comments fetched per item (``GITHUB_COMMENTS``, 0-100).
+    """
+
+    repository: str | None = None
+    token: str | None = None
+    api_url: str = DEFAULT_GITHUB_API_URL
+    items: int = DEFAULT_GITHUB_ITEMS
+    comments: int = DEFAULT_GITHUB_COMMENTS
+
+    def __repr__(self) -> str:
+        return (f"GitHubConfig(repository={self.repository!r}, token={_masked(self.token)}, "
+                f"api_url={self.api_url!r}, items={self.items!r}, comments={self.comments!r})")
+
+    __str__ = __repr__
+
+    @property
+    def enabled(self) -> bool:
+        """Whether a repository is named (and items are wanted)."""
+        return bool(self.repository) and self.items > 0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> GitHubConfig:
+        """Read the ``GITHUB_*`` variables alone (default ``os.environ``).
+
+        Raises:
+            ConfigError: a bad ``GITHUB_REPOSITORY``, ``GITHUB_API_URL``, ``GITHUB_ITEMS`` or ``GITHUB_COMMENTS``.
+        """
+        reader = EnvReader(os.environ if env is None else env)
+        config = _github(reader)
+        reader.raise_problems()
+        return config
+
+
+@dataclass(frozen=True)
 class EngineConfig:
     """Everything the engine reads from the environment.
 
@@ -358,6 +430,7 @@ class EngineConfig:
         index_path: index file (``RAG_INDEX_PATH``, ``~`` expanded), or ``None`` for
             ``<repo>/.rag/index.sqlite``.
         model, embeddings, rerank: the provider sections.
+        github: the issues and pull requests section (:class:`GitHubConfig`).
     """
 
     repo: Path = field(default_factory=Path.cwd)
@@ -365,6 +438,7 @@ class EngineConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     embeddings: EmbeddingsConfig = field(default_factory=EmbeddingsConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
+    github: GitHubConfig = field(default_factory=GitHubConfig)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> EngineConfig:
@@ -405,6 +479,16 @@ def _rerank(reader: EnvReader) -> RerankConfig:
     )
 
 
+def _github(reader: EnvReader) -> GitHubConfig:
+    return GitHubConfig(
+        repository=reader.convert("GITHUB_REPOSITORY", None, github_repository),
+        token=reader.get("GITHUB_TOKEN"),
+        api_url=reader.convert("GITHUB_API_URL", DEFAULT_GITHUB_API_URL, lambda raw: http_url(raw).rstrip("/")),
+        items=reader.convert("GITHUB_ITEMS", DEFAULT_GITHUB_ITEMS, int_range(0, 1000)),
+        comments=reader.convert("GITHUB_COMMENTS", DEFAULT_GITHUB_COMMENTS, int_range(0, 100)),
+    )
+
+
 def read_engine_config(reader: EnvReader) -> EngineConfig:
     """The :class:`EngineConfig` from ``reader``; bad variables are added to ``reader.problems``
     (and their defaults used), so a caller with more variables (``bot.settings``) reports all at once."""
@@ -414,6 +498,7 @@ def read_engine_config(reader: EnvReader) -> EngineConfig:
         model=_model(reader),
         embeddings=_embeddings(reader),
         rerank=_rerank(reader),
+        github=_github(reader),
     )
 
 

@@ -31,6 +31,7 @@ from rag.context.codegraph import CodeGraph
 from rag.context.packer import CodeEntry, PackedContext
 from rag.errors import RepoNotFoundError, UpdateCancelledError
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy
+from rag.ingest.scope import PathScope
 from rag.ingest.prepare import Skipped, StructureParser, Unchanged, prepare_file, secret_literals
 from rag.ingest.stats import IndexStats
 from rag.ingest.walk import DEFAULT_WALK_POLICY, WalkPolicy, walk
@@ -73,8 +74,12 @@ class Engine:
         retrieval_policy: RetrievalPolicy = DEFAULT_RETRIEVAL_POLICY,
         embeddings: EmbeddingProvider | None = None,
         reranker: Reranker | None = None,
+        name: str | None = None,
+        scope: PathScope | None = None,
     ) -> None:
         self.repo_root = repo_root
+        self.name = name or repo_root.name
+        self.scope = scope
         self.index = index
         self.walk_policy = walk_policy
         self.chunk_policy = chunk_policy
@@ -95,7 +100,9 @@ class Engine:
                 ``$REPO_PATH``/``$RAG_INDEX_PATH`` are applied by :mod:`rag.config` and passed in by
                 the caller (``EngineConfig.repo``/``.index_path``, the CLI's ``--repo``/``--index``).
             index_path: index file; default ``<repo>/.rag/index.sqlite``.
-            **policies: ``walk_policy``, ``chunk_policy``, ``retrieval_policy`` overrides, and
+            **policies: ``walk_policy``, ``chunk_policy``, ``retrieval_policy`` overrides,
+                ``name`` (the repository's name, default the folder's; sources carry it),
+                ``scope`` (a :class:`~rag.ingest.scope.PathScope` of include/exclude patterns), and
                 ``embeddings`` (an :class:`~rag.providers.embeddings.EmbeddingProvider`) for the vector stream,
                 ``reranker`` (a :class:`~rag.providers.rerank.Reranker`) to reorder the fused top candidates.
 
@@ -161,6 +168,8 @@ class Engine:
         started = time.perf_counter()
         with self._update_lock:
             report = walk(self.repo_root, self.walk_policy, should_stop=should_stop)
+            if self.scope is not None:
+                self.scope.apply(report)
             if self.index.meta("parse_version") not in (None, str(PARSE_VERSION)):
                 full = True  # stored structures come from another parser version
             literals = secret_literals(self.repo_root, report.secret_files)
@@ -259,7 +268,10 @@ class Engine:
             limit: maximum number of chunks (≥ 1).
             kind: only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``).
         """
-        return self.retriever.retrieve(question, limit=limit, kind=kind)
+        sources = self.retriever.retrieve(question, limit=limit, kind=kind)
+        for source in sources:
+            source.repo = self.name
+        return sources
 
     def retrieve_images(self, question: str, *, limit: int = 6) -> list[ImageHit]:
         """Images whose path tokens match the question, ``[]`` when none do

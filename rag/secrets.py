@@ -351,8 +351,13 @@ _BARE_CODE_RE = re.compile(r"[()\[\]{}<>]|[,;]$|^[&*!|>@]|^[A-Za-z_$][\w$]*(?:\.
 _BARE_IDENTIFIER_WORDS = ("password", "passwd", "secret", "token")
 
 
-def _name_kind(name: str) -> str | None:
-    """``"token"`` (value must look random), ``"secret"`` (any literal) or None (not secret)."""
+def _name_kind(name: str, *, config: bool = False) -> str | None:
+    """``"token"`` (value must look random), ``"secret"`` (any literal) or None (not secret).
+
+    ``config``: the text is configuration, not code, so a key named just ``pass`` (YAML
+    ``pass: x``, INI ``pass = x``) is a password; in code ``pass`` alone is a keyword or a
+    verb, so it counts only with a prefix (``db_pass``, ``smtpPass``).
+    """
     words = [w.lower() for w in _NAME_WORD_RE.findall(name)]
     if not words:
         return None
@@ -363,7 +368,7 @@ def _name_kind(name: str) -> str | None:
     if last == "key":
         # API_KEY, SIGNING_KEY …; in SCREAMING_SNAKE env style (OPENAI_KEY) any *_KEY is a credential.
         return "token" if prev in _KEY_PREFIXES or (prev and name.isupper()) else None
-    if last.endswith(_SECRET_LAST_WORDS) or last == "pwd" or (last == "pass" and prev in _PASS_PREFIXES):
+    if last.endswith(_SECRET_LAST_WORDS) or last == "pwd" or (last == "pass" and (prev in _PASS_PREFIXES or (config and not prev))):
         return "secret"
     return None
 
@@ -394,7 +399,7 @@ def _keyword_spans(text: str, lowered: str, *, allow_bare: bool) -> list[_Span]:
         while name_start > floor and text[name_start - 1] in _NAME_CHARS:
             name_start -= 1
         name = text[name_start:m.end("kw")]
-        kind = _name_kind(name)
+        kind = _name_kind(name, config=allow_bare)
         if kind is None:
             continue
         group = next(g for g in ("dq", "sq", "bq", "bare") if m.start(g) >= 0)

@@ -90,6 +90,13 @@ class Source:
     """One retrieved chunk with its relevance score.
 
     ``score`` is comparable only within one result list (higher is better).
+
+    ``repo`` names the repository the chunk comes from (:attr:`rag.engine.Engine.name`;
+    ``None`` when unknown). In a list fused from several repositories
+    (:mod:`rag.federation`) ``path`` is qualified as ``<repo>/<path>`` so that it is
+    unique and citable, and ``repo_path`` keeps the path inside the repository;
+    elsewhere ``repo_path`` is ``None`` and ``path`` is that path. Documents
+    (:mod:`rag.documents`) have the path ``doc:<id>`` and their title as ``heading``.
     """
 
     path: str
@@ -101,15 +108,24 @@ class Source:
     text: str
     heading: str | None = None
     focus: int | None = None
+    repo: str | None = None
+    repo_path: str | None = None
+
+    @property
+    def relative_path(self) -> str:
+        """The path inside its repository (``repo_path`` when ``path`` is qualified, else ``path``)."""
+        return self.repo_path if self.repo_path is not None else self.path
 
     def to_json(self) -> dict:
-        """The CLI/API shape: ``{"path", "start", "end", "score", "type", "heading"}``.
+        """The CLI/API shape: ``{"path", "start", "end", "score", "type", "heading", "repo"}``.
 
+        ``path`` is the path inside the repository ``repo`` (see :attr:`relative_path`).
         ``focus`` (not in the JSON) is the line inside the chunk that best matches
         the question, used to centre snippets; ``None`` when unknown.
         """
         return {
-            "path": self.path,
+            "repo": self.repo,
+            "path": self.relative_path,
             "start": self.start,
             "end": self.end,
             "score": round(self.score, 4),

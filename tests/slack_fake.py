@@ -5,14 +5,23 @@ A stdlib ``http.server`` on 127.0.0.1, port 0, in a background thread. Point
 in slash-command payloads; every request is recorded as a :class:`Call` and
 answered the way Slack would for the methods the bot uses:
 
-``auth.test``, ``chat.postMessage``, ``chat.update``, ``chat.postEphemeral``,
+``auth.test``, ``chat.postMessage``, ``chat.update``, ``chat.delete``, ``chat.postEphemeral``,
 ``chat.startStream`` / ``chat.appendStream`` / ``chat.stopStream``,
 ``files.getUploadURLExternal`` + the upload POST + ``files.completeUploadExternal``
-(what ``files_upload_v2`` calls), ``conversations.replies``, and ``response_url`` posts.
+(what ``files_upload_v2`` calls), ``conversations.replies`` (``fake.replies[thread_ts] = [messages]``),
+``chat.getPermalink``, ``usergroups.users.list`` (``fake.usergroups[id] = [user ids]``),
+``apps.connections.open`` (Socket Mode: the WebSocket URL in ``fake.socket_mode_url``, see
+tests/socket_mode_server.py) and ``response_url`` posts.
 Unknown methods answer ``{"ok": false, "error": "unknown_method"}`` like Slack.
 
 ``fake.fail["chat.postMessage"] = "not_in_channel"`` makes a method fail with that
-error; ``fake.delay["chat.update"] = 1.5`` slows it down (seconds);
+error (``ok: false``, HTTP 200); ``fake.fail_status["chat.update"] = 500`` makes every call
+answer that HTTP status (``Retry-After: 1`` with 429); ``fake.script("chat.update",
+rate_limited(retry_after=2), server_error())`` makes the next calls answer those
+:class:`Scripted` replies in order, then normally again. ``"response_url"`` works as a method
+name for all three (a 404 is what Slack answers for an expired or used-up ``response_url``).
+``fake.refuse_blocks["chat.update"] = "invalid_blocks"`` refuses only the calls that carry blocks.
+``fake.delay["chat.update"] = 1.5`` slows a method down (seconds);
 ``fake.refuse_streaming()`` makes the three ``chat.*Stream`` methods fail the way
 Slack refuses streaming (``not_allowed`` by default).
 ``fake.answers()`` lists the messages that carry an answer's 👍/👎 buttons.
@@ -38,8 +47,8 @@ from urllib.parse import parse_qsl, urlencode
 
 from slack_sdk.signature import SignatureVerifier
 
-__all__ = ["SlackFake", "Call", "BotHarness", "SlashResponse", "ADMIN", "USER", "BOT_TOKEN", "SIGNING_SECRET",
-           "ADMIN_TOKEN", "STREAM_METHODS"]
+__all__ = ["SlackFake", "Call", "BotHarness", "Scripted", "SlashResponse", "ADMIN", "USER", "BOT_TOKEN",
+           "SIGNING_SECRET", "ADMIN_TOKEN", "STREAM_METHODS", "rate_limited", "refused", "server_error"]
 
 SIGNING_SECRET = "test-signing-secret-0123456789abcdef"
 BOT_TOKEN = "xoxb-test-bot-token"
@@ -65,6 +74,8 @@ class Call:
     body: dict
     headers: dict = field(default_factory=dict)
     at: float = field(default_factory=time.monotonic)
+    #: the JSON the fake answered (``{}`` for a scripted HTTP error)
+    reply: dict = field(default_factory=dict)
 
     def summary(self) -> str:
         """One line for reports: the method and the interesting keys."""
@@ -77,13 +88,46 @@ class Call:
         return f"{self.method} {json.dumps(shown, ensure_ascii=False)}"
 
 
+@dataclass(frozen=True)
+class Scripted:
+    """One scripted answer: an HTTP ``status`` (Slack's 429 carries ``Retry-After`` seconds and
+    ``{"ok": false, "error": "ratelimited"}``; a 5xx an HTML page, as a load balancer sends it),
+    or, with status 200, ``{"ok": false, "error": error}``."""
+
+    status: int = 200
+    error: str | None = None
+    retry_after: int | None = None
+
+
+def rate_limited(retry_after: int = 1) -> Scripted:
+    """HTTP 429 with ``Retry-After: retry_after`` (Slack "Rate limits": the header gives seconds)."""
+    return Scripted(429, "ratelimited", retry_after)
+
+
+def server_error(status: int = 500) -> Scripted:
+    return Scripted(status)
+
+
+def refused(error: str) -> Scripted:
+    """HTTP 200 with ``ok: false`` and ``error`` (``invalid_blocks``, ``msg_too_long`` …)."""
+    return Scripted(200, error)
+
+
 class SlackFake:
     """Start with ``with SlackFake() as fake:`` (or ``start()``/``stop()``)."""
 
     def __init__(self) -> None:
         self.calls: list[Call] = []
         self.fail: dict[str, str] = {}
+        self.fail_status: dict[str, int] = {}
+        #: method → error answered (``ok: false``) to calls that carry ``blocks`` (text-only calls pass)
+        self.refuse_blocks: dict[str, str] = {}
         self.delay: dict[str, float] = {}
+        #: what ``apps.connections.open`` answers as ``url`` (a local Socket Mode server)
+        self.socket_mode_url: str | None = None
+        self._scripts: dict[str, list[Scripted]] = {}
+        self.replies: dict[str, list[dict]] = {}
+        self.usergroups: dict[str, list[str]] = {}
         self._lock = threading.Lock()
         self._ts = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
@@ -137,6 +181,25 @@ class SlackFake:
         with self._lock:
             self.calls.clear()
 
+    def script(self, method: str, *replies: Scripted) -> None:
+        """Answer the next calls of ``method`` (or ``"response_url"``) with ``replies``, in order."""
+        with self._lock:
+            self._scripts.setdefault(method, []).extend(replies)
+
+    def scripted(self, method: str) -> Scripted | None:
+        """The answer due for a call of ``method`` now: the next scripted one, a persistent
+        ``fail_status``/``fail``, or ``None`` (answer normally)."""
+        with self._lock:
+            queue = self._scripts.get(method)
+            if queue:
+                return queue.pop(0)
+        if method in self.fail_status:
+            status = self.fail_status[method]
+            return Scripted(status, "ratelimited" if status == 429 else None, 1 if status == 429 else None)
+        if method in self.fail:
+            return Scripted(200, self.fail[method])
+        return None
+
     def refuse_streaming(self, error: str = "not_allowed") -> None:
         """Make ``chat.startStream``/``appendStream``/``stopStream`` answer ``{"ok": false, "error": error}``."""
         for method in STREAM_METHODS:
@@ -185,6 +248,8 @@ class SlackFake:
             ts = self._next_ts()
             return {"ok": True, "channel": channel, "ts": ts,
                     "message": {"text": body.get("text", ""), "ts": ts, "bot_id": _BOT["bot_id"]}}
+        if method == "chat.delete":
+            return {"ok": True, "channel": channel, "ts": body.get("ts")}
         if method in ("chat.update", "chat.appendStream", "chat.stopStream"):
             return {"ok": True, "channel": channel, "ts": body.get("ts"), "text": body.get("text", "")}
         if method == "chat.postEphemeral":
@@ -198,7 +263,15 @@ class SlackFake:
                 files = json.loads(files)
             return {"ok": True, "files": [{"id": f.get("id"), "title": f.get("title")} for f in files]}
         if method == "conversations.replies":
-            return {"ok": True, "messages": [], "has_more": False}
+            return {"ok": True, "messages": list(self.replies.get(body.get("ts"), [])), "has_more": False}
+        if method == "chat.getPermalink":
+            ts = str(body.get("message_ts", ""))
+            return {"ok": True, "channel": channel,
+                    "permalink": f"https://test.slack.com/archives/{channel}/p{ts.replace('.', '')}"}
+        if method == "usergroups.users.list":
+            return {"ok": True, "users": list(self.usergroups.get(body.get("usergroup"), []))}
+        if method == "apps.connections.open" and self.socket_mode_url:
+            return {"ok": True, "url": self.socket_mode_url}
         return {"ok": False, "error": "unknown_method"}
 
 
@@ -245,8 +318,16 @@ def _make_handler(fake: SlackFake) -> type[BaseHTTPRequestHandler]:
             headers = {k.lower(): v for k, v in self.headers.items() if k.lower() != "authorization"}
             headers["has_authorization"] = "Authorization" in self.headers
             if path.startswith("/response_url/"):
-                fake._record(Call("response_url", body, headers))
-                self._send(200, b"ok", "text/plain")
+                call = Call("response_url", body, headers)
+                fake._record(call)
+                due = fake.scripted("response_url")
+                if due is None:
+                    call.reply = {"ok": True}
+                    self._send(200, b"ok", "text/plain")
+                elif due.status == 200:
+                    self._send(200, json.dumps({"ok": False, "error": due.error}).encode(), "application/json")
+                else:
+                    self._reply_status(due, text=b"no_active_hooks" if due.status == 404 else None)
                 return
             if path.startswith("/upload/"):
                 fake._record(Call("upload", {"file_id": path.rsplit("/", 1)[1], "bytes": len(raw),
@@ -257,18 +338,34 @@ def _make_handler(fake: SlackFake) -> type[BaseHTTPRequestHandler]:
                 self._send(404, b"not found", "text/plain")
                 return
             method = path[len("/api/"):]
-            fake._record(Call(method, body, headers))
+            call = Call(method, body, headers)
+            fake._record(call)
             pause = fake.delay.get(method)
             if pause:
                 time.sleep(pause)
-            if method in fake.fail:
-                payload = {"ok": False, "error": fake.fail[method]}
-            else:
-                payload = fake.answer(method, body)
+            due = fake.scripted(method)
+            if due is not None and due.status != 200:
+                self._reply_status(due)
+                return
+            if due is None and body.get("blocks") and method in fake.refuse_blocks:
+                due = Scripted(200, fake.refuse_blocks[method])
+            payload = {"ok": False, "error": due.error} if due is not None else fake.answer(method, body)
+            call.reply = payload
             self._send(200, json.dumps(payload).encode(), "application/json; charset=utf-8")
 
-        def _send(self, status: int, data: bytes, content_type: str) -> None:
+        def _reply_status(self, due: Scripted, *, text: bytes | None = None) -> None:
+            if due.status == 429:
+                self._send(429, json.dumps({"ok": False, "error": due.error or "ratelimited"}).encode(),
+                           "application/json; charset=utf-8", {"Retry-After": str(due.retry_after or 1)})
+            elif text is not None:
+                self._send(due.status, text, "text/plain")
+            else:
+                self._send(due.status, b"<html><body>Server Error</body></html>", "text/html")
+
+        def _send(self, status: int, data: bytes, content_type: str, extra: dict | None = None) -> None:
             self.send_response(status)
+            for name, value in (extra or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -346,6 +443,19 @@ class BotHarness:
         if thread_ts:
             event["thread_ts"] = thread_ts
         return await self.post_event(event, **kwargs)
+
+    async def shortcut(self, callback_id: str, message: dict, *, user_id: str = USER,
+                       channel_id: str = "C0CHANNEL") -> SlashResponse:
+        """A ``message_action`` payload (a message shortcut on ``message``), signed."""
+        self.counter[0] += 1
+        payload = {
+            "type": "message_action", "callback_id": callback_id, "user": {"id": user_id, "team_id": "T0TEAM"},
+            "team": {"id": "T0TEAM"}, "channel": {"id": channel_id, "name": "general"}, "api_app_id": "A0APP",
+            "token": "legacy-verification-token", "trigger_id": f"trigger-{self.run_id}-{self.counter[0]}",
+            "message_ts": message.get("ts"), "message": {"type": "message", **message},
+            "response_url": self.fake.response_url(f"s{self.counter[0]}"),
+        }
+        return await self.post_signed(urlencode({"payload": json.dumps(payload)}))
 
     async def click(self, action_id: str, value: str, *, user_id: str = USER, message_ts: str = "1700000000.000001",
                     channel_id: str = "C0CHANNEL") -> SlashResponse:

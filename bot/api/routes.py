@@ -4,7 +4,7 @@ Routes (JSON unless noted; each converts the request, calls the
 :class:`bot.context.BotContext` method the Slack handlers and live tools use,
 and converts the answer back):
 
-    GET  /healthz             {"ok": true, "uptime_s"}
+    GET  /healthz             {"ok", "uptime_s", "slack": SlackHealth.to_json()}; 503 while Slack is unreachable
     GET  /api/status          BotContext.status()
     GET  /api/commands        {"commands": [...]}
     GET  /api/release         BotContext.release()
@@ -13,10 +13,14 @@ and converts the answer back):
     GET  /metrics             Prometheus text exposition
     GET  /api/routes          {"routes": [...]}   ?path= (substring of the route) &method=
     GET  /api/admin/errors    {"errors": [...]}   bearer ADMIN_API_TOKEN; 404 when the token is unset
-    POST /api/ask             (bearer when ADMIN_API_TOKEN is set, else loopback clients only)
-                              {"question", "with_ai"?} → bot.asker.Asker.answer → text/event-stream of
-                              ``activity``, ``token`` and ``done`` events (``error`` on failure);
-                              bearer ADMIN_API_TOKEN required when it is set
+    *    /api/documents       documents (bearer ADMIN_API_TOKEN): see bot.api.documents
+    POST /api/ask             {"question", "with_ai"?} → bot.asker.Asker.answer → text/event-stream of
+                              ``activity``, ``token`` and ``done`` events (``error`` on failure)
+
+Who may call them is :mod:`bot.api.exposure`'s rule: on a server reachable from other
+hosts every route but ``/healthz`` needs the bearer ``ADMIN_API_TOKEN``; on a local one
+the read-only routes are open to requests addressed to a loopback ``Host``;
+``POST /api/ask`` also checks ``Host`` and refuses other sites' web pages.
 
 Bearer tokens are compared with ``hmac.compare_digest`` (constant time). Errors
 are ``{"error": code, "message": sentence}`` with a 4xx status.
@@ -32,16 +36,22 @@ import logging
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from bot.api.exposure import Refusal, ask_refusal, read_refusal
+from bot.api.documents import install_documents_api
 from bot.identity import Identity
+from bot.slack.health import SlackHealth
 from rag.answer.question import require_question
 from rag.errors import EmptyQuestionError, UserError
 
-__all__ = ["install_api", "ASKER_KEY", "BOT_KEY", "CONTEXT_KEY", "MAX_LOG_LIMIT", "MAX_QUESTION_BODY_BYTES"]
+__all__ = ["install_api", "ASKER_KEY", "BOT_KEY", "CONTEXT_KEY", "HEALTH_KEY", "MAX_LOG_LIMIT",
+           "MAX_QUESTION_BODY_BYTES"]
 
 log = logging.getLogger(__name__)
 
 CONTEXT_KEY: web.AppKey = web.AppKey("slackzilla_context", object)
 ASKER_KEY: web.AppKey = web.AppKey("slackzilla_asker", object)
+#: The :class:`bot.slack.health.SlackHealth` ``/healthz`` reports (the server watches Slack and fills it in).
+HEALTH_KEY: web.AppKey = web.AppKey("slackzilla_slack_health", object)
 #: The composed ``bot.compose.Bot`` (set by the composition root; the routes do not read it).
 BOT_KEY: web.AppKey = web.AppKey("slackzilla_bot", object)
 MAX_LOG_LIMIT = 500
@@ -50,29 +60,54 @@ DEFAULT_LOG_LIMIT = 50
 MAX_QUESTION_BODY_BYTES = 64 * 1024
 
 
-def install_api(app: web.Application, ctx, asker) -> web.Application:
+def install_api(app: web.Application, ctx, asker, *, health: SlackHealth | None = None) -> web.Application:
     """Add the routes above to ``app`` (the Bolt app's ``web_app()``) and return it.
 
     Args:
         app: the aiohttp application.
         ctx: the :class:`bot.context.BotContext` the read-only routes convert.
         asker: the :class:`bot.asker.Asker` behind ``POST /api/ask`` (the one answer entry point).
+        health: the Slack connection's health for ``/healthz`` (default: a new, unchecked one).
     """
     app[CONTEXT_KEY] = ctx
     app[ASKER_KEY] = asker
+    app[HEALTH_KEY] = health if health is not None else SlackHealth(socket_mode=ctx.settings.socket_mode)
     app.add_routes([
         web.get("/healthz", healthz),
-        web.get("/api/status", status),
-        web.get("/api/commands", commands),
-        web.get("/api/release", release),
-        web.get("/api/logs", logs),
-        web.get("/api/metrics", metrics_json),
-        web.get("/metrics", metrics_prometheus),
-        web.get("/api/routes", routes),
+        web.get("/api/status", _read_only(status)),
+        web.get("/api/commands", _read_only(commands)),
+        web.get("/api/release", _read_only(release)),
+        web.get("/api/logs", _read_only(logs)),
+        web.get("/api/metrics", _read_only(metrics_json)),
+        web.get("/metrics", _read_only(metrics_prometheus)),
+        web.get("/api/routes", _read_only(routes)),
         web.get("/api/admin/errors", admin_errors),
         web.post("/api/ask", ask),
     ])
+    install_documents_api(app, ctx)
     return app
+
+
+def _refused(refusal: Refusal) -> web.Response:
+    headers = {"WWW-Authenticate": 'Bearer realm="slackzilla"'} if refusal.status == 401 else None
+    return _error(refusal.status, refusal.code, refusal.message, headers=headers)
+
+
+def _read_only(handler):
+    """``handler`` behind the read-only rule of :func:`bot.api.exposure.read_refusal`."""
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        settings = _ctx(request).settings
+        token = settings.admin_api_token
+        refusal = read_refusal(settings, request.headers, bearer_ok=bool(token) and _bearer_ok(request, token))
+        if refusal is not None:
+            log.info("refused %s %s: %s", request.method, request.path, refusal.code)
+            return _refused(refusal)
+        return await handler(request)
+
+    guarded.__name__ = guarded.__qualname__ = handler.__name__
+    guarded.__doc__ = handler.__doc__
+    return guarded
 
 
 def _ctx(request: web.Request):
@@ -111,8 +146,12 @@ def _flag(request: web.Request, name: str) -> bool:
 
 
 async def healthz(request: web.Request) -> web.Response:
+    """``{"ok", "uptime_s", "slack"}``: 200 while Slack is reachable (or not checked yet), else 503."""
     ctx = _ctx(request)
-    return web.json_response({"ok": True, "uptime_s": round(ctx.runtime.clock() - ctx.runtime.started_at, 3)})
+    health: SlackHealth = request.app[HEALTH_KEY]
+    ok = health.ok
+    return web.json_response({"ok": ok, "uptime_s": round(ctx.runtime.clock() - ctx.runtime.started_at, 3),
+                              "slack": health.to_json()}, status=200 if ok else 503)
 
 
 async def status(request: web.Request) -> web.Response:
@@ -185,12 +224,13 @@ async def ask(request: web.Request) -> web.StreamResponse:
     """Stream one answer as Server-Sent Events (``event: activity|token|done|error``)."""
     ctx = _ctx(request)
     token = ctx.settings.admin_api_token
-    if token and not _bearer_ok(request, token):
-        return _unauthorized()
-    if not token and not _from_loopback(request):
-        # Without ADMIN_API_TOKEN the endpoint would hand repository code to anyone who can
-        # reach the port (which is public in HTTP mode): only local clients may use it then.
-        return _error(403, "forbidden", "POST /api/ask needs ADMIN_API_TOKEN when called from another host.")
+    # Without ADMIN_API_TOKEN the endpoint would hand repository code to anyone who can reach
+    # the port, or to a web page the operator visits: see bot.api.exposure for the rule.
+    refusal = ask_refusal(ctx.settings, request.headers, bearer_ok=bool(token) and _bearer_ok(request, token),
+                          from_loopback=_from_loopback(request))
+    if refusal is not None:
+        log.info("refused POST /api/ask: %s", refusal.code)
+        return _refused(refusal)
     if request.content_length is not None and request.content_length > MAX_QUESTION_BODY_BYTES:
         return _error(413, "too_large", f"The body is larger than {MAX_QUESTION_BODY_BYTES} bytes.")
     try:

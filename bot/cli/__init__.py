@@ -14,6 +14,8 @@ command family (shared options and helpers are in :mod:`bot.cli.common`):
     serve      bot.cli.serve        run the Slack bot and the HTTP API
     manifest   bot.cli.serve        write the Slack app manifest
     state      bot.cli.state        show and prune the bot's state store
+    repos      bot.cli.repos        the configured repositories and their index state
+    docs       bot.cli.docs         add, list, show, remove and clear documents
 
 ``retrieve``, ``index``, ``code`` and ``state`` load neither Bolt nor the openai SDK.
 """
@@ -27,8 +29,10 @@ import click
 from bot.cli.ask import ask_cmd
 from bot.cli.bench import bench_cmd
 from bot.cli.code import code_group, context_cmd
+from bot.cli.docs import docs_group
 from bot.cli.evaluate import eval_cmd
 from bot.cli.index import index_cmd
+from bot.cli.repos import repos_cmd
 from bot.cli.retrieve import retrieve_cmd
 from bot.cli.serve import manifest_cmd, serve_cmd
 from bot.cli.state import state_cmd
@@ -56,6 +60,8 @@ cli.add_command(context_cmd)
 cli.add_command(serve_cmd)
 cli.add_command(manifest_cmd)
 cli.add_command(state_cmd)
+cli.add_command(repos_cmd)
+cli.add_command(docs_group)
 
 
 def main() -> None:

@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from rag.tools.schemas import CHUNK_KINDS
+
 from bot.cli.common import bot_core, check_question, emit, friendly_errors, index_option, json_option, open_engine, printable, repo_option
 
 __all__ = ["ask_cmd"]
@@ -17,7 +19,7 @@ __all__ = ["ask_cmd"]
 @index_option
 @click.option("--no-ai", is_flag=True, help="Answer locally from the retrieved sources, without a model.")
 @click.option("--limit", default=8, show_default=True, type=click.IntRange(1, 50), help="Sources to retrieve.")
-@click.option("--type", "kind", type=click.Choice(["documentation", "source", "config", "example", "test"]),
+@click.option("--type", "kind", type=click.Choice(CHUNK_KINDS),
               default=None, help="Only sources of this type.")
 @json_option
 @friendly_errors
@@ -30,7 +32,7 @@ def ask_cmd(question, repo, index_path, no_ai, limit, kind, as_json) -> None:
     check_question(question)
     from bot.cli.terminal import format_answer_for_terminal
 
-    engine = open_engine(repo, index_path, quiet=as_json)
+    engine = open_engine(repo, index_path, quiet=as_json, allow_all=True)
     streamed = False
 
     def on_token(text: str) -> None:
@@ -43,7 +45,8 @@ def ask_cmd(question, repo, index_path, no_ai, limit, kind, as_json) -> None:
         asker = bot_core(engine).asker
         try:
             return await asker.answer(question, with_ai=not no_ai, top_k=limit, kind=kind,
-                                      on_token=None if as_json else on_token)
+                                      on_token=None if as_json else on_token,
+                                      repo="all" if hasattr(engine, "members") else None)
         finally:
             await asker.aclose()
 

@@ -4,26 +4,68 @@ Shapes (DESIGN.md §6): ``code routes|env|symbols --json`` → a list of records
 with at least ``path`` and ``line`` (plus ``method``/``route``, ``name``,
 ``kind``/``end``); ``code deps PATH --json`` → ``{"dependencies", "dependants"}``;
 ``context "Q" --json`` → the packed text and its metadata.
+
+Structure exists for JavaScript, TypeScript and Python files (definitions only for
+Go, Java, Rust and Ruby: :data:`rag.parse.grammars.LANGUAGES`). When a listing is
+empty, or ``deps`` is asked about a file without structure, one ``note:`` line on
+stderr says why (no file of a supported language, or none of them declares the
+thing asked for); stdout stays the plain or JSON listing and the exit code 0.
 """
 from __future__ import annotations
+
+from collections import Counter
 
 import click
 
 from bot.cli.common import check_question, emit, friendly_errors, index_option, json_option, open_engine, printable, repo_option
+from rag.parse.parser import FULL, language_display, language_for_path, structure_level, supported_languages
 
 __all__ = ["code_group", "context_cmd"]
 
 
+def _supported() -> str:
+    levels = supported_languages()
+    return f"structure is parsed for {', '.join(levels['full'])}; definitions only for {', '.join(levels['definitions'])}"
+
+
+def _note(message: str) -> None:
+    click.echo(f"note: {message}", err=True)
+
+
+def _parsed_languages(graph) -> Counter:
+    """Display language → number of files with a parsed structure."""
+    return Counter(language_display(graph.structure(path).language) for path in graph.paths)
+
+
+def _explain_empty(graph, what: str, *, full_only: bool) -> None:
+    """The ``note:`` for an empty listing of ``what`` (module docstring)."""
+    counts = _parsed_languages(graph)
+    if not counts:
+        _note(f"no {what}: no indexed file is in a language with code structure ({_supported()})")
+        return
+    files = ", ".join(f"{language} {n}" for language, n in counts.most_common())
+    full = sum(1 for path in graph.paths if structure_level(graph.structure(path).language) == FULL)
+    if full_only and not full:
+        _note(f"no {what}: the parsed files ({files}) are in languages parsed for definitions only ({_supported()})")
+        return
+    _note(f"no {what} found in the {sum(counts.values())} parsed files ({files})")
+
+
 @click.group("code")
 def code_group() -> None:
-    """Inspect the code structure of JavaScript/TypeScript files: symbols, routes, env vars, dependencies."""
+    """Inspect the code structure: symbols, routes, env vars, dependencies.
+
+    JavaScript, TypeScript and Python files have full structure; Go, Java, Rust and Ruby
+    files have their definitions (symbols) only.
+    """
 
 
 def _from_graph(repo, index_path, as_json: bool, read):
-    """Open the engine (index updated), apply ``read(graph)``, close; returns its result."""
+    """Open the engine (index updated), apply ``read(graph)``, close; returns ``(result, graph)``."""
     engine = open_engine(repo, index_path, quiet=as_json)
     try:
-        return read(engine.code_graph())
+        graph = engine.code_graph()
+        return read(graph), graph
     finally:
         engine.close()
 
@@ -34,8 +76,10 @@ def _from_graph(repo, index_path, as_json: bool, read):
 @json_option
 @friendly_errors
 def symbols_cmd(repo, index_path, as_json) -> None:
-    """Every function, class, method and field definition with its line range."""
-    records = _from_graph(repo, index_path, as_json, lambda g: [s.to_json() for s in g.symbols()])
+    """Every class, function, method and field definition with its line range."""
+    records, graph = _from_graph(repo, index_path, as_json, lambda g: [s.to_json() for s in g.symbols()])
+    if not records:
+        _explain_empty(graph, "symbols", full_only=False)
     if as_json:
         emit(records)
         return
@@ -50,13 +94,16 @@ def symbols_cmd(repo, index_path, as_json) -> None:
 @json_option
 @friendly_errors
 def routes_cmd(repo, index_path, as_json) -> None:
-    """HTTP routes (method and full path, mount prefixes applied)."""
-    records = _from_graph(repo, index_path, as_json, lambda g: [r.to_json() for r in g.routes()])
+    """HTTP routes and router mounts (USE), full paths with mount prefixes applied, and their handlers."""
+    records, graph = _from_graph(repo, index_path, as_json, lambda g: [r.to_json() for r in g.routes()])
+    if not records:
+        _explain_empty(graph, "routes", full_only=True)
     if as_json:
         emit(records)
         return
     for r in records:
-        click.echo(f"{r['method']:<7} {r['route']:<40} {r['path']}:{r['line']}")
+        handler = f"  → {r['handler']}" if r.get("handler") else ""
+        click.echo(f"{r['method']:<7} {r['route']:<40} {r['path']}:{r['line']}{handler}")
 
 
 @code_group.command("env")
@@ -65,10 +112,12 @@ def routes_cmd(repo, index_path, as_json) -> None:
 @json_option
 @friendly_errors
 def env_cmd(repo, index_path, as_json) -> None:
-    """Environment variables read through ``process.env``, with where they are read."""
-    table = _from_graph(repo, index_path, as_json, lambda g: g.environment_variables())
+    """Environment variables read (``process.env``; ``os.environ``, ``os.getenv``, settings classes), and where."""
+    table, graph = _from_graph(repo, index_path, as_json, lambda g: g.environment_variables())
     records = [{"name": name, "path": path, "line": line}
                for name, uses in sorted(table.items()) for path, line in uses]
+    if not records:
+        _explain_empty(graph, "environment variables", full_only=True)
     if as_json:
         emit(records)
         return
@@ -87,20 +136,25 @@ def deps_cmd(path, repo, index_path, as_json) -> None:
     engine = open_engine(repo, index_path, quiet=as_json)
     try:
         graph = engine.code_graph()
-        if graph.structure(path) is None and path not in engine.indexed_paths():
+        structure = graph.structure(path)
+        if structure is None and path not in engine.indexed_paths():
             raise click.UsageError(f"{path} is not an indexed file of this repository")
         result = {"dependencies": graph.dependencies(path), "dependants": graph.dependants(path)}
     finally:
         engine.close()
+    language = structure.language if structure is not None else language_for_path(path)
+    if structure is None and language is None:
+        _note(f"{path} has no code structure: its file type is not parsed ({_supported()}); "
+              "dependants are the parsed files importing it")
+    elif language is not None and structure_level(language) != FULL:
+        _note(f"{path}: {language_display(language)} files are parsed for definitions only, not imports")
     if as_json:
         emit(result)
         return
-    click.echo("dependencies:")
-    for p in result["dependencies"]:
-        click.echo(f"  {p}")
-    click.echo("dependants:")
-    for p in result["dependants"]:
-        click.echo(f"  {p}")
+    for title in ("dependencies", "dependants"):
+        click.echo(f"{title}:")
+        for p in result[title] or ["(none)"]:
+            click.echo(f"  {p}")
 
 
 @click.command("context")
@@ -114,7 +168,7 @@ def deps_cmd(path, repo, index_path, as_json) -> None:
 def context_cmd(question, repo, index_path, budget, limit, as_json) -> None:
     """Show the context that would be given to the model for a question."""
     check_question(question)
-    engine = open_engine(repo, index_path, quiet=as_json)
+    engine = open_engine(repo, index_path, quiet=as_json, allow_all=True)
     try:
         sources = engine.retrieve(question, limit=limit)
         packed = engine.pack_context(question, sources=sources, budget_tokens=budget)

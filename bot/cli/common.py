@@ -72,7 +72,8 @@ def _env_default(position: int) -> Callable:
 
 repo_option = click.option(
     "--repo", "repo", type=click.Path(path_type=Path), default=None, callback=_env_default(0),
-    help="Repository root (default: $REPO_PATH, then the current directory).",
+    help="Repository root, or a repository named in slackzilla.toml (default: $REPO_PATH, then the configured "
+         "default, then the current directory); ask, retrieve and context also take 'all'.",
 )
 index_option = click.option(
     "--index", "index_path", type=click.Path(path_type=Path), default=None, callback=_env_default(1),
@@ -109,16 +110,43 @@ def check_question(question: str | None) -> str:
     return question
 
 
-def open_engine(repo: Path | None, index_path: Path | None, *, update: bool = True, quiet: bool = False) -> Engine:
-    """Open the engine and bring the index up to date (progress bar on a TTY unless ``quiet``).
+def open_engine(repo: Path | None, index_path: Path | None, *, update: bool = True, quiet: bool = False,
+                allow_all: bool = False):
+    """Open the engine ``--repo`` selects and bring the index up to date (progress bar on a TTY unless ``quiet``).
 
+    ``--repo`` is a path or a repository named in ``slackzilla.toml`` (:func:`bot.cli.repos.select_repositories`);
+    with ``allow_all``, ``all`` opens every configured repository as one
+    :class:`rag.federation.FederatedEngine` (one that cannot be opened is skipped with a warning).
     With an embeddings provider configured, retrieval also uses the vectors already
     stored (``slackzilla index`` computes missing ones; questions do not wait for that).
     """
-    engine = Engine.open(repo, index_path=index_path, embeddings=embeddings_provider(), reranker=reranker())
-    if update:
-        run_update(engine, full=False, quiet=quiet)
-    return engine
+    from bot.cli.selection import select_repositories
+
+    configs = select_repositories(repo, index_path)
+    if len(configs) > 1 and not allow_all:
+        fail("this command reads one repository: name one with --repo (ask, retrieve and context take --repo all)",
+             EXIT_USAGE)
+    embeddings, rerank = embeddings_provider(), reranker()
+    engines = {}
+    for config in configs:
+        try:
+            engine = Engine.open(config.path, index_path=config.index_path, embeddings=embeddings, reranker=rerank,
+                                 name=config.name, scope=None if config.scope.empty else config.scope)
+        except RagError as exc:
+            if len(configs) == 1:
+                raise
+            click.echo(f"warning: {config.name} skipped: {exc}", err=True)
+            continue
+        if update:
+            run_update(engine, full=False, quiet=quiet)
+        engines[config.name] = engine
+    if len(configs) == 1:
+        return engines[configs[0].name]
+    if not engines:
+        fail("no configured repository could be opened")
+    from rag.federation import FederatedEngine
+
+    return FederatedEngine(engines)
 
 
 def run_update(engine: Engine, *, full: bool, quiet: bool):
@@ -189,6 +217,15 @@ def bot_core(engine: Engine):
     from bot.compose import compose_core
     from bot.settings import Settings
 
-    # The repository is the one --repo chose, also for deciding whether ./.env is that repository's own file.
-    environ = {**os.environ, "REPO_PATH": str(engine.repo_root)}
-    return compose_core(Settings.from_env(environ, require_slack=False), engine=engine)
+    from bot.repos import OpenedRepository
+
+    members = getattr(engine, "members", None)
+    if members is None:
+        # The repository is the one --repo chose, also for deciding whether ./.env is that repository's own file.
+        environ = {**os.environ, "REPO_PATH": str(engine.repo_root)}
+        return compose_core(Settings.from_env(environ, require_slack=False), engine=engine)
+    settings = Settings.from_env(require_slack=False)  # --repo all: every repository of slackzilla.toml
+    from bot.compose import repo_config_for
+
+    opened = [OpenedRepository(repo_config_for(member, settings), member) for member in members.values()]
+    return compose_core(settings, engine=next(iter(members.values())), repositories=opened)

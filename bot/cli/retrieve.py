@@ -5,6 +5,8 @@ from pathlib import Path
 
 import click
 
+from rag.tools.schemas import CHUNK_KINDS
+
 from bot.cli.common import check_question, emit, friendly_errors, index_option, json_option, open_engine, printable, repo_option
 
 __all__ = ["retrieve_cmd"]
@@ -15,17 +17,17 @@ __all__ = ["retrieve_cmd"]
 @repo_option
 @index_option
 @click.option("--limit", default=8, show_default=True, type=click.IntRange(1, 100), help="Maximum sources.")
-@click.option("--type", "kind", type=click.Choice(["documentation", "source", "config", "example", "test"]),
+@click.option("--type", "kind", type=click.Choice(CHUNK_KINDS),
               default=None, help="Only chunks of this type.")
 @click.option("--batch", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="JSONL file of {\"id\", \"question\"}; prints one JSON line per input line.")
 @json_option
 @friendly_errors
 def retrieve_cmd(question, repo, index_path, limit, kind, batch, as_json) -> None:
-    """Retrieve the sources that best match a question."""
+    """Retrieve the sources that best match a question (--repo all: every configured repository, fused)."""
     if batch is None:
         check_question(question)
-    engine = open_engine(repo, index_path, quiet=as_json or batch is not None)
+    engine = open_engine(repo, index_path, quiet=as_json or batch is not None, allow_all=True)
     try:
         if batch is not None:
             from rag.evaluation import load_jsonl

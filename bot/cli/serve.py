@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import click
 
@@ -25,6 +26,21 @@ def serve_cmd() -> None:
     asyncio.run(serve(Settings.from_env()))
 
 
+def _check_request_url(url: str) -> None:
+    """Refuse a request URL Slack would refuse: Slack only sends to HTTPS URLs with a host
+    (api.slack.com/apis/events-api#request-urls: "must be an HTTPS URL with a valid certificate").
+
+    Raises:
+        click.BadParameter: not ``https://HOST[...]``.
+    """
+    parts = urlsplit(url)
+    if parts.scheme.lower() != "https" or not parts.hostname:
+        raise click.BadParameter(
+            f"Slack only sends to HTTPS URLs with a host; got {url!r} "
+            "(use e.g. https://bot.example.com/slack/events, or Socket Mode with SLACK_APP_TOKEN)",
+            param_hint="--url")
+
+
 @click.command("manifest")
 @click.option("--url", default=None, help="Public URL of /slack/events (HTTP mode).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_MANIFEST_PATH,
@@ -36,9 +52,8 @@ def manifest_cmd(url: str | None, out: Path) -> None:
     from bot.settings import Settings
     from commands.registry import build_registry
 
-    if url is not None and not url.startswith(("https://", "http://")):
-        raise click.BadParameter("must be an http(s) URL such as https://bot.example.com/slack/events",
-                                 param_hint="--url")
+    if url is not None:
+        _check_request_url(url)
     settings = Settings.from_env(require_slack=False)
     text = manifest_json(build_manifest(build_registry(), settings, request_url=url))
     if str(out) == "-":

@@ -3,8 +3,9 @@
 Each :class:`Metrics` owns its own prometheus-client ``CollectorRegistry``, so
 tests get a fresh state per app. Metric names (``slackzilla_commands``,
 ``slackzilla_command_seconds``, ``slackzilla_asks``, ``slackzilla_tokens``,
-``slackzilla_reindex``, ``slackzilla_feedback``, ``slackzilla_feedback_current``)
-are a contract with dashboards.
+``slackzilla_reindex``, ``slackzilla_feedback``, ``slackzilla_feedback_current``,
+``slackzilla_slack_delivery_failures``, ``slackzilla_slack_answers_lost``,
+``slackzilla_slack_retries``, ``slackzilla_slack_shed``) are a contract with dashboards.
 """
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ class Metrics:
         self._reindex = {"runs": 0, "busy_refusals": 0}
         self._state_failures: dict[str, int] = {}
         self._state_available: bool | None = None
+        self._slack = {"delivery_failures": {}, "answers_lost": 0, "lost_reasons": {}, "retries": {}, "shed": {}}
         self._commands_total = Counter(
             "slackzilla_commands", "Slash commands handled.", ["command", "result"], registry=self.registry
         )
@@ -74,6 +76,48 @@ class Metrics:
                                              ["kind"], registry=self.registry)
         self._state_up = Gauge("slackzilla_state_up", "1 when the last state store call succeeded.",
                                registry=self.registry)
+        self._repositories: dict[str, dict] = {}
+        self._repo_up = Gauge("slackzilla_repository_up", "1 when the repository serves (its index opened).",
+                              ["repo"], registry=self.registry)
+        self._repo_index = Gauge("slackzilla_repository_index", "A repository's index: files, chunks, documents, "
+                                 "generation.", ["repo", "kind"], registry=self.registry)
+        self._slack_failures_total = Counter(
+            "slackzilla_slack_delivery_failures", "Steps of an answer's delivery that Slack refused (then the next "
+            "way was tried).", ["step", "reason"], registry=self.registry)
+        self._slack_lost_total = Counter("slackzilla_slack_answers_lost",
+                                         "Answers that no way of posting delivered.", ["reason"],
+                                         registry=self.registry)
+        self._slack_retries_total = Counter("slackzilla_slack_retries", "Slack calls retried (429, 5xx, "
+                                            "connection errors).", ["method", "reason"], registry=self.registry)
+        self._slack_shed_total = Counter("slackzilla_slack_shed", "Progress edits and stream calls skipped to keep "
+                                         "within Slack's rate limits.", ["method"], registry=self.registry)
+
+    def record_slack_delivery_failure(self, step: str, reason: str) -> None:
+        """Count one refused delivery step (``edit``, ``reply``, ``response_url`` …) and Slack's ``reason``."""
+        with self._lock:
+            key = f"{step}:{reason}"
+            self._slack["delivery_failures"][key] = self._slack["delivery_failures"].get(key, 0) + 1
+        self._slack_failures_total.labels(step, reason).inc()
+
+    def record_answer_lost(self, reason: str) -> None:
+        """Count one answer that every way of posting refused; ``reason`` is the last refusal."""
+        with self._lock:
+            self._slack["answers_lost"] += 1
+            self._slack["lost_reasons"][reason] = self._slack["lost_reasons"].get(reason, 0) + 1
+        self._slack_lost_total.labels(reason).inc()
+
+    def record_slack_retry(self, method: str, reason: str) -> None:
+        """Count one retry of ``method`` (``http_429``, ``http_500``, a connection error's type)."""
+        with self._lock:
+            key = f"{method}:{reason}"
+            self._slack["retries"][key] = self._slack["retries"].get(key, 0) + 1
+        self._slack_retries_total.labels(method, reason).inc()
+
+    def record_slack_shed(self, method: str) -> None:
+        """Count one sheddable call of ``method`` skipped for the rate-limit budget."""
+        with self._lock:
+            self._slack["shed"][method] = self._slack["shed"].get(method, 0) + 1
+        self._slack_shed_total.labels(method).inc()
 
     def record_state_failure(self, kind: str) -> None:
         """Count one state store call of ``kind`` that failed (``claim``, ``turns``, ``votes`` …)."""
@@ -158,9 +202,25 @@ class Metrics:
         self._reindex_gauge.labels("runs").set(runs)
         self._reindex_gauge.labels("busy_refusals").set(busy_refusals)
 
+    def set_repositories(self, rows: list[dict]) -> None:
+        """Mirror the per-repository status (``BotContext.repositories_status()`` rows: ``name``, ``ok``,
+        ``files``, ``chunks``, ``documents``, ``generation``) as ``slackzilla_repository_up{repo}`` and
+        ``slackzilla_repository_index{repo, kind}``."""
+        kinds = ("files", "chunks", "documents", "generation")
+        with self._lock:
+            self._repositories = {row["name"]: {"ok": bool(row.get("ok")), **{k: row.get(k) for k in kinds}}
+                                  for row in rows}
+        for row in rows:
+            self._repo_up.labels(row["name"]).set(1 if row.get("ok") else 0)
+            for kind in kinds:
+                if isinstance(row.get(kind), int):
+                    self._repo_index.labels(row["name"], kind).set(row[kind])
+
     def snapshot(self) -> dict:
         """``{"commands": {id: {count, failed, p50_ms, p95_ms, p99_ms}}, "asks", "tokens", "reindex", "feedback",
-        "state": {"available", "failures": {kind: n}}}``."""
+        "state": {"available", "failures": {kind: n}}, "slack": {"delivery_failures": {"step:reason": n},
+        "answers_lost", "lost_reasons": {reason: n}, "retries": {"method:reason": n}, "shed": {method: n}},
+        "repositories": {name: {ok, files, chunks, documents, generation}}}``."""
         with self._lock:
             commands = {}
             for command_id, counts in sorted(self._counts.items()):
@@ -176,6 +236,9 @@ class Metrics:
                 "reindex": dict(self._reindex),
                 "feedback": dict(self._feedback),
                 "state": {"available": self._state_available, "failures": dict(self._state_failures)},
+                "slack": {name: dict(value) if isinstance(value, dict) else value
+                          for name, value in self._slack.items()},
+                "repositories": {name: dict(row) for name, row in self._repositories.items()},
             }
 
     def prometheus_text(self) -> bytes:

@@ -17,13 +17,21 @@ model or the index is doing) and the lazy function does the work afterwards
   links and 👍/👎 buttons (whose clicks land in the state store's votes and
   ``/api/metrics``). A mention of the bot in an answer's thread (``app_mention``)
   is a follow-up, answered in that thread with the earlier turns as history.
-* Guards (bot.slack.guards): Slack retries (``X-Slack-Retry-Num``) are acked and
-  dropped for every request; questions go through duplicate detection (delivery
-  identities claimed in the state store, so one replica answers each delivery, also
-  after a restart) and the per-user ``ASK_RATE_PER_MIN`` limit (counted in the store,
-  across replicas) before they are acked; in process while the store is unavailable.
+* Guards (bot.slack.guards): every request's delivery identities (event id, client
+  message id, a mention's message ts, trigger id, signature) are claimed in the state
+  store, so each delivery is processed once, by one replica, also after a restart; a
+  retry is processed only when no earlier delivery of it was seen (the retry header
+  decides nothing). Questions then go through repeat detection and the per-user
+  ``ASK_RATE_PER_MIN`` limit (counted in the store, across replicas) before they are
+  acked; in process while the store is unavailable.
+* Slack's request signature is checked at the HTTP edge (bot.slack.verification) before
+  Bolt: malformed headers get a 4xx and one log line, never an HTTP 500.
+* ``/healthz`` reports the :class:`bot.slack.health.SlackHealth` built here (the server
+  watches the connection and fills it in).
 * At start-up (aiohttp ``on_startup``) the answers this replica left in flight are
   edited to "interrupted, please ask again" (:meth:`AskFlow.recover_interrupted`).
+* The message shortcut "Save to Slackzilla" stores a message or its thread as a document
+  (:mod:`bot.slack.shortcuts`).
 * ``/sz-reindex`` announces itself with a progress message, then posts a summary;
   a second request while one runs is told so.
 
@@ -47,8 +55,11 @@ from bot.identity import Identity
 from bot.slack import messages
 from bot.slack.ask_flow import AskFlow, AskRequest
 from bot.slack.errors import slack_error
-from bot.slack.guards import DuplicateFilter, RateLimiter, ask_guards, ignore_slack_retries
+from bot.slack.guards import DuplicateFilter, RateLimiter, ask_guards, deliver_once
+from bot.slack.health import SlackHealth
 from bot.slack.render import FEEDBACK_ACTIONS, render_result
+from bot.slack.verification import slack_signature_edge
+from bot.slack.shortcuts import SAVE_CALLBACK_ID, save_listener
 from commands.registry import CommandSpec
 from rag.answer.question import require_question
 from rag.errors import EmptyQuestionError
@@ -89,7 +100,7 @@ def build_app(ctx: BotContext, *, asker: Asker, ask_flow: AskFlow, client: Async
     )
     guard = ask_guards(duplicates=DuplicateFilter(), limiter=RateLimiter(settings.ask_rate_per_min),
                        state=ctx.state)
-    app.middleware(ignore_slack_retries)
+    app.middleware(deliver_once(state=ctx.state))
     for spec in ctx.registry.all():
         if spec.is_ask:
             app.command(spec.slash, middleware=[guard])(ack=_acknowledge(spec),
@@ -98,8 +109,13 @@ def build_app(ctx: BotContext, *, asker: Asker, ask_flow: AskFlow, client: Async
             app.command(spec.slash)(ack=_acknowledge(spec), lazy=[_command_listener(ctx, spec)])
     app.event("app_mention", middleware=[guard])(ack=_ack_event, lazy=[_mention_listener(ctx, ask_flow)])
     app.action(_FEEDBACK_ACTION)(_feedback_listener(ctx, ask_flow))
+    ask_flow.attach(client)  # slack-sdk retry handlers (429 after Retry-After, 5xx), copied into each request's client
+    app.shortcut(SAVE_CALLBACK_ID)(ack=_ack_event, lazy=[save_listener(ctx)])
     web_app = app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)
-    install_api(web_app, ctx, asker)
+    # the signature is checked at the edge first: malformed headers get a 4xx and one log line
+    web_app.middlewares.append(slack_signature_edge(signing_secret, path=SLACK_EVENTS_PATH))
+    install_api(web_app, ctx, asker, health=SlackHealth(socket_mode=settings.socket_mode,
+                                                        exit_after_s=settings.slack_unreachable_exit_s))
     recover, cancel = _recover_on_startup(ask_flow, client)
     web_app.on_startup.append(recover)
     web_app.on_cleanup.append(cancel)
@@ -190,7 +206,7 @@ def _ask_listener(ctx: BotContext, spec: CommandSpec, flow: AskFlow):
                 return
             await flow.run(client, AskRequest(question=question, channel_id=command["channel_id"],
                                               user_id=command.get("user_id"), team_id=command.get("team_id"),
-                                              respond=respond))
+                                              response_url=command.get("response_url")))
         except Exception as err:  # noqa: BLE001 - never leave the asker in silence
             await _report_crash(ctx, spec, err, respond)
 

@@ -15,16 +15,25 @@ What the asker sees, in Web API calls:
    streamed into the message's thread as the model writes it (recipient user and
    team set). When Slack refuses the stream, or it is off, the answer so far is
    shown in the progress message instead (same coalesced ``chat.update``).
-4. The final Block Kit answer (:func:`bot.slack.render.render_answer_message`): it replaces
-   the streamed reply (``chat.update``) and the progress message then says
-   "Answered in the thread"; without a stream it replaces the progress message
-   itself. Beyond 50 blocks the rest is uploaded as a snippet (``files_upload_v2``).
+4. The final Block Kit answer (:func:`bot.slack.render.render_answer_message`), paginated
+   within Slack's limits: its first page replaces the streamed reply (``chat.update``)
+   and the progress message then says "Answered in the thread"; without a stream it
+   replaces the progress message itself. Further pages follow in the thread; past
+   ``MAX_PAGES`` the rest is uploaded as a snippet (``files_upload_v2``).
+
+Every Slack call goes through the app's :class:`bot.slack.budget.SlackBudget` (progress
+edits and stream appends are shed first, the answer always goes) and slack-sdk's retry
+handlers (429 after Retry-After, 5xx, connection resets: :mod:`bot.slack.delivery`), so a
+transient 429 or 500 on the progress message is retried, not taken for "may not post".
+The answer is delivered once, checked at every step, down an ordered list of fallbacks
+(:class:`bot.slack.delivery.AnswerDelivery`: the message being edited → a thread reply
+→ ``response_url`` → an ephemeral message → a DM); when all refuse, that is logged as
+an error and counted, never reported as delivered.
 
 Failures are always visible: an engine refusal (no index yet, bad input), a
 model failure (the orchestrator's fallback answer carries the reason and the
 sources), a crash (``render_failure`` with the sources found so far), and Slack
-refusing a message (a plain fallback reply in the thread, then an ephemeral
-note). Nothing here logs question or answer text.
+refusing a message (the fallbacks above). Nothing here logs question or answer text.
 
 Threads the bot answered are remembered (:class:`ConversationMemory`: the state
 store's turns, shared by replicas and kept across restarts; :class:`ThreadMemory`
@@ -32,10 +41,12 @@ in process while the store is unavailable) so a follow-up that mentions the bot 
 that thread gets the earlier questions and answers as ``history``.
 
 Answers in flight are recorded in the store (``begin_answer`` once the progress
-message is posted, ``finish_answer`` in a ``finally``); at the next start
-:meth:`AskFlow.recover_interrupted` edits each one this replica left behind to
-"interrupted, please ask again". While the store is unavailable the answer's
-footer says that memory is off.
+message is posted, again for the streamed reply once it exists; ``finish_answer`` in a
+``finally``); at the next start :meth:`AskFlow.recover_interrupted` edits each message
+this replica left behind (after a crash or ``kill -9``) to "interrupted, please ask
+again"; a record whose edit failed transiently (429, 5xx, Slack unreachable) is kept
+for the next start. While the store is unavailable the answer's footer says that
+memory is off.
 """
 from __future__ import annotations
 
@@ -46,8 +57,7 @@ import logging
 import os
 import time
 import uuid
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 from bot.asker import Asker
 from bot.slack import messages
@@ -59,7 +69,11 @@ from bot.slack.render import (
     render_failure,
 )
 from bot.identity import Identity
-from bot.slack.errors import error_code
+from bot.scoping import Choice
+from bot.slack.budget import DEFAULT_LIMITS, SlackBudget, SlackLimits, sheddable_call
+from bot.slack.delivery import AnswerDelivery, Delivered, attach_retry_handlers, retry_handlers
+from bot.slack.errors import error_code, is_refusal
+from bot.source_links import SourceLinks
 from bot.slack.text import escape
 from bot.slack.stream import Coalescer, ThreadStream
 from bot.state.resilient import ResilientState
@@ -105,6 +119,8 @@ class AskOptions:
     max_threads: int = DEFAULT_MAX_THREADS
     history_pairs: int = DEFAULT_HISTORY_PAIRS
     max_progress_lines: int = DEFAULT_MAX_PROGRESS_LINES
+    #: the app-wide Web API budget (bot.slack.budget); Slack's tiers by default
+    limits: SlackLimits = DEFAULT_LIMITS
 
 
 @dataclass(frozen=True)
@@ -115,7 +131,7 @@ class AskRequest:
         question: the text as typed (shown to the asker in Slack, never logged).
         channel_id, user_id, team_id: where and who (the stream's recipient).
         thread_ts: answer inside this thread (follow-ups and mentions); ``None`` → a new message.
-        respond: the slash command's ``respond()`` (response_url), used when the bot may not post.
+        response_url: the slash command's ``response_url``, a fallback when the bot may not post.
     """
 
     question: str
@@ -123,14 +139,16 @@ class AskRequest:
     user_id: str | None
     team_id: str | None = None
     thread_ts: str | None = None
-    respond: Any = None
+    response_url: str | None = None
 
 
 @dataclass
 class AskOutcome:
     """What one run did (for logs and tests); ``mode`` is where the final message went:
-    ``stream`` (the streamed reply), ``in_place`` (the progress message), ``respond``,
-    ``reply`` (a new thread reply after Slack refused an update) or ``lost``."""
+    ``stream`` (the streamed reply), ``in_place`` (the progress message), ``reply`` (a new
+    post in the thread after Slack refused an edit), ``respond`` (response_url),
+    ``ephemeral``, ``dm`` or ``lost``. ``ok`` is the answer's (no engine or model error);
+    ``delivered`` whether Slack took it; ``failures`` each refused step, ``"step: reason"``."""
 
     answer_id: str | None = None
     ok: bool = False
@@ -141,6 +159,9 @@ class AskOutcome:
     streamed: bool = False
     progress_updates: int = 0
     error: str | None = None
+    delivered: bool = False
+    pages: int = 0
+    failures: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -257,6 +278,16 @@ class AskFlow:
         #: The latest outcomes, newest last (for status checks and tests).
         self.completed: collections.deque[AskOutcome] = collections.deque(maxlen=DEFAULT_OUTCOMES_KEPT)
         self._running: set[asyncio.Task] = set()
+        metrics = getattr(getattr(ctx, "runtime", None), "metrics", None)
+        #: the app-wide Web API budget every answer shares
+        self.budget = SlackBudget(self.options.limits, metrics=metrics)
+        #: slack-sdk retry handlers (429 after Retry-After, 5xx, resets), for the Web API and response_url
+        self.retry_handlers = retry_handlers(self.budget, metrics=metrics)
+        self._metrics = metrics
+
+    def attach(self, client) -> None:
+        """Give ``client`` (the app's ``AsyncWebClient``) this flow's retry handlers; idempotent."""
+        attach_retry_handlers(client, self.retry_handlers)
 
     async def drain(self, *, timeout_s: float) -> int:
         """Let running answers finish for up to ``timeout_s``, then cancel the rest.
@@ -279,25 +310,34 @@ class AskFlow:
         "interrupted, please ask again", and finish it. Returns how many were finished.
 
         Run once at start-up (:func:`bot.slack.app.build_app` schedules it). An answer whose
-        message cannot be edited any more is finished anyway (nothing else would).
+        message cannot be edited any more (Slack refused: gone, locked) is finished anyway
+        (nothing else would); one whose edit failed transiently is kept for the next start.
         """
+        self.attach(client)
         ok, answers = await self.state.acall("in_flight", lambda s: s.unfinished())
         if not ok:
             return 0
         mine = [a for a in answers if a.replica_id == self.state.replica_id or _dead_local_process(a.replica_id)]
         text = messages.answer_interrupted_by_restart()
+        finished = 0
         for answer in mine:
             if answer.message_ts:
                 try:
+                    await self.budget.spend("chat.update")
                     await client.chat_update(channel=answer.channel, ts=answer.message_ts, text=text,
                                              blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": text}}])
-                except Exception as err:  # noqa: BLE001 - finished anyway: the message is gone or locked
-                    log.info("could not mark an interrupted answer (%s)", error_code(err))
+                except Exception as err:  # noqa: BLE001
+                    if not is_refusal(err):  # 429/5xx/unreachable even after retries: try at the next start
+                        log.warning("could not mark an interrupted answer yet (%s); kept for the next start",
+                                    error_code(err))
+                        continue
+                    log.info("could not mark an interrupted answer (%s)", error_code(err))  # gone or locked
             await self.state.awrite("in_flight", lambda s, i=answer.answer_id: s.finish_answer(i))
+            finished += 1
         if mine:
-            log.warning("start-up: %d answer(s) interrupted by the previous stop were marked 'please ask again'",
-                        len(mine))
-        return len(mine)
+            log.warning("start-up: %d message(s) of answers interrupted by the previous stop were marked "
+                        "'please ask again'", finished)
+        return finished
 
     async def run(self, client, request: AskRequest) -> AskOutcome:
         """Answer ``request`` in Slack (see the module docstring). Never raises except on cancellation."""
@@ -309,33 +349,57 @@ class AskFlow:
 
     async def _run(self, client, request: AskRequest) -> AskOutcome:
         opts, ctx = self.options, self.ctx
+        self.attach(client)
         started = time.perf_counter()
         history = await self.memory.history(request.channel_id, request.thread_ts) if request.thread_ts else []
-        view = ProgressView(repo=ctx.engine.repo_root.name, question=request.question, user_id=request.user_id,
+        choice = await _choose(ctx, request)
+        view = ProgressView(repo=choice.repo, question=request.question, user_id=request.user_id,
                             follow_up=bool(history), max_lines=opts.max_progress_lines)
-        anchor = await self._post_progress(client, request, view.payload())
-        in_flight = None
-        if anchor:
-            in_flight = InFlightAnswer(answer_id=uuid.uuid4().hex[:16], channel=request.channel_id,
-                                       thread_ts=request.thread_ts, message_ts=anchor,
-                                       replica_id=self.state.replica_id, started_at=time.time())
-            await self.state.acall("in_flight", lambda s: s.begin_answer(in_flight))
-        try:
-            return await self._answer(client, request, started, history, view, anchor)
-        finally:
-            if in_flight is not None:
-                finish = self.state.awrite("in_flight", lambda s: s.finish_answer(in_flight.answer_id))
-                with contextlib.suppress(Exception):  # cancelled too: finished before the task ends
-                    await asyncio.shield(asyncio.ensure_future(finish))
+        delivery = AnswerDelivery(client, self.budget, handlers=self.retry_handlers, channel=request.channel_id,
+                                  user_id=request.user_id, thread_ts=request.thread_ts,
+                                  response_url=request.response_url, metrics=self._metrics)
+        records: list[InFlightAnswer] = []
+        writes: list[asyncio.Future] = []
+        answer_key = uuid.uuid4().hex[:16]
+
+        def record(ts: str, suffix: str = "") -> None:
+            entry = InFlightAnswer(answer_id=answer_key + suffix, channel=request.channel_id,
+                                   thread_ts=request.thread_ts or anchor, message_ts=ts,
+                                   replica_id=self.state.replica_id, started_at=time.time())
+            records.append(entry)
+            writes.append(asyncio.ensure_future(self.state.acall("in_flight", lambda s: s.begin_answer(entry))))
+
+        async with self.budget.hold({"chat.update": 2}):  # the final edit and the progress message's last one
+            anchor = await delivery.post_progress(view.payload())
+            if anchor:
+                delivery.thread_ts = request.thread_ts or anchor
+                record(anchor)
+                await writes[-1]
+            try:
+                return await self._answer(client, request, started, history, view, anchor, delivery,
+                                          on_stream=lambda ts: record(ts, "-stream"), choice=choice)
+            finally:
+                if records:
+                    async def finish() -> None:
+                        await asyncio.gather(*writes, return_exceptions=True)
+                        for entry in records:
+                            await self.state.awrite("in_flight", lambda s, i=entry.answer_id: s.finish_answer(i))
+
+                    with contextlib.suppress(Exception):  # cancelled too: finished before the task ends
+                        await asyncio.shield(asyncio.ensure_future(finish()))
 
     async def _answer(self, client, request: AskRequest, started: float, history: list[dict], view: ProgressView,
-                      anchor: str | None) -> AskOutcome:
+                      anchor: str | None, delivery: AnswerDelivery, *, on_stream,
+                      choice: Choice) -> AskOutcome:
         opts, ctx = self.options, self.ctx
         outcome = AskOutcome(anchor_ts=anchor, thread_ts=request.thread_ts or anchor)
         updates = None
         if anchor:
-            async def send_update(render) -> None:  # rendered when sent: coalesced states cost nothing
-                await client.chat_update(channel=request.channel_id, ts=anchor, **render())
+            async def send_update(render) -> bool | None:  # rendered when sent: coalesced states cost nothing
+                if not await self.budget.try_spend("chat.update"):
+                    return False  # shed: a later state (or the answer) replaces it
+                with sheddable_call():
+                    await client.chat_update(channel=request.channel_id, ts=anchor, **render())
 
             updates = Coalescer(send_update, interval_s=opts.update_interval_s, name="progress", just_sent=True)
 
@@ -351,7 +415,8 @@ class AskFlow:
         if anchor and opts.stream:
             stream = ThreadStream(client, channel=request.channel_id, thread_ts=outcome.thread_ts,
                                   user_id=request.user_id, team_id=request.team_id,
-                                  interval_s=opts.stream_interval_s, on_refused=stream_refused)
+                                  interval_s=opts.stream_interval_s, on_refused=stream_refused,
+                                  budget=self.budget, on_started=on_stream)
 
         async def on_activity(activity) -> None:
             view.apply(activity)
@@ -373,8 +438,9 @@ class AskFlow:
         identity = Identity(user_id=request.user_id, is_admin=ctx.settings.is_admin(request.user_id),
                             channel_id=request.channel_id, team_id=request.team_id)
         try:
-            answer = await self.asker.answer(request.question, identity=identity, on_activity=on_activity,
-                                             on_token=on_token, history=history or None)
+            answer = await self.asker.answer(choice.question, identity=identity, on_activity=on_activity,
+                                             on_token=on_token, history=history or None,
+                                             repo=choice.repo if ctx.repos is not None else None)
         except (UserError, ProviderError) as err:  # no index yet, bad input: a sentence for the asker
             refusal = str(err)
         except asyncio.CancelledError:
@@ -382,12 +448,14 @@ class AskFlow:
                 updates.cancel()
             if stream is not None:
                 stream.cancel()
-            if anchor:  # shutting down: never leave "Searching…" behind
+            notice = {"text": messages.ask_interrupted(),
+                      "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": messages.ask_interrupted()}}]}
+            cut = [ts for ts in (anchor, stream.ts if stream is not None else None) if ts]
+            if cut:  # shutting down: never leave "Searching…" (or half a streamed answer) behind
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(asyncio.shield(client.chat_update(
-                        channel=request.channel_id, ts=anchor, text=messages.ask_interrupted(),
-                        blocks=[{"type": "section", "text": {"type": "mrkdwn", "text": messages.ask_interrupted()}}],
-                    )), RESTART_NOTICE_TIMEOUT_S)
+                    await asyncio.wait_for(asyncio.shield(asyncio.gather(*[
+                        client.chat_update(channel=request.channel_id, ts=ts, **notice) for ts in cut])),
+                        RESTART_NOTICE_TIMEOUT_S)
             raise
         except Exception as err:  # noqa: BLE001 - the asker must hear about it
             ctx.runtime.errors.capture(err, command=self.command_id, keep_message=False)
@@ -397,33 +465,75 @@ class AskFlow:
 
         streamed_ts = await stream.finish() if stream is not None else None
         outcome.streamed = streamed_ts is not None
+        if updates is not None:  # no progress edit after this point may overwrite the answer
+            updates.cancel()
+            await updates.flush()
+            outcome.progress_updates = updates.sent
+            if streamed_ts is None:  # the answer edits the progress message itself: keep the spacing
+                await updates.settle()
         seconds = time.perf_counter() - started
         message, payload, reason, footer = self._final(request, answer, refusal, view, outcome, seconds,
-                                                      crashed=crashed)
-        done = view.done_payload(ok=message is not None, reason=reason, footer=footer)
-        await self._deliver(client, request, payload, outcome=outcome, streamed_ts=streamed_ts, updates=updates,
-                            done=done, failed=message is None)
-        if updates is not None:
-            outcome.progress_updates = updates.sent
+                                                      crashed=crashed, choice=choice)
+        result = await self._deliver(request, delivery, message, payload, outcome=outcome, stream=stream,
+                                     streamed_ts=streamed_ts)
+        if anchor and result.mode != "in_place":
+            if updates is not None:
+                await updates.settle()
+            done = view.done_payload(ok=message is not None and result.delivered, reason=reason, footer=footer,
+                                     where=result.mode)
+            await delivery.settle_progress(anchor, done, failures=result.failures)
+        outcome.mode, outcome.final_ts, outcome.delivered = result.mode, result.ts, result.delivered
+        outcome.pages, outcome.failures = result.pages, result.failures
         root = outcome.thread_ts or outcome.final_ts
-        if message is not None:
+        if message is not None and result.delivered:
             if message.overflow:
                 await self._upload_overflow(client, request, root, message.overflow, outcome.answer_id)
             if root:
                 await self.memory.remember(request.channel_id, root, answer.question, answer.answer)  # as redacted
+                if ctx.scoping is not None:  # follow-ups in this thread keep its repository
+                    await ctx.scoping.remember_thread(request.channel_id, root, choice.repo)
             self.memory.add_answer(AnswerRecord(outcome.answer_id, request.channel_id, root, outcome.final_ts,
                                                 request.user_id, outcome.mode, question_chars=len(request.question),
                                                 sources=tuple(dict.fromkeys(
                                                     str(getattr(src, "path", "")) for src in answer.shown_sources)),
                                                 model=answer.model))
-        log.info("ask delivered: mode=%s streamed=%s appends=%d progress_updates=%d ok=%s seconds=%.2f",
-                 outcome.mode, outcome.streamed, stream.appends if stream else 0, outcome.progress_updates,
-                 outcome.ok, seconds)
+        if result.delivered:
+            log.info("ask delivered: mode=%s pages=%d streamed=%s appends=%d progress_updates=%d answer=%s "
+                     "refused_steps=%d seconds=%.2f", outcome.mode, outcome.pages, outcome.streamed,
+                     stream.appends if stream else 0, outcome.progress_updates,
+                     "ok" if outcome.ok else outcome.error or "error", len(result.failures), seconds)
+        else:
+            reason_code = result.failures[-1].split(": ", 1)[-1] if result.failures else "unknown"
+            log.error("ask not delivered: Slack refused every way of posting the answer (%s); seconds=%.2f",
+                      "; ".join(result.failures) or "no way to post", seconds)
+            if self._metrics is not None:
+                self._metrics.record_answer_lost(reason_code)
         self.completed.append(outcome)
         return outcome
 
+    async def _deliver(self, request: AskRequest, delivery: AnswerDelivery, message: AnswerMessage | None,
+                       payload: dict, *, outcome: AskOutcome, stream: ThreadStream | None,
+                       streamed_ts: str | None) -> Delivered:
+        """The answer (or the failure) to the first place Slack accepts (bot.slack.delivery); a partial
+        streamed reply replaced by a new post is deleted, so the thread holds one copy."""
+        pages = message.pages if message is not None else (payload,)
+        if streamed_ts:
+            edit_ts, mode = streamed_ts, "stream"
+        elif outcome.anchor_ts:
+            edit_ts, mode = outcome.anchor_ts, "in_place"
+        else:
+            edit_ts, mode = None, "in_place"
+        whole = bool(streamed_ts and stream is not None and stream.complete and message is not None)
+        result = await delivery.deliver(pages, edit_ts=edit_ts, edit_mode=mode, shown_whole=whole,
+                                        supplement=message.supplement if message is not None else None,
+                                        ephemeral_response=message is None)
+        if streamed_ts and result.delivered and result.ts != streamed_ts and not whole:
+            await delivery.delete(streamed_ts, failures=result.failures)  # the partial stream, now repeated
+        return result
+
     def _final(self, request: AskRequest, answer, refusal: str | None, view: ProgressView, outcome: AskOutcome,
-               seconds: float, *, crashed: bool) -> tuple[AnswerMessage | None, dict, str | None, str]:
+               seconds: float, *, crashed: bool, choice: Choice | None = None) -> tuple[AnswerMessage | None, dict,
+                                                                                        str | None, str]:
         """``(answer message or None, final payload, failure reason or None, footer)``.
 
         ``answer`` is the :class:`rag.answer.orchestrator.AnswerResult` (``None`` when refused or crashed);
@@ -432,6 +542,9 @@ class AskFlow:
         """
         ctx = self.ctx
         memory_off = self.state.enabled and not self.state.available
+        repo = choice.repo if choice is not None else None
+        web_url = SourceLinks(ctx, repo=repo) if ctx.repos is not None else ctx.settings.repo_web_url
+        commit = ctx.commit_of(repo) if ctx.repos is not None else ctx.commit
         if answer is not None:
             outcome.answer_id = uuid.uuid4().hex[:16]
             outcome.ok, outcome.error = answer.error is None, answer.error
@@ -439,7 +552,7 @@ class AskFlow:
             tokens = answer.usage.total_tokens or None
             message = render_answer_message(
                 answer.answer, sources=answer.shown_sources, question=request.question, user_id=request.user_id,
-                web_url=ctx.settings.repo_web_url, commit=ctx.commit, model=answer.model, tokens=tokens,
+                web_url=web_url, commit=commit, model=answer.model, tokens=tokens,
                 seconds=seconds, notice=notice, notes=answer.notes, answer_id=outcome.answer_id,
                 searched=len(answer.sources) if answer.grounding is not None and answer.grounding.declined else 0,
                 memory_off=memory_off)
@@ -450,85 +563,15 @@ class AskFlow:
         reason = escape(refusal or "").removeprefix(messages.failure(""))  # render_failure adds the warning sign
         outcome.error = "crashed" if crashed else "refused"
         payload = render_failure(reason, question=request.question, user_id=request.user_id, sources=view.sources,
-                                 web_url=ctx.settings.repo_web_url, commit=ctx.commit,
-                                 lines=view.lines(include_writing=False))
+                                 web_url=web_url, commit=commit, lines=view.lines(include_writing=False))
         return None, payload, reason, messages.answer_footer(model=None, tokens=None, seconds=seconds,
                                                              memory_off=memory_off)
-
-    async def _post_progress(self, client, request: AskRequest, payload: dict) -> str | None:
-        """Post the progress message; ``None`` when the bot may not post there."""
-        try:
-            response = await client.chat_postMessage(channel=request.channel_id, thread_ts=request.thread_ts,
-                                                     **payload)
-            return response.get("ts")
-        except Exception as err:  # noqa: BLE001 - not in the channel, a DM … → answer via response_url
-            log.info("progress message refused (%s); answering without it", error_code(err))
-            return None
-
-    async def _deliver(self, client, request: AskRequest, payload: dict, *, outcome: AskOutcome,
-                       streamed_ts: str | None, updates: Coalescer | None, done: dict, failed: bool) -> None:
-        """Put the final message where the asker is looking, with fallbacks down to an ephemeral note."""
-        error = None
-        if streamed_ts:
-            try:
-                await client.chat_update(channel=request.channel_id, ts=streamed_ts, **payload)
-                outcome.mode, outcome.final_ts = "stream", streamed_ts
-            except Exception as err:  # noqa: BLE001
-                error = error_code(err)
-            if updates is not None:
-                await updates.aclose(lambda: done)
-            if error is None:
-                return
-        elif updates is not None:
-            if await updates.aclose(lambda: payload):
-                outcome.mode, outcome.final_ts = "in_place", outcome.anchor_ts
-                return
-            error = error_code(updates.last_error) if updates.last_error else "error"
-        elif request.respond is not None:
-            try:
-                await request.respond(response_type="ephemeral" if failed else "in_channel", **payload)
-                outcome.mode = "respond"
-                return
-            except Exception as err:  # noqa: BLE001
-                error = error_code(err)
-        log.info("final message refused (%s); replying in the thread instead", error)
-        await self._reply_instead(client, request, payload, outcome=outcome, error=error or "error")
-
-    async def _reply_instead(self, client, request: AskRequest, payload: dict, *, outcome: AskOutcome,
-                             error: str) -> None:
-        """Slack refused the final message: try it as a new reply, then a plain one, then an ephemeral note."""
-        thread = outcome.thread_ts
-        for attempt in (payload, self._plain_failure(error, payload)):
-            try:
-                response = await client.chat_postMessage(channel=request.channel_id, thread_ts=thread, **attempt)
-                outcome.mode, outcome.final_ts = "reply", response.get("ts")
-                return
-            except Exception as err:  # noqa: BLE001
-                log.info("reply refused too (%s)", error_code(err))
-        note = self._plain_failure(error, payload)
-        try:
-            if request.respond is not None:
-                await request.respond(response_type="ephemeral", text=note["text"])
-            elif request.user_id:
-                await client.chat_postEphemeral(channel=request.channel_id, user=request.user_id,
-                                                thread_ts=thread, text=note["text"])
-            outcome.mode = "ephemeral"
-        except Exception as err:  # noqa: BLE001 - nothing left to tell the user with
-            log.warning("could not tell the asker that Slack refused the answer (%s)", error_code(err))
-
-    def _plain_failure(self, error: str, payload: dict) -> dict:
-        """Text only (no blocks to refuse): the reason, and the sources line of ``payload`` if any."""
-        sources = [element["text"] for block in payload.get("blocks", []) if block.get("type") == "context"
-                   for element in block.get("elements", []) if messages.sources_label() in element.get("text", "")]
-        text = messages.failure(messages.slack_refused(escape(error)))
-        if sources:
-            text += "\n" + sources[0]
-        return {"text": text, "unfurl_links": False, "unfurl_media": False}
 
     async def _upload_overflow(self, client, request: AskRequest, thread_ts: str | None, text: str,
                                answer_id: str | None) -> None:
         """Upload the part of the answer that did not fit as a Markdown snippet in the thread."""
         try:
+            await self.budget.spend("files.getUploadURLExternal")
             await client.files_upload_v2(channel=request.channel_id, thread_ts=thread_ts, content=text,
                                          filename=f"answer-{answer_id}.md", title=messages.overflow_comment(),
                                          initial_comment=messages.overflow_comment())
@@ -542,6 +585,13 @@ class AskFlow:
             except Exception:  # noqa: BLE001
                 log.warning("could not report the failed upload")
 
+
+
+async def _choose(ctx, request: AskRequest) -> Choice:
+    """The repository of ``request`` (:meth:`bot.scoping.Scoping.choose`; without scoping, the one engine's)."""
+    if ctx.scoping is None:
+        return Choice(ctx.engine.repo_root.name, request.question, "default")
+    return await ctx.scoping.choose(request.question, channel_id=request.channel_id, thread_ts=request.thread_ts)
 
 
 def _dead_local_process(replica_id: str) -> bool:

@@ -1,31 +1,38 @@
-"""Request guards for questions: Slack retries, duplicate deliveries and a per-user rate limit.
+"""Request guards: each delivery processed once (decided by identity), then questions' repeats and rate limit.
 
 Each guard is a Bolt middleware function ``async def …(…, next)`` (as in
 slack_bolt/middleware/middleware.py): it either calls ``next()`` or answers the
 request itself with a :class:`slack_bolt.BoltResponse`, so nothing downstream
 (the ack, the lazy answer) runs.
 
-* :func:`ignore_slack_retries` (global): a request carrying ``X-Slack-Retry-Num``
-  is acked with an empty 200 and dropped. Slack retries an event when the first
-  delivery was not acked within 3 s; every listener here acks at once and works
-  lazily, so the first delivery is already being answered. (Bolt exposes the
-  header in ``request.headers``; Socket Mode mirrors ``retry_attempt`` into the
-  same header, slack_bolt/adapter/socket_mode/internals.py.)
-* :func:`ask_guards` (on ``/sz-ask`` and ``app_mention``): a delivery seen before
-  (same ``trigger_id`` or ``event_id``) is dropped silently; the same question
-  from the same user in the same channel within ``DEFAULT_DUPLICATE_WINDOW_S``
-  is answered once (the asker is told so); then the per-user limit of
-  ``ASK_RATE_PER_MIN`` questions per minute (a sliding window) answers the
-  excess with a friendly message saying when to retry.
+* :func:`deliver_once` (global, every request): the delivery's identities
+  (:func:`delivery_identities`: ``event:<event_id>``, ``msg:<client_msg_id>``,
+  ``mention:<channel>:<ts>``, ``slash:<trigger_id>``, ``action:<trigger_id>``,
+  ``sig:<X-Slack-Signature>``) are claimed atomically in the state store for
+  :data:`DELIVERY_TTL_S` (Slack's whole retry schedule: attempts after about 1 minute and
+  5 minutes); a request any of whose identities was claimed before is acked with an empty
+  200 and dropped. The retry header (``X-Slack-Retry-Num``) decides nothing: Socket Mode
+  copies an envelope's ``retry_attempt`` into it on every delivery, first ones included
+  (``0``; slack_bolt/adapter/socket_mode/internals.py ``build_headers``), and a retry whose
+  first delivery never arrived (the bot was restarting) must still be answered. So: first
+  deliveries are processed; retries are processed when no earlier delivery was seen;
+  duplicates (the same event, the same client message, an edit of a mention, a replayed
+  signed request) are processed once — by one replica, also after a restart.
+* :func:`ask_guards` (on ``/sz-ask`` and ``app_mention``): the same question from the
+  same user in the same channel within ``DEFAULT_DUPLICATE_WINDOW_S`` is answered once
+  (the asker is told so); then the per-user limit of ``ASK_RATE_PER_MIN`` questions per
+  minute (a sliding window) answers the excess with a friendly message saying when to retry.
 
 Delivery identities and rate-limit windows live in the state store
 (:class:`bot.state.resilient.ResilientState`), so a redelivery after a restart, or to
-another replica, is recognised, and the limit counts across replicas: each delivery
-identity (``event:<event_id>``, ``msg:<client_msg_id>``, ``slash:<trigger_id>``,
-``sig:<X-Slack-Signature>``) is claimed atomically for :data:`DELIVERY_TTL_S` (Slack's
-whole retry schedule); exactly one claimer answers. While the store is unavailable the
-in-process :class:`DuplicateFilter` and :class:`RateLimiter` decide instead (bounded,
-oldest keys dropped first), and the answer's footer says memory is off.
+another replica, is recognised, and the limit counts across replicas; exactly one
+claimer of an identity answers. While the store is unavailable the in-process
+:class:`DuplicateFilter` (deliveries remembered for the same :data:`DELIVERY_TTL_S`) and
+:class:`RateLimiter` decide instead (bounded, oldest keys dropped first), and the
+answer's footer says memory is off.
+
+Known limit: a delivery is claimed before it is acked; a process killed between the two
+(a few milliseconds) loses that delivery, since its retries find it claimed.
 """
 from __future__ import annotations
 
@@ -35,7 +42,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 from slack_bolt.response import BoltResponse
 
@@ -51,7 +58,8 @@ __all__ = [
     "DuplicateFilter",
     "RateLimiter",
     "ask_guards",
-    "ignore_slack_retries",
+    "deliver_once",
+    "delivery_identities",
 ]
 
 log = logging.getLogger(__name__)
@@ -144,77 +152,135 @@ class DuplicateFilter:
         return None
 
 
-async def ignore_slack_retries(request, next) -> BoltResponse | None:  # noqa: A002 - Bolt's argument name
-    """Global middleware: ack and drop any request with ``X-Slack-Retry-Num``."""
-    attempt = request.headers.get("x-slack-retry-num")
-    if attempt:
-        reason = (request.headers.get("x-slack-retry-reason") or ["?"])[0]
-        log.info("ignored a Slack retry (attempt %s, reason %s)", attempt[0], reason)
-        return BoltResponse(status=200, body="")
-    return await next()
+def delivery_identities(body: dict, headers: Mapping | None = None) -> list[str]:
+    """The identities one delivery is known by, in the fixed order they are claimed.
 
+    * events: ``event:<event_id>``; ``msg:<client_msg_id>`` (the message's own id, which an
+      edited message keeps, also inside a ``message_changed`` event's ``message``); for an
+      ``app_mention``, ``mention:<channel>:<ts>``: Slack re-fires ``app_mention`` when a message
+      that mentions the bot is edited, with a new ``event_id`` but the same message ``ts``
+      (unique per channel), so an edit is not a new question;
+    * slash commands: ``slash:<trigger_id>``; interactions (buttons …): ``action:<trigger_id>``;
+    * every HTTP request: ``sig:<X-Slack-Signature>``, the HMAC of ``v0:<timestamp>:<body>``,
+      the same on a replayed request (Slack's 5-minute window would otherwise accept it again).
 
-def _who_where_what(body: dict) -> tuple[str | None, str | None, str, str | None, str | None]:
-    """``(user, channel, text, delivery id, thread_ts)`` of a slash command or an ``app_mention`` event."""
-    if "command" in body:
-        return body.get("user_id"), body.get("channel_id"), body.get("text") or "", body.get("trigger_id"), None
-    event = body.get("event") or {}
-    delivery = body.get("event_id") or event.get("client_msg_id") or event.get("ts")
-    return event.get("user"), event.get("channel"), event.get("text") or "", delivery, \
-        event.get("thread_ts") or event.get("ts")
+    Args:
+        body: the parsed request body (Bolt's ``body``: an envelope's ``payload`` in Socket Mode).
+        headers: the request headers (Bolt's: lower-case names, lists of values).
 
-
-def delivery_identities(body: dict, headers: dict | None = None) -> list[str]:
-    """The identities one delivery is known by: ``event:``, ``msg:`` (client message id, also
-    an edited message's origin), ``slash:`` (trigger id) and ``sig:`` (the request signature,
-    the same on a replayed request)."""
+    Returns:
+        The identities (possibly none: then nothing is remembered).
+    """
     found: list[str] = []
     if "command" in body:
         if body.get("trigger_id"):
             found.append(f"slash:{body['trigger_id']}")
-    else:
+    elif body.get("type") == "event_callback" or "event" in body:
         event = body.get("event") or {}
         if body.get("event_id"):
             found.append(f"event:{body['event_id']}")
         origin = event.get("client_msg_id") or (event.get("message") or {}).get("client_msg_id")
         if origin:
             found.append(f"msg:{origin}")
-        if not found and event.get("ts"):
-            found.append(f"ts:{event.get('channel')}:{event['ts']}")
-    signature = (headers or {}).get("x-slack-signature")
+        if event.get("type") == "app_mention" and event.get("ts"):
+            found.append(f"mention:{event.get('channel')}:{event['ts']}")
+    elif body.get("trigger_id"):
+        found.append(f"action:{body['trigger_id']}")
+    signature = _header(headers, "x-slack-signature")
     if signature:
-        found.append(f"sig:{signature[0] if isinstance(signature, (list, tuple)) else signature}")
+        found.append(f"sig:{signature}")
     return found
+
+
+def _header(headers: Mapping | None, name: str) -> str | None:
+    """The first value of header ``name`` in Bolt's headers (lists of values) or a plain mapping."""
+    value = (headers or {}).get(name)
+    if isinstance(value, (list, tuple)):
+        value = value[0] if value else None
+    return value or None
+
+
+def deliver_once(*, state: ResilientState | None = None, memory: DuplicateFilter | None = None):
+    """The global middleware deciding retries and duplicates by identity, not by the retry header.
+
+    Every request's :func:`delivery_identities` are claimed in the state store for
+    :data:`DELIVERY_TTL_S` (and remembered in process); a request any of whose identities was
+    claimed before is acked with an empty 200 and goes no further, whatever its headers say.
+    So a first delivery is always processed (Socket Mode copies ``retry_attempt`` into
+    ``X-Slack-Retry-Num`` on every envelope, ``0`` included: the header alone decides
+    nothing), a retry whose earlier deliveries never arrived (the bot was restarting) is
+    processed once, and a retry of a delivery already acked is not processed again — for
+    every listener, the cheap commands included.
+
+    Args:
+        state: the state store (``None``: in-process only).
+        memory: the in-process memory, consulted too (it decides alone while the store is
+            unavailable); default: :data:`DELIVERY_TTL_S`, :data:`DEFAULT_MAX_KEYS` keys.
+
+    Returns:
+        ``async def deliver_once(body, request, next)`` for ``app.middleware(...)``.
+    """
+    state = state if state is not None else ResilientState.memory_only()
+    memory = memory if memory is not None else DuplicateFilter(window_s=DELIVERY_TTL_S)
+
+    async def seen_before(identities: list[str]) -> str | None:
+        """The first identity claimed already, else ``None`` (all are claimed now). Identities are
+        claimed in a fixed order and the first refusal stops (so two replicas racing on one
+        delivery cannot each win half)."""
+
+        def claim_all(store) -> str | None:
+            return next((identity for identity in identities if not store.claim(identity, DELIVERY_TTL_S)), None)
+
+        ok, claimed = await state.acall("claim", claim_all, timeout_s=ACK_PATH_TIMEOUT_S)
+        local = [identity for identity in identities if memory.check(("delivery", identity)) is not None]
+        return (claimed if ok else None) or (local[0] if local else None)
+
+    async def deliver_once(body: dict, request, next) -> BoltResponse | None:  # noqa: A002 - Bolt's name
+        headers = getattr(request, "headers", None) or {}
+        identities = delivery_identities(body or {}, headers)
+        attempt = _header(headers, "x-slack-retry-num")
+        reason = _header(headers, "x-slack-retry-reason") or "?"
+        seen = await seen_before(identities) if identities else None
+        if seen is not None:
+            kind = seen.split(":", 1)[0]  # the identity's kind only: ids and signatures stay out of the log
+            if attempt and attempt != "0":
+                log.info("ignored a Slack retry of a delivery already received (same %s, attempt %s, reason %s)",
+                         kind, attempt, reason)
+            else:
+                log.info("ignored a repeated delivery (same %s as one already received)", kind)
+            return BoltResponse(status=200, body="")
+        if attempt and attempt != "0":
+            log.info("processing a Slack retry whose earlier deliveries never arrived (attempt %s, reason %s)",
+                     attempt, reason)
+        return await next()
+
+    return deliver_once
+
+
+def _who_where_what(body: dict) -> tuple[str | None, str | None, str, str | None]:
+    """``(user, channel, text, thread_ts)`` of a slash command or an ``app_mention`` event."""
+    if "command" in body:
+        return body.get("user_id"), body.get("channel_id"), body.get("text") or "", None
+    event = body.get("event") or {}
+    return event.get("user"), event.get("channel"), event.get("text") or "", event.get("thread_ts") or event.get("ts")
 
 
 def ask_guards(*, duplicates: DuplicateFilter, limiter: RateLimiter, tasks: set | None = None,
                state: ResilientState | None = None):
-    """Listener middleware for questions: duplicates first, then the per-user rate limit.
+    """Listener middleware for questions (after :func:`deliver_once` let the delivery through):
+    a repeated question first, then the per-user rate limit.
 
     Args:
-        duplicates: remembers recent questions, and deliveries while the store is unavailable.
+        duplicates: remembers recent questions (``DEFAULT_DUPLICATE_WINDOW_S``).
         limiter: the per-user limiter (``ASK_RATE_PER_MIN``; the store's window first).
         tasks: where background ephemeral posts are kept referenced (events only).
         state: the state store (``None``: in-process only).
 
     Returns:
-        ``async def guard_asks(body, request, client, next)``.
+        ``async def guard_asks(body, client, next)``.
     """
     pending = tasks if tasks is not None else set()
     state = state if state is not None else ResilientState.memory_only()
-
-    async def claimed_before(identities: list[str]) -> bool:
-        """Whether any identity was claimed already. Identities are claimed in a fixed order and
-        the first refusal stops (so two replicas racing on one delivery cannot each win half)."""
-        if not identities:
-            return False
-
-        def claim_all(store) -> bool:
-            return not all(store.claim(identity, DELIVERY_TTL_S) for identity in identities)
-
-        ok, seen = await state.acall("claim", claim_all, timeout_s=ACK_PATH_TIMEOUT_S)
-        local = [duplicates.check(("delivery", identity)) is not None for identity in identities]
-        return bool(seen) if ok else any(local)
 
     async def hit(user: str) -> Decision:
         if limiter.limit == 0:
@@ -226,13 +292,9 @@ def ask_guards(*, duplicates: DuplicateFilter, limiter: RateLimiter, tasks: set 
             return Decision(decision.allowed, decision.retry_after_s)
         return limiter.hit(user)
 
-    async def guard_asks(body: dict, request, client, next) -> BoltResponse | None:  # noqa: A002
-        user, channel, text, delivery, thread_ts = _who_where_what(body)
+    async def guard_asks(body: dict, client, next) -> BoltResponse | None:  # noqa: A002
+        user, channel, text, thread_ts = _who_where_what(body)
         is_command = "command" in body
-        headers = getattr(request, "headers", None) or {}
-        if await claimed_before(delivery_identities(body, headers)):
-            log.info("dropped a duplicate delivery of a question")
-            return BoltResponse(status=200, body="")
         ago = duplicates.check(("question", user, channel, thread_ts, " ".join(text.split()).lower()))
         if ago is not None:
             log.info("answered a repeated question once (%.1f s apart)", ago)

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 __all__ = [
+    "SHORTCUTS",
     "BOT_SCOPES",
     "BOT_EVENTS",
     "DEFAULT_MANIFEST_PATH",
@@ -38,8 +39,14 @@ BOT_SCOPES: tuple[str, ...] = (
     "commands",  # the /sz-* slash commands
     "files:write",  # answers too long for one message go out as a snippet
     "groups:history",  # read the thread of a follow-up (private channels)
+    "usergroups:read",  # "Save to Slackzilla": savers named by user group ([documents] savers)
 )
 BOT_EVENTS: tuple[str, ...] = ("app_mention",)
+#: Message shortcuts (bot.slack.shortcuts): their callback ids are what the app listens for.
+SHORTCUTS: tuple[dict, ...] = (
+    {"name": "Save to Slackzilla", "type": "message", "callback_id": "sz_save_document",
+     "description": "Save this message, or its whole thread, as a document Slackzilla can answer from."},
+)
 
 # Slack's limits for the manifest fields we fill.
 _MAX_DESCRIPTION = 2000
@@ -80,6 +87,7 @@ def build_manifest(registry, settings=None, *, request_url: str | None = None) -
         "features": {
             "bot_user": {"display_name": APP_NAME, "always_online": True},
             "slash_commands": commands,
+            "shortcuts": [dict(shortcut) for shortcut in SHORTCUTS],
         },
         "oauth_config": {"scopes": {"bot": sorted(BOT_SCOPES)}},
         "settings": {

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 __all__ = [
     "answer_continues",
+    "answer_continues_below",
+    "answer_part",
+    "answer_sent_privately",
+    "answer_lost",
+    "answered_where",
     "answer_footer",
     "answer_heading",
     "answer_overflow",
@@ -118,6 +123,38 @@ def writing_answer(*, in_thread: bool) -> str:
 
 def answered_in_thread() -> str:
     return ":white_check_mark: Answered in the thread."
+
+
+def answered_where(mode: str) -> str:
+    """The progress message's last line once the answer went out ``mode`` (see bot.slack.delivery)."""
+    if mode == "respond":
+        return ":white_check_mark: Answered below."
+    if mode == "ephemeral":
+        return ":white_check_mark: Slack refused the answer here; it was shown only to the asker."
+    if mode == "dm":
+        return ":white_check_mark: Slack refused the answer here; it was sent to the asker in a direct message."
+    if mode == "lost":
+        return failure(answer_lost())
+    return answered_in_thread()
+
+
+def answer_lost() -> str:
+    return "Slack refused every way of posting the answer. Please ask again in a moment."
+
+
+def answer_continues_below(pages: int) -> str:
+    """Under the first page of an answer that needed ``pages`` messages."""
+    return f":arrow_down: _Part 1 of {pages}: the answer continues in the thread._"
+
+
+def answer_part(number: int, pages: int) -> str:
+    return f"_Part {number} of {pages} of the answer._"
+
+
+def answer_sent_privately(channel: str | None) -> str:
+    """First line of an answer sent as a direct message because the channel refused it."""
+    where = f"<#{channel}>" if channel and channel.startswith("C") else "the channel"
+    return f":warning: Slack refused my answer in {where}, so here it is:"
 
 
 def answer_continues() -> str:

@@ -5,12 +5,21 @@ orchestrator. Nothing in here talks to Slack: every function returns the
 ``{"text", "blocks", ...}`` dict that ``chat.postMessage``, ``chat.update`` or
 ``respond()`` takes (text safety itself lives in :mod:`bot.slack.text`).
 
-Limits respected (Slack Block Kit reference): a section's text ≤ 3,000
+Limits respected (Slack Block Kit reference, chat.postMessage): a section's text ≤ 3,000
 characters, ≤ 10 fields per section and ≤ 2,000 characters per field, ≤ 10
-elements per context block, ≤ 50 blocks per message. An answer that does not
-fit in 50 blocks keeps its first pieces in the message; :class:`AnswerMessage`
-carries the rest (Markdown) for a snippet upload. :class:`ProgressView` turns
-the orchestrator's activities (rag.activities) into the progress message.
+elements per context block, ≤ 50 blocks per message, ``text`` ≤ 40,000 characters
+(Slack truncates beyond), and ≤ :data:`MAX_PAGE_CHARS` characters of text in a
+message's blocks (Slack refuses ``msg_blocks_too_long`` from about 13,200, an
+undocumented limit measured in slackapi/bolt-js#2509).
+
+Long answers are **paginated** (:class:`AnswerMessage`): the first page replaces the
+progress or streamed message and carries the sources, footer and feedback buttons;
+the rest follow in the thread as "part k of n" messages, each within every limit
+above, fences closed and reopened across pages as across sections. Past
+:data:`MAX_PAGES` pages the remainder (Markdown, as the model wrote it) is uploaded
+as a snippet instead. Every payload has a text-only twin (:func:`plain_payload`)
+carrying the same text, for when Slack refuses the blocks. :class:`ProgressView`
+turns the orchestrator's activities (rag.activities) into the progress message.
 
 The final answer message, top to bottom::
 
@@ -30,14 +39,23 @@ from typing import Iterable, Sequence
 from urllib.parse import quote
 
 from bot.slack import messages
-from bot.slack.text import MAX_SECTION_CHARS, escape, markdown_to_mrkdwn_pieces, split_markdown
+from bot.slack.text import (
+    MAX_SECTION_CHARS,
+    break_backtick_runs,
+    escape,
+    markdown_to_mrkdwn_pieces,
+    split_markdown,
+)
 from rag.secrets import redact_text
 
 __all__ = [
     "FEEDBACK_ACTIONS",
     "FEEDBACK_BLOCK_ID",
     "MAX_BLOCKS",
+    "MAX_PAGE_CHARS",
+    "MAX_PAGES",
     "MAX_SECTION_CHARS",
+    "MAX_TEXT_CHARS",
     "AnswerMessage",
     "ProgressView",
     "SourceRef",
@@ -45,6 +63,7 @@ __all__ = [
     "render_answer",
     "render_answer_message",
     "render_failure",
+    "plain_payload",
     "render_progress",
     "render_result",
     "source_link",
@@ -55,6 +74,15 @@ MAX_FIELD_CHARS = 2000
 MAX_FIELDS_PER_SECTION = 10
 MAX_BLOCKS = 50
 MAX_FALLBACK_CHARS = 3000
+#: A message's ``text`` limit: Slack truncates longer text (chat.postMessage reference).
+MAX_TEXT_CHARS = 40_000
+#: Characters of text in one message's blocks: below the ~13,200 at which Slack starts
+#: refusing ``msg_blocks_too_long`` (measured in slackapi/bolt-js#2509; not documented).
+MAX_PAGE_CHARS = 12_000
+#: Messages one answer is paginated into; the rest is uploaded as a snippet (~120,000 characters fit).
+MAX_PAGES = 10
+#: Characters kept free on a page for its "part k of n" line.
+_PAGE_NOTE_RESERVE = 200
 MAX_QUESTION_SHOWN = 300
 #: Sections of a partial answer shown in an in-place progress update.
 MAX_PARTIAL_SECTIONS = 10
@@ -108,7 +136,7 @@ def render_result(result, *, slash: str) -> dict:
     for start in range(0, len(fields), MAX_FIELDS_PER_SECTION):
         blocks.append({"type": "section", "fields": fields[start:start + MAX_FIELDS_PER_SECTION]})
     if result.code:
-        code = escape(result.code.replace("```", "`\u200b``"))
+        code = break_backtick_runs(escape(result.code))
         for piece in split_markdown(code, limit=MAX_SECTION_CHARS - 8):
             blocks.append(_section(f"```{piece}```"))
     fallback = "\n".join(filter(None, [escape(result.title or ""), text, escape(result.code or "")]))
@@ -123,8 +151,13 @@ def source_link(source, *, web_url: str | None, commit: str | None) -> str:
     """``<web/blob/<commit>/path#Lx-Ly|path:Lx-Ly>`` when ``web_url`` is set, else `` `path:Lx-Ly` ``.
 
     ``source`` needs ``path``, ``start`` and ``end`` (a :class:`rag.types.Source`).
-    Without a commit the link points at ``HEAD``.
+    Without a commit the link points at ``HEAD``. ``web_url`` may also be a callable
+    ``(source) -> (url or None, label)`` (:class:`bot.source_links.SourceLinks`: each source
+    linked to its own repository, documents by title).
     """
+    if callable(web_url):
+        url, label = web_url(source)
+        return f"<{url}|{escape(label)}>" if url else f"`{escape(label)}`"
     label = f"{source.path}:L{source.start}-L{source.end}"
     if not web_url:
         return f"`{escape(label)}`"
@@ -140,11 +173,11 @@ def sources_text(sources: Sequence, *, web_url: str | None, commit: str | None, 
         return messages.no_answering_source(searched) if searched else messages.no_sources()
     text = messages.sources_label()
     unique = list({(s.path, s.start, s.end): s for s in sources}.values())  # first-seen order
-    for shown, source in enumerate(unique):
-        link = source_link(source, web_url=web_url, commit=commit)
+    links = list(dict.fromkeys(source_link(s, web_url=web_url, commit=commit) for s in unique))
+    for shown, link in enumerate(links):  # an issue's chunks share one link (#12 title (state))
         separator = " " if shown == 0 else " · "
         if len(text) + len(separator) + len(link) > MAX_SECTION_CHARS - 20:
-            return f"{text} · +{len(unique) - shown} more"
+            return f"{text} · +{len(links) - shown} more"
         text += separator + link
     return text
 
@@ -163,21 +196,73 @@ def _feedback_block(answer_id: str) -> dict:
     }
 
 
+def _block_chars(blocks: Sequence[dict]) -> int:
+    """Characters of text in ``blocks`` (what Slack's ``msg_blocks_too_long`` counts, roughly)."""
+    total = 0
+    for block in blocks:
+        if block.get("type") == "section":
+            total += len(block.get("text", {}).get("text", ""))
+        elif block.get("type") == "context":
+            total += sum(len(e.get("text", "")) for e in block.get("elements", []))
+        elif block.get("type") == "actions":
+            total += 60 * len(block.get("elements", []))
+    return total
+
+
+def plain_payload(payload: dict) -> dict:
+    """The text-only twin of a Block Kit payload: every section's and context's text, in order,
+    as mrkdwn ``text`` (≤ :data:`MAX_TEXT_CHARS`), no blocks — for when Slack refuses the blocks."""
+    texts = []
+    for block in payload.get("blocks") or []:
+        if block.get("type") == "section" and block.get("text"):
+            texts.append(block["text"].get("text", ""))
+        elif block.get("type") == "context":
+            texts.append(" ".join(e.get("text", "") for e in block.get("elements", [])))
+    text = "\n".join(t for t in texts if t) or payload.get("text", "")
+    return {"text": _clip(text, MAX_TEXT_CHARS), "unfurl_links": False, "unfurl_media": False}
+
+
 @dataclass(frozen=True)
 class AnswerMessage:
-    """A rendered answer.
+    """A rendered answer, paginated.
 
     Attributes:
-        payload: ``{"text", "blocks", "unfurl_links": False, "unfurl_media": False}``.
-        overflow: the part of the answer (Markdown, as the model wrote it) that did
-            not fit in :data:`MAX_BLOCKS` blocks, to upload as a snippet; ``None`` when
-            everything fits.
-        sections: how many answer sections the message holds.
+        pages: Block Kit payloads ``{"text", "blocks", "unfurl_links": False, "unfurl_media": False}``,
+            each within Slack's limits (module docstring); the first replaces the progress or
+            streamed message, the others are posted in the thread after it, in order.
+        overflow: the part of the answer (Markdown, as the model wrote it) beyond
+            :data:`MAX_PAGES` pages, to upload as a snippet; ``None`` when everything fits.
+        sections: how many answer sections the pages hold.
+        supplement: the first page without the answer text (sources, footer, feedback
+            buttons), posted when the streamed reply already shows the whole answer but
+            could not be replaced.
     """
 
-    payload: dict
+    pages: tuple[dict, ...]
     overflow: str | None = None
     sections: int = 0
+    supplement: dict | None = None
+
+    @property
+    def payload(self) -> dict:
+        """The first page."""
+        return self.pages[0]
+
+
+def _paginate(pieces: list, *, first_room: int, first_blocks: int, max_pages: int) -> tuple[list[list], int | None]:
+    """Group pieces into pages: ``(pages, index of the first piece left over or None)``."""
+    pages: list[list] = [[]]
+    room, blocks = first_room, first_blocks
+    for index, piece in enumerate(pieces):
+        if pages[-1] and (len(piece.text) > room or blocks < 1):
+            if len(pages) == max_pages:
+                return pages, index
+            pages.append([])
+            room, blocks = MAX_PAGE_CHARS - _PAGE_NOTE_RESERVE, MAX_BLOCKS - 1
+        pages[-1].append(piece)
+        room -= len(piece.text)
+        blocks -= 1
+    return pages, None
 
 
 def render_answer_message(
@@ -195,10 +280,11 @@ def render_answer_message(
     notes: Sequence[str] = (),
     answer_id: str | None = None,
     max_blocks: int = MAX_BLOCKS,
+    max_pages: int = MAX_PAGES,
     searched: int = 0,
     memory_off: bool = False,
 ) -> AnswerMessage:
-    """Render an answer (the layout in the module docstring).
+    """Render an answer (the layout in the module docstring), paginated within Slack's limits.
 
     Args:
         answer: the answer as Markdown (model output or the local answer); it is
@@ -210,11 +296,12 @@ def render_answer_message(
         answer_id: adds the 👍/👎 buttons carrying this id.
         searched: with no ``sources``, the number of excerpts the model read without finding
             an answer (it declined); shown instead of "no matching files".
-        max_blocks: block budget (Slack's limit is 50).
+        max_blocks: block budget of one page (Slack's limit is 50).
+        max_pages: messages at most; the rest becomes :attr:`AnswerMessage.overflow`.
         memory_off: the state store is unavailable: the footer says so.
 
     Returns:
-        An :class:`AnswerMessage`; its ``overflow`` is set when the answer needed more blocks.
+        An :class:`AnswerMessage`.
     """
     head = [_heading(question, user_id)]
     if notice:
@@ -227,25 +314,33 @@ def render_answer_message(
                                                  memory_off=memory_off)]))
     if answer_id:
         tail.append(_feedback_block(answer_id))
+    supplement_blocks = list(tail)
     pieces = markdown_to_mrkdwn_pieces(answer or "")
-    room = max_blocks - len(head) - len(tail)
+    fixed = head + tail
+    first_room = MAX_PAGE_CHARS - _block_chars(fixed) - 2 * _PAGE_NOTE_RESERVE
+    first_blocks = max_blocks - len(fixed) - 2  # the "continues" line and the overflow note
+    groups, rest = _paginate(pieces, first_room=first_room, first_blocks=first_blocks, max_pages=max_pages)
     overflow = None
-    if len(pieces) > room:
-        room -= 1  # the note saying where the rest went
-        kept, rest = pieces[:room], pieces[room]
+    if rest is not None:
         lines = (answer or "").replace("\r\n", "\n").split("\n")
-        overflow = "\n".join(lines[rest.first_line:])
-        pieces = kept
+        overflow = "\n".join(lines[pieces[rest].first_line:])
         tail.insert(1 if notes else 0, _context([messages.answer_overflow()]))
-    blocks = head + [_section(piece.text) for piece in pieces] + tail
-    fallback = pieces[0].text if pieces else escape(question, keep_user_mentions=False)
-    payload = {
-        "text": _clip(fallback, MAX_FALLBACK_CHARS),
-        "blocks": blocks,
-        "unfurl_links": False,
-        "unfurl_media": False,
-    }
-    return AnswerMessage(payload=payload, overflow=overflow, sections=len(pieces))
+    total = len(groups)
+    pages: list[dict] = []
+    for number, group in enumerate(groups, start=1):
+        body = [_section(piece.text) for piece in group]
+        if number == 1:
+            blocks = head + body + ([_context([messages.answer_continues_below(total)])] if total > 1 else []) + tail
+            fallback = group[0].text if group else escape(question, keep_user_mentions=False)
+        else:
+            blocks = body + [_context([messages.answer_part(number, total)])]
+            fallback = group[0].text
+        pages.append({"text": _clip(fallback, MAX_FALLBACK_CHARS), "blocks": blocks,
+                      "unfurl_links": False, "unfurl_media": False})
+    supplement = {"text": _clip(plain_payload({"blocks": supplement_blocks})["text"], MAX_FALLBACK_CHARS),
+                  "blocks": supplement_blocks, "unfurl_links": False, "unfurl_media": False}
+    return AnswerMessage(pages=tuple(pages), overflow=overflow, sections=sum(len(g) for g in groups),
+                         supplement=supplement)
 
 
 def render_answer(answer: str, **kwargs) -> dict:
@@ -268,8 +363,15 @@ def render_progress(*, header: str, lines: Sequence[str], question: str, user_id
     blocks = [_heading(question, user_id), _section(_clip(status, MAX_SECTION_CHARS))]
     if partial:
         pieces = markdown_to_mrkdwn_pieces(partial)
-        blocks += [_section(piece.text) for piece in pieces[:MAX_PARTIAL_SECTIONS]]
-        if len(pieces) > MAX_PARTIAL_SECTIONS:
+        room = MAX_PAGE_CHARS - _block_chars(blocks) - _PAGE_NOTE_RESERVE * 2
+        shown = 0
+        for piece in pieces[:MAX_PARTIAL_SECTIONS]:
+            if len(piece.text) > room:
+                break
+            blocks.append(_section(piece.text))
+            room -= len(piece.text)
+            shown += 1
+        if shown < len(pieces):
             blocks.append(_context([messages.answer_continues()]))
     if footer:
         blocks.append(_context([footer]))
@@ -375,9 +477,15 @@ class ProgressView:
         return render_progress(header=self.header, lines=self.lines(), question=self.question, user_id=self.user_id,
                                partial=self.answer_text if self.show_partial else None)
 
-    def done_payload(self, *, ok: bool, reason: str | None, footer: str) -> dict:
-        """The progress message once the answer is in the thread (or failed there)."""
+    def done_payload(self, *, ok: bool, reason: str | None, footer: str, where: str = "stream") -> dict:
+        """The progress message once the answer went out ``where`` (a delivery mode of
+        :mod:`bot.slack.delivery`: in the thread, below, privately …), or failed."""
         steps = list(self._steps.values())[-self._max_lines:]
-        steps.append(messages.answered_in_thread() if ok else messages.failure(reason or "the answer failed"))
+        if ok:
+            steps.append(messages.answered_where(where))
+        elif where == "lost":
+            steps.append(messages.answered_where(where))
+        else:
+            steps.append(messages.failure(reason or "the answer failed"))
         return render_progress(header=self._done_header, lines=steps, question=self.question,
                                user_id=self.user_id, footer=footer)

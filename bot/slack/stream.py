@@ -15,19 +15,27 @@ small pieces sit in between:
   Slack requires for channels), coalesced by a :class:`Coalescer`. Mention
   syntax is neutralised before it leaves (:func:`bot.slack.text.neutralise_markdown`)
   and a trailing half-written ``<…`` or ``@word`` is held back until it is complete.
-  If Slack refuses the stream (an error on the first call: ``not_allowed``,
+  If Slack refuses the stream (an ``ok: false`` on the first call: ``not_allowed``,
   ``method_not_supported_for_channel_type`` …) or it breaks later, ``on_refused``
   is called once and the caller falls back to updating a message in place.
+
+With a :class:`bot.slack.budget.SlackBudget`, starting the stream and each append are
+sheddable (skipped while the budget keeps room for answers; the text waits for the next
+append) and not retried; a 429, 5xx or connection failure of one of them is transient:
+slack-sdk's ``AsyncChatStream`` keeps the unsent text in its buffer and the next append
+carries it, so one failed append never switches the answer away from the stream. The
+last append and ``chat.stopStream`` must go (waited for, retried).
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import Any, Awaitable, Callable, Generic, TypeVar
 
-
-from bot.slack.errors import error_code
+from bot.slack.budget import sheddable_call
+from bot.slack.errors import error_code, is_refusal
 from bot.slack.text import neutralise_markdown, stream_safe_length
 
 __all__ = ["Coalescer", "ThreadStream", "DEFAULT_STREAM_BUFFER_CHARS", "MAX_APPEND_CHARS"]
@@ -54,13 +62,15 @@ class Coalescer(Generic[T]):
     Args:
         send: ``async send(state)``; an exception is logged (type only), counted in
             :attr:`failures` and kept in :attr:`last_error`; later states are still sent.
+            Returning ``False`` means the state was skipped (counted in :attr:`skipped`).
         interval_s: minimum seconds between the end of one send and the start of the next.
         clock: monotonic seconds (injectable for tests).
         just_sent: count construction time as a send (the message was just posted), so
             the first state also waits ``interval_s``.
 
     Attributes:
-        sent: sends attempted.
+        sent: sends attempted (not counting skipped ones).
+        skipped: states ``send`` skipped (returned ``False``: shed for the rate-limit budget).
     """
 
     def __init__(self, send: Callable[[T], Awaitable[Any]], *, interval_s: float,
@@ -76,6 +86,7 @@ class Coalescer(Generic[T]):
         self._task: asyncio.Task | None = None
         self._closed = False
         self.sent = 0
+        self.skipped = 0
         self.failures = 0
         self.last_error: BaseException | None = None
 
@@ -100,11 +111,14 @@ class Coalescer(Generic[T]):
             if wait > 0:
                 await asyncio.sleep(wait)
             state, self._latest = self._latest, _NOTHING
-            self.sent += 1
             try:
-                await self._send(state)
+                if await self._send(state) is False:
+                    self.skipped += 1
+                else:
+                    self.sent += 1
                 self.last_error = None
             except Exception as err:  # noqa: BLE001 - a progress sink must not break the answer
+                self.sent += 1
                 self.failures += 1
                 self.last_error = err
                 code = error_code(err)
@@ -136,6 +150,15 @@ class Coalescer(Generic[T]):
         self._closed = True
         self._latest = _NOTHING
 
+    async def settle(self) -> None:
+        """Stop (:meth:`cancel`), wait for a send under way, then until ``interval_s`` has passed
+        since the last send: the caller's own next edit of the same message keeps the spacing."""
+        self.cancel()
+        await self.flush()
+        wait = self._last_end + self._interval - self._clock()
+        if wait > 0:
+            await asyncio.sleep(wait)
+
 
 class ThreadStream:
     """Stream answer text into a thread (see the module docstring).
@@ -147,11 +170,19 @@ class ThreadStream:
         user_id, team_id: the recipient (the asker), required by Slack in channels.
         interval_s: minimum seconds between two Web API calls of this stream.
         on_refused: ``callback(error_code)`` called once when Slack refuses or breaks the stream.
+        budget: the app's :class:`bot.slack.budget.SlackBudget` (optional).
+        on_started: ``callback(ts)`` called once the streamed message exists.
     """
 
     def __init__(self, client, *, channel: str, thread_ts: str, user_id: str | None, team_id: str | None,
-                 interval_s: float, on_refused: Callable[[str], None] | None = None) -> None:
+                 interval_s: float, on_refused: Callable[[str], None] | None = None, budget=None,
+                 on_started: Callable[[str], None] | None = None) -> None:
         self._client = client
+        self._budget = budget
+        self._on_started = on_started
+        self._held = False
+        #: appends that failed transiently (their text went with a later call)
+        self.transient_failures = 0
         self._args = {"channel": channel, "thread_ts": thread_ts, "recipient_user_id": user_id,
                       "recipient_team_id": team_id}
         self._on_refused = on_refused
@@ -188,27 +219,59 @@ class ThreadStream:
     async def _push(self, _state: int) -> None:
         text = self.text
         cut = len(text) if self._final else max(stream_safe_length(text), self._released)
-        delta = text[self._released:cut]
-        if not delta or not self.active:
+        if cut <= self._released or not self.active:
             return
+        if not await self._may_call(sheddable=not self._final):
+            return  # shed: this text goes with a later append
+        delta = text[self._released:cut]
         self._released = cut
         safe = neutralise_markdown(delta)
-        for start in range(0, len(safe), MAX_APPEND_CHARS):
-            if not await self._append(safe[start:start + MAX_APPEND_CHARS]):
+        for number, start in enumerate(range(0, len(safe), MAX_APPEND_CHARS)):
+            if number and not await self._may_call(sheddable=False):
+                return
+            if not await self._append(safe[start:start + MAX_APPEND_CHARS], sheddable=not self._final):
                 return
 
-    async def _append(self, text: str) -> bool:
+    def _method(self) -> str:
+        return "chat.appendStream" if self._stream is not None and self._stream.ts else "chat.startStream"
+
+    async def _may_call(self, *, sheddable: bool) -> bool:
+        if self._budget is None:
+            return True
+        if sheddable:
+            return await self._budget.try_spend(self._method())
+        await self._budget.spend(self._method())
+        return True
+
+    async def _append(self, text: str, *, sheddable: bool) -> bool:
+        started = self._stream is not None and bool(self._stream.ts)
         try:
             if self._stream is None:
                 self._stream = await self._client.chat_stream(buffer_size=DEFAULT_STREAM_BUFFER_CHARS, **self._args)
-            await self._stream.append(markdown_text=text)
-        except Exception as err:  # noqa: BLE001 - any refusal means: fall back to in-place updates
+            with sheddable_call() if sheddable else contextlib.nullcontext():
+                await self._stream.append(markdown_text=text)
+        except Exception as err:  # noqa: BLE001 - a refusal means: fall back to in-place updates
+            if sheddable and not is_refusal(err):  # 429, 5xx, a reset: the SDK keeps the text buffered
+                self.transient_failures += 1
+                log.info("thread stream: an append failed (%s); its text goes with the next", error_code(err))
+                return True
             self._fail(err)
             return False
         self.appends += 1
         self.state = "streaming"
         self.ts = self._stream.ts
+        if not started and self.ts:
+            if self._budget is not None and not self._held:
+                self._held = True
+                self._budget.reserve({"chat.appendStream": 1, "chat.stopStream": 1})
+            if self._on_started is not None:
+                self._on_started(self.ts)
         return True
+
+    def _release(self) -> None:
+        if self._held:
+            self._held = False
+            self._budget.release({"chat.appendStream": 1, "chat.stopStream": 1})
 
     def _fail(self, err: BaseException) -> None:
         code = error_code(err)
@@ -229,17 +292,29 @@ class ThreadStream:
             self._updates.submit(0)
         await self._updates.aclose()
         if self.state != "streaming" or self._stream is None:
+            self._release()
             return None
         try:
+            if self._budget is not None:
+                await self._budget.spend("chat.stopStream")
             await self._stream.stop()
         except Exception as err:  # noqa: BLE001 - the final message still goes out by chat.update
             code = error_code(err)
             log.info("chat.stopStream failed (%s)", code)
             self.state, self.error = "broken", str(code)
             return self.ts
+        finally:
+            self._release()
         self.state = "stopped"
         return self.ts
+
+    @property
+    def complete(self) -> bool:
+        """The streamed message holds everything fed (the stream stopped cleanly)."""
+        return self.state == "stopped" and self._released == len(self.text)
 
     def cancel(self) -> None:
         """Stop sending (pending text is dropped; a started stream is left to Slack's expiry)."""
         self._updates.cancel()
+        self._release()
+

@@ -27,6 +27,22 @@ limit, Slack Block Kit reference) on line boundaries, preferring blank lines;
 a fenced code block that must be cut is closed with ```` ``` ```` and reopened
 in the next piece, so every piece has balanced fences. Markdown's language tag
 on a fence (```` ```js ````) is dropped: mrkdwn would show it as code text.
+
+Fences (issue 13). Markdown fences follow CommonMark (spec 0.31, "Fenced code blocks"):
+a fence is 3+ backticks or tildes indented at most 3 spaces; a backtick fence's info
+string holds no backtick; the block ends at a line of the same character, at least as
+long, and nothing else — so a ```` ````md ```` block may hold ```` ``` ```` lines and
+```` ```js ```` inside a ```` ``` ```` block is content. One deliberate step beyond the
+spec: inside a block, a fence line *with* a language tag (```` ```bash ````) opens an
+inner block whose bare closing line is content too — what a model means when it writes
+Markdown inside code (a template literal, a README snippet in a string), and where
+CommonMark would end the outer block early. Slack's mrkdwn knows one fence
+only: any ```` ``` ```` — at a line start or mid-line — ends its code block. So every
+run of three or more backticks that is *content* (in code or in prose) gets a zero-width
+space between its backticks (:func:`break_backtick_runs`: ```` `\u200b`\u200b` ````): it
+looks the same, and the only ```` ``` ```` Slack sees are the fences written here. Code
+copied from Slack then carries those invisible characters on such lines (rare: lines of
+backticks inside code).
 """
 from __future__ import annotations
 
@@ -36,6 +52,7 @@ from dataclasses import dataclass
 __all__ = [
     "FENCE",
     "MAX_SECTION_CHARS",
+    "break_backtick_runs",
     "Piece",
     "escape",
     "markdown_to_mrkdwn_pieces",
@@ -61,13 +78,67 @@ _URL_OR_CHANNEL_LINK = re.compile(
 _ANY_SAFE_LINK = re.compile(
     r"<(?:@[UW][A-Z0-9]+(?:\|[^<>\n]*)?|#C[A-Z0-9]+(?:\|[^<>\n]*)?|(?:https?://|mailto:)[^<>|\s]+(?:\|[^<>\n]*)?)>")
 _FENCE_LINE = re.compile(r"^\s{0,3}(```|~~~)")
+_FENCE_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_FENCE_CLOSE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[ \t]*$")
+_BACKTICK_RUN = re.compile(r"`{3,}")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 _BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 _ITALIC = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])")
 _STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
 _BULLET = re.compile(r"^(\s*)[-*+]\s+(?=\S)")
 _MD_LINK = re.compile(r"\[([^\]\n]+)\]\(((?:https?://|mailto:)[^)\s|<>]+)\)")
-_INLINE_CODE = re.compile(r"(`[^`\n]+`)")
+#: A CommonMark code span: a run of n backticks, content, a run of exactly n backticks.
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+
+
+def break_backtick_runs(text: str) -> str:
+    """Put a zero-width space between the backticks of every run of three or more, so that
+    Slack's mrkdwn never reads it as a fence (see the module docstring)."""
+    return _BACKTICK_RUN.sub(lambda m: ZWSP.join(m.group(0)), text)
+
+
+def _fence_opening(line: str) -> tuple[str, int] | None:
+    """``(character, length)`` when ``line`` opens a fenced code block (CommonMark), else ``None``."""
+    match = _FENCE_OPEN.match(line)
+    if match is None:
+        return None
+    fence = match.group("fence")
+    if fence[0] == "`" and "`" in match.group("info"):
+        return None
+    return fence[0], len(fence)
+
+
+class _FenceTracker:
+    """Which lines open and close fenced blocks (see the module docstring): ``feed(line)`` says
+    whether the line is a fence of the outermost block; ``inside`` whether a block is open."""
+
+    def __init__(self) -> None:
+        self.opening: tuple[str, int] | None = None
+        self._inner: list[int] = []  # lengths of inner blocks opened with a language tag
+
+    @property
+    def inside(self) -> bool:
+        return self.opening is not None
+
+    def feed(self, line: str) -> bool:
+        if self.opening is None:
+            self.opening = _fence_opening(line)
+            return self.opening is not None
+        match = _FENCE_CLOSE.match(line)
+        if match and match.group("fence")[0] == self.opening[0]:
+            length = len(match.group("fence"))
+            if self._inner:
+                if length >= self._inner[-1]:
+                    self._inner.pop()
+                return False
+            if length >= self.opening[1]:
+                self.opening = None
+                return True
+            return False
+        inner = _fence_opening(line)
+        if inner is not None and inner[0] == self.opening[0] and line.strip() != inner[0] * inner[1]:
+            self._inner.append(inner[1])
+        return False
 
 
 def _inert(name: str) -> str:
@@ -134,32 +205,48 @@ def stream_safe_length(text: str) -> int:
 
 
 def _inline_to_mrkdwn(text: str) -> str:
-    """One line outside code: escape, neutralise, then Markdown emphasis/links → mrkdwn."""
-    parts = _INLINE_CODE.split(text)
+    """One line outside code: escape, neutralise, then Markdown emphasis/links → mrkdwn.
+
+    A code span becomes Slack inline code (literal, escaped, never converted); one whose content
+    holds a backtick (which Slack's inline code cannot) is kept as literal text instead.
+    """
     out: list[str] = []
-    for index, part in enumerate(parts):
-        if index % 2:  # inline code: literal, escaped, never converted
-            out.append(_escape_plain(part))
-            continue
-        part = escape(part, keep_user_mentions=False)
-        part = _MD_LINK.sub(lambda m: f"<{m.group(2)}|{m.group(1)}>", part)
-        bolds: list[str] = []
-
-        def hold(match: re.Match) -> str:
-            bolds.append(match.group(1))
-            return f"\x00{len(bolds) - 1}\x00"
-
-        part = _BOLD.sub(hold, part)
-        part = _ITALIC.sub(r"_\1_", part)
-        part = _STRIKE.sub(r"~\1~", part)
-        part = re.sub(r"\x00(\d+)\x00", lambda m: f"*{bolds[int(m.group(1))]}*", part)
-        out.append(part)
+    pos = 0
+    for span in _CODE_SPAN.finditer(text):
+        out.append(_prose_to_mrkdwn(text[pos:span.start()]))
+        content = span.group(2)
+        if len(content) > 2 and content.startswith(" ") and content.endswith(" ") and content.strip():
+            content = content[1:-1]  # CommonMark strips one space each side
+        if "`" in content:
+            out.append(break_backtick_runs(_escape_plain(span.group(0))))
+        else:
+            out.append(f"`{_escape_plain(content)}`")
+        pos = span.end()
+    out.append(_prose_to_mrkdwn(text[pos:]))
     return "".join(out)
+
+
+def _prose_to_mrkdwn(part: str) -> str:
+    if not part:
+        return ""
+    part = escape(part, keep_user_mentions=False)
+    part = _MD_LINK.sub(lambda m: f"<{m.group(2)}|{m.group(1)}>", part)
+    bolds: list[str] = []
+
+    def hold(match: re.Match) -> str:
+        bolds.append(match.group(1))
+        return f"\x00{len(bolds) - 1}\x00"
+
+    part = _BOLD.sub(hold, part)
+    part = _ITALIC.sub(r"_\1_", part)
+    part = _STRIKE.sub(r"~\1~", part)
+    part = re.sub(r"\x00(\d+)\x00", lambda m: f"*{bolds[int(m.group(1))]}*", part)
+    return break_backtick_runs(part)
 
 
 def _render_line(line: str, *, in_code: bool) -> str:
     if in_code:
-        return _escape_plain(line)
+        return break_backtick_runs(_escape_plain(line))
     heading = _HEADING.match(line)
     if heading:
         title = _inline_to_mrkdwn(heading.group(1)).strip("*")
@@ -230,6 +317,7 @@ def markdown_to_mrkdwn_pieces(markdown: str, *, limit: int = MAX_SECTION_CHARS) 
     size = 0
     first = 0
     in_fence = False
+    fences = _FenceTracker()
 
     def close(next_first: int) -> None:
         nonlocal current, size, first
@@ -240,7 +328,7 @@ def markdown_to_mrkdwn_pieces(markdown: str, *, limit: int = MAX_SECTION_CHARS) 
         first = next_first
 
     for number, raw in enumerate((markdown or "").replace("\r\n", "\n").split("\n")):
-        is_fence = bool(_FENCE_LINE.match(raw))
+        is_fence = fences.feed(raw)
         rendered = FENCE if is_fence else _render_line(raw, in_code=in_fence)
         # a closing fence may use the room kept for it, so it never lands alone in a new piece
         room = width + _FENCE_RESERVE if is_fence and in_fence else width

@@ -18,6 +18,7 @@ Layout::
     in_flight(answer_id, channel, thread_ts, message_ts, replica_id, started_at)
     settings(key, value, updated_at)
     leases(name, holder, acquired_at, expires_at)
+    repo_bindings(scope, repo, set_by, set_at, expires_at)        channel/thread → repository
 
 Concurrency: SQLite applies migrations under ``BEGIN IMMEDIATE`` (one writer at a
 time across processes); PostgreSQL under ``pg_advisory_xact_lock(MIGRATION_LOCK)``
@@ -103,6 +104,18 @@ def m001_initial(d: Dialect) -> str:
         CREATE TABLE leases (
             name TEXT PRIMARY KEY, holder TEXT NOT NULL, acquired_at {real} NOT NULL, expires_at {real} NOT NULL
         )
+    """
+
+
+@migration
+def m002_repo_bindings(d: Dialect) -> str:
+    """Which repository a channel (``channel:<id>``) or a thread (``thread:<channel>:<ts>``) asks about;
+    ``expires_at`` is NULL for bindings kept until changed (channels)."""
+    return """
+        CREATE TABLE repo_bindings (
+            scope TEXT PRIMARY KEY, repo TEXT NOT NULL, set_by TEXT, set_at {real} NOT NULL, expires_at {real}
+        );
+        CREATE INDEX repo_bindings_expiry ON repo_bindings (expires_at)
     """
 
 

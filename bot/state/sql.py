@@ -218,6 +218,35 @@ class SQLStore:
                           f"started_at FROM in_flight {where} ORDER BY started_at, answer_id", params)
         return [InFlightAnswer(*row) for row in rows]
 
+    # -- repository bindings ---------------------------------------------------------------------
+
+    def bind_repo(self, scope: str, repo: str | None, *, set_by: str | None = None, ttl_s: float | None = None,
+                  now: float | None = None) -> None:
+        """See :meth:`bot.state.store.StateStore.bind_repo`. Raises ``ValueError`` for ``ttl_s <= 0``."""
+        if ttl_s is not None and ttl_s <= 0:
+            raise ValueError(f"ttl_s must be > 0, got {ttl_s}")
+        now = _now(now)
+        with self._write("bind repository") as conn:
+            if repo is None:
+                self._x(conn, "DELETE FROM repo_bindings WHERE scope = ?", (scope,))
+                return
+            self._x(conn, "INSERT INTO repo_bindings VALUES (?, ?, ?, ?, ?) ON CONFLICT (scope) DO UPDATE SET "
+                          "repo = excluded.repo, set_by = excluded.set_by, set_at = excluded.set_at, "
+                          "expires_at = excluded.expires_at",
+                    (scope, repo, set_by, now, now + ttl_s if ttl_s is not None else None))
+
+    def bound_repo(self, scope: str, *, now: float | None = None) -> str | None:
+        """See :meth:`bot.state.store.StateStore.bound_repo`."""
+        rows = self._read("read repository binding", "SELECT repo FROM repo_bindings WHERE scope = ? AND "
+                          "(expires_at IS NULL OR expires_at > ?)", (scope, _now(now)))
+        return rows[0][0] if rows else None
+
+    def repo_bindings(self, prefix: str = "", *, now: float | None = None) -> dict[str, str]:
+        """See :meth:`bot.state.store.StateStore.repo_bindings`."""
+        rows = self._read("read repository bindings", "SELECT scope, repo FROM repo_bindings WHERE "
+                          "(expires_at IS NULL OR expires_at > ?) ORDER BY scope", (_now(now),))
+        return {scope: repo for scope, repo in rows if scope.startswith(prefix)}
+
     # -- settings --------------------------------------------------------------------------------
 
     def set_setting(self, key: str, value: str | None) -> None:
@@ -279,6 +308,8 @@ class SQLStore:
             out["rate_hits"] = self._x(conn, "DELETE FROM rate_hits WHERE at <= ?",
                                        (now - RATE_HIT_HORIZON_S,)).rowcount
             out["leases"] = self._x(conn, "DELETE FROM leases WHERE expires_at <= ?", (now,)).rowcount
+            out["repo_bindings"] = self._x(conn, "DELETE FROM repo_bindings WHERE expires_at <= ?",
+                                           (now,)).rowcount
             out["in_flight"] = self._x(conn, "DELETE FROM in_flight WHERE started_at <= ?",
                                        (now - self.config.in_flight_ttl_s,)).rowcount
             out["runs"] = self._x(conn, "DELETE FROM runs WHERE seq IN (SELECT seq FROM (SELECT seq, ROW_NUMBER() "

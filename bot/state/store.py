@@ -77,7 +77,7 @@ DEFAULT_STATE_FILENAME = "state.sqlite"
 #: Feedback votes.
 VOTES = ("up", "down")
 #: Rows of each kind, as :meth:`StateStore.counts` reports them.
-KINDS = ("turns", "claims", "rate_hits", "votes", "runs", "in_flight", "settings", "leases")
+KINDS = ("turns", "claims", "rate_hits", "votes", "runs", "in_flight", "settings", "leases", "repo_bindings")
 
 
 class StateError(Exception):
@@ -252,6 +252,18 @@ class StateStore(Protocol):
 
     def unfinished(self, replica_id: str | None = None) -> list[InFlightAnswer]:
         """Answers still in flight (of one replica, or all), oldest first."""
+
+    # -- repository bindings -------------------------------------------------------------------
+    def bind_repo(self, scope: str, repo: str | None, *, set_by: str | None = None, ttl_s: float | None = None,
+                  now: float | None = None) -> None:
+        """Bind ``scope`` (``channel:<id>``, ``thread:<channel>:<ts>``) to the repository ``repo``
+        (``None`` removes the binding); ``ttl_s`` makes it expire (``None``: kept until changed)."""
+
+    def bound_repo(self, scope: str, *, now: float | None = None) -> str | None:
+        """The repository ``scope`` is bound to, or ``None`` (never bound, removed or expired)."""
+
+    def repo_bindings(self, prefix: str = "", *, now: float | None = None) -> dict[str, str]:
+        """Every unexpired binding whose scope starts with ``prefix``: ``{scope: repo}``."""
 
     # -- settings ----------------------------------------------------------------------------
     def set_setting(self, key: str, value: str | None) -> None:

@@ -18,7 +18,9 @@ code-context entries, and the lines repository tools showed it: ``readFile`` ran
 
 Citation forms recognised (with or without backticks, ``L`` prefixes, en or em
 dashes): ``lib/a.js:10-20``, ``lib/a.js:L10-L20``, ``lib/a.js:12``, ```lib/a.js`:12``,
-``lib/a.js#L10-L20``, ``lib/a.js (lines 10-20)``. A bare file name
+``lib/a.js#L10-L20``, ``lib/a.js (lines 10-20)``; a document (:mod:`rag.documents`) is cited
+the same way by its path, ``doc:3f9a1c2b7e:4-12``, and so are an issue and a pull request
+(:mod:`rag.sources.items`), ``issue:12:1-4``, ``pr:7:1-3`` (``api/issue:12:1-4`` in an ``in:all`` answer). A bare file name
 (``router.js:12``) is resolved to the one shown path it names. Not citations:
 a path alone, ``1.2:3`` (a version), ``api.example.com:443`` (a host; a name
 without ``/`` needs a file extension or must name a shown file),
@@ -37,7 +39,9 @@ __all__ = ["Citation", "CitationCheck", "extract_citations", "check_citations", 
 MAX_CITATIONS = 200
 """Citations read from one answer (a longer list is cut; answers are a few KB)."""
 
-_PATH = r"(?<![\w/.@\\-])(?P<path>(?:[\w@.-]+/)*[\w@.-]*[\w@-])"
+_PATH = (r"(?<![\w/.@\\-])(?P<path>doc:[0-9a-f]{6,32}|(?:[\w@.-]+/)?(?:issue|pr):[1-9]\d{0,9}"
+         r"|(?:[\w@.-]+/)*[\w@.-]*[\w@-])")
+_ITEM = re.compile(r"^(?:[\w@.-]+/)?(?:issue|pr):\d+$")
 _RANGE = r"(?P<start>\d{1,7})(?:\s?[-–—]\s?L?(?P<end>\d{1,7}))?"
 _COLON_FORM = re.compile(_PATH + r"`?(?::L?|#L)" + _RANGE + r"(?![\w])")
 _LINES_FORM = re.compile(_PATH + r"`?\s*\((?:lines?|L)\s*" + _RANGE + r"\)", re.I)
@@ -95,7 +99,7 @@ class CitationCheck:
 
 def _resolve(path: str, known: Collection[str], by_name: dict[str, list[str]]) -> str | None:
     """``path`` as a citation path: itself, the one known path it is a ``/``-suffix of, or ``None``."""
-    if path in known:
+    if path in known or path.startswith("doc:") or _ITEM.match(path):
         return path
     suffix = [p for p in by_name.get(path.rsplit("/", 1)[-1], ()) if p.endswith("/" + path)]
     if len(suffix) == 1:

@@ -1,7 +1,8 @@
 """The code graph: questions about symbols, routes, env vars and file dependencies.
 
 Built once from the parsed :class:`~rag.parse.parser.FileStructure` of every
-JavaScript-family file (the index stores them); all look-ups are then
+parsed file (JavaScript, TypeScript, Python; definitions only for Go, Java, Rust,
+Ruby — the index stores them); all look-ups are then
 in-memory. It ports the seed's ``findSymbols``, ``findRoutes``,
 ``getDependencies``, ``getDependants`` and ``findEnvironmentVariable``.
 
@@ -14,10 +15,13 @@ Routes get **+10** more when the question names their HTTP method (our
 tie-breaker between ``GET /users`` and ``POST /users``).
 
 Route prefixes: a mount ``app.use('/api', usersRouter)`` (or
-``fastify.register(plugin, { prefix })``) whose target is imported from another
+``fastify.register(plugin, { prefix })``, Flask's ``register_blueprint``, FastAPI's
+``include_router``, Django's ``include``) whose target is imported from another
 file gives that file's routes the prefix; when the target is a router of the
 same file, that router's routes get it. Mounts chain (``/api`` + ``/v1`` +
-``/users``); a router mounted at two prefixes yields one route per prefix.
+``/users``); a router mounted at two prefixes yields one route per prefix. The
+mounts themselves are routes too (method ``USE``, their own full prefix), as in
+the seed, which listed ``use`` among the route methods.
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from rag.parse.parser import FileStructure, resolve_relative
+from rag.parse.parser import FileStructure, ImportResolver
 from rag.text import STOPWORDS, identifier_parts, words
 
 __all__ = [
@@ -106,11 +110,14 @@ class RouteHit:
     match: str = "exact"
     source: str = "call"
     score: int = 0
+    handler: str | None = None
 
     def to_json(self) -> dict:
-        """The CLI shape: ``{"path", "line", "method", "route", "router", "match", "source", "score"}``."""
+        """The CLI shape: ``{"path", "line", "method", "route", "router", "match", "source", "score",
+        "handler"}`` (``handler``: the handling function when the parser knows it, else ``None``)."""
         return {"path": self.path, "line": self.line, "method": self.method, "route": self.route,
-                "router": self.router, "match": self.match, "source": self.source, "score": self.score}
+                "router": self.router, "match": self.match, "source": self.source, "score": self.score,
+                "handler": self.handler}
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +230,7 @@ class CodeGraph:
         ]
 
     def routes(self) -> list[RouteHit]:
-        """Every route (mount prefixes applied; ``USE`` mounts excluded), by path then line."""
+        """Every route and ``USE`` mount (mount prefixes applied), by path then line."""
         return [hit for hit, _literal in self._routes]
 
     # -- scored searches -----------------------------------------------------------
@@ -294,7 +301,8 @@ class CodeGraph:
                 score += METHOD_SCORE
             if score > 0:
                 hits.append(RouteHit(path=route.path, line=route.line, method=route.method, route=route.route,
-                                     router=route.router, match=route.match, source=route.source, score=score))
+                                     router=route.router, match=route.match, source=route.source, score=score,
+                                     handler=route.handler))
         hits.sort(key=lambda h: (-h.score, h.path, h.line))
         return hits[:limit]
 
@@ -340,7 +348,7 @@ class CodeGraph:
 
     # -- route prefixes ----------------------------------------------------------------
     def _mounts(self) -> list[_Mount]:
-        known = set(self._structures)
+        resolver = ImportResolver(self._structures)
         mounts: list[_Mount] = []
         for path in sorted(self._structures):
             structure = self._structures[path]
@@ -349,7 +357,7 @@ class CodeGraph:
                     continue
                 prefix = _join(route.prefix or "", route.path)
                 if route.target_spec:
-                    child = resolve_relative(path, route.target_spec, known)
+                    child = resolver.resolve(path, route.target_spec)
                     if child:
                         mounts.append(_Mount(path, route.router, prefix, child, None))
                     continue
@@ -374,7 +382,7 @@ class CodeGraph:
         return None
 
     def _resolve_routes(self) -> list[tuple[RouteHit, str]]:
-        """Every non-``USE`` route with each derivable prefix, paired with its literal path."""
+        """Every route and mount with each derivable prefix, paired with its literal path."""
         mounts = self._mounts()
         by_child: dict[tuple[str, str | None], list[_Mount]] = {}
         for mount in mounts:
@@ -403,12 +411,11 @@ class CodeGraph:
         hits: list[tuple[RouteHit, str]] = []
         for path in sorted(self._structures):
             for route in self._structures[path].routes:
-                if route.method == "USE":
-                    continue
                 own = _join(route.prefix or "", route.path)
                 outer = prefixes(path, route.router, 0) if route.source == "call" else [""]
                 for prefix in outer:
                     hit = RouteHit(path=path, line=route.line, method=route.method, route=_join(prefix, own),
-                                   router=route.router, match=route.match, source=route.source)
+                                   router=route.router.split("@", 1)[0] if route.router else None,
+                                   match=route.match, source=route.source, handler=route.handler)
                     hits.append((hit, route.path))
         return hits

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from rag.context.codegraph import FULL_NAME_SCORE, TOKEN_SCORE, CodeGraph, RouteHit, SymbolHit, question_tokens
 from rag.errors import UserError
+from rag.sources.items import excerpt_label
 from rag.tokens import estimate_tokens
 from rag.types import Source
 
@@ -302,6 +303,7 @@ def _block(kind: str, path: str | None, start: int | None, end: int | None, text
     if kind == "structure":
         header = f"--- structure: {path}" if path else f"--- {label or 'structure'}"
     else:
+        label = excerpt_label(path or "", label) or label  # an issue/PR: framed as untrusted reports
         header = f"--- {path}:{start}-{end}" + (f" ({label})" if label else "")
     return f"{header}\n{text.rstrip()}"
 

@@ -12,8 +12,9 @@ For one walked file :func:`prepare_file` runs, in order (DESIGN.md §3):
    repository's secret files (:func:`secret_literals`);
 5. classify the kind (``source``, ``documentation``, ``test``, …) and chunk
    (:func:`rag.ingest.chunk.chunk_text`);
-6. parse JavaScript-family files (:class:`StructureParser`): the structure JSON, and per
-   chunk the symbol text that feeds the FTS5 ``symbols`` column.
+6. parse the files of a supported language (:class:`StructureParser`: JavaScript, TypeScript,
+   Python; definitions only for Go, Java, Rust, Ruby): the structure JSON, and per chunk
+   the symbol text that feeds the FTS5 ``symbols`` column.
 
 It writes nothing: :meth:`rag.engine.Engine.update` walks, loops over this step,
 applies the updates in one transaction and reports an :class:`~rag.ingest.stats.IndexStats`.
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy, chunk_text, split_lines
 from rag.ingest.walk import classify_kind, decode_text
-from rag.parse.parser import PARSEABLE_EXTENSIONS, JsParser
+from rag.parse.parser import PARSEABLE_EXTENSIONS, CodeParser, FileStructure
 from rag.secrets import LiteralRedactor, redact_secrets, secret_file_values
 from rag.store.index import FileRow, FileUpdate
 from rag.types import Chunk, WalkedFile
@@ -121,35 +122,44 @@ def secret_literals(repo_root: Path, secret_files: Sequence[str]) -> LiteralReda
 
 
 class StructureParser:
-    """Parses the structure of JavaScript-family files for the index; other types get none.
+    """Parses the structure of source files for the index; types without a grammar get none.
 
-    Holds one :class:`rag.parse.parser.JsParser`, built on first use (grammars are
-    costly); like it, an instance is not safe to share between threads (the engine
-    serialises updates).
+    Holds one :class:`rag.parse.parser.CodeParser`, built on first use; like it, an
+    instance is not safe to share between threads (the engine serialises updates).
     """
 
     def __init__(self) -> None:
-        self._parser: JsParser | None = None
+        self._parser: CodeParser | None = None
 
-    def parse(self, path: str, file_type: str, text: str,
-              chunks: Sequence[Chunk]) -> tuple[dict | None, list[str] | None]:
-        """``(structure JSON, per-chunk symbol text)`` of one file; ``(None, None)`` unless
-        ``file_type`` is in :data:`rag.parse.parser.PARSEABLE_EXTENSIONS`.
-
-        A chunk's symbol text names, space-separated, the definitions that start inside
-        it, the env vars it reads and the route paths it declares; it feeds the FTS5
-        ``symbols`` column. The JSON is :meth:`rag.parse.records.FileStructure.to_json`.
-        """
+    def structure(self, path: str, file_type: str, text: str) -> FileStructure | None:
+        """The :class:`~rag.parse.records.FileStructure` of one file (imports unresolved), or
+        ``None`` unless ``file_type`` is in :data:`rag.parse.parser.PARSEABLE_EXTENSIONS`."""
         if file_type not in PARSEABLE_EXTENSIONS:
-            return None, None
+            return None
         if self._parser is None:
-            self._parser = JsParser()
-        structure = self._parser.parse(path, text)
+            self._parser = CodeParser()
+        return self._parser.parse(path, text)
+
+    @staticmethod
+    def chunk_symbols(structure: FileStructure, chunks: Sequence[Chunk]) -> list[str]:
+        """Per chunk, the symbol text of ``structure`` inside it: space-separated, the definitions
+        that start inside it, the env vars it reads and the route paths it declares (the FTS5
+        ``symbols`` column)."""
         marks: list[tuple[int, str]] = [(d.start, d.name) for d in structure.definitions if d.name]
         marks += [(e.line, e.name) for e in structure.env_vars]
         marks += [(r.line, r.path) for r in structure.routes if r.path]
-        per_chunk = [" ".join(name for line, name in marks if c.start <= line <= c.end) for c in chunks]
-        return structure.to_json(), per_chunk
+        return [" ".join(name for line, name in marks if c.start <= line <= c.end) for c in chunks]
+
+    def parse(self, path: str, file_type: str, text: str,
+              chunks: Sequence[Chunk]) -> tuple[dict | None, list[str] | None]:
+        """``(structure JSON, per-chunk symbol text)`` of one file (:meth:`structure`,
+        :meth:`chunk_symbols`); ``(None, None)`` for a type without structure. The JSON is
+        :meth:`rag.parse.records.FileStructure.to_json`.
+        """
+        structure = self.structure(path, file_type, text)
+        if structure is None:
+            return None, None
+        return structure.to_json(), self.chunk_symbols(structure, chunks)
 
 
 def prepare_file(

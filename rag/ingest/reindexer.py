@@ -155,6 +155,8 @@ class RunRecord:
         commit: the checked-out commit after the run (``None`` outside git).
         embeddings: ``{"model", "planned", "embedded", "seconds", "error"}`` when the engine
             has an embeddings provider (vectors are added after the lexical commit).
+        sources: per extra source (``{"github": {...}}``, :mod:`rag.sources.github`), its report; a
+            source that failed has ``"ok": false`` and its ``"error"``, and the run is still ``ok``.
     """
 
     id: str
@@ -170,11 +172,12 @@ class RunRecord:
     git: dict | None = None
     commit: str | None = None
     embeddings: dict | None = None
+    sources: dict | None = None
 
     def to_json(self) -> dict:
         """The flat JSON of ``/sz-status``, ``/api/status`` and the CLI (a deep copy), keys in this order:
         ``id, trigger, started_at, user, full, duration_s, added, changed, removed, skipped,
-        redactions, files, chunks, generation, ok, error, git, commit, embeddings, problems``
+        redactions, files, chunks, generation, ok, error, git, commit, embeddings, problems, sources``
         (``problems``: the odd files not indexed, ``[{"path", "reason"}]``)."""
         s = self.stats
         return {
@@ -185,6 +188,7 @@ class RunRecord:
             "ok": self.ok, "error": self.error, "git": copy.deepcopy(self.git), "commit": self.commit,
             "embeddings": copy.deepcopy(self.embeddings),
             "problems": copy.deepcopy(s.problems),
+            "sources": copy.deepcopy(self.sources),
         }
 
 
@@ -281,6 +285,10 @@ class Reindexer:
             ``None``: none); past it the update stops and the run fails with "timed out".
         on_record: called with each finished :class:`RunRecord` (after the locks are released),
             e.g. to keep the run history in a durable store; its exceptions are logged, never raised.
+        sources: extra sources refreshed after each successful files update and before the embedding
+            pass (e.g. :class:`rag.sources.github.GitHubFetcher`): each has ``name`` and
+            ``refresh(engine, should_stop=…)`` returning a report with ``to_json()``. A failing source is
+            recorded in ``RunRecord.sources`` and never fails the run.
         update: runs one update under the lock, ``update(full=, progress=, should_stop=) -> IndexStats``
             with :meth:`Engine.update`'s contract (default ``engine.update``, in the calling thread);
             the bot passes one that runs it in a child process, off its GIL.
@@ -291,9 +299,10 @@ class Reindexer:
     def __init__(self, engine: Engine, *, history: int = DEFAULT_HISTORY,
                  git_timeout_s: float = DEFAULT_GIT_TIMEOUT_S, clock: Callable[[], float] = time.time,
                  embed: bool = True, timeout_s: float | None = DEFAULT_RUN_TIMEOUT_S,
-                 on_record: Callable[[RunRecord], None] | None = None,
+                 on_record: Callable[[RunRecord], None] | None = None, sources: tuple = (),
                  update: Callable[..., IndexStats] | None = None) -> None:
         self.engine = engine
+        self.sources = tuple(sources)
         self._update = update if update is not None else engine.update
         self.timeout_s = timeout_s
         self.on_record = on_record
@@ -526,6 +535,8 @@ class Reindexer:
                 raise UpdateCancelledError(f"timed out after {self.timeout_s:g} s: {exc}") from None
             record.stats, record.generation = stats, stats.generation
             record.ok = True
+            if self.sources:  # issues, pull requests …: never fail the code index
+                record.sources = {source.name: self._refresh_source(source) for source in self.sources}
             # The lexical index is committed and serving; vectors follow (a failure leaves BM25 working).
             report = self.engine.embed_pending(should_stop=self._stop.is_set) if self.embed else None
             if report is not None:
@@ -540,6 +551,14 @@ class Reindexer:
         finally:
             record.commit = current_commit(self.engine.repo_root)
             record.duration_s = round(time.perf_counter() - started, 3)
+
+    def _refresh_source(self, source) -> dict:
+        """One extra source's refresh report (JSON); an exception is reported as ``{"ok": false, "error"}``."""
+        try:
+            return source.refresh(self.engine, should_stop=self._stop.is_set).to_json()
+        except Exception as exc:  # noqa: BLE001 - the files update is committed; the source is reported
+            log.warning("source %s failed: %s", source.name, type(exc).__name__)
+            return {"ok": False, "error": error_line(exc)}
 
     def _finish(self, record: RunRecord) -> None:
         if record.ok is None:  # interrupted before the update could record an outcome

@@ -133,6 +133,7 @@ TEXT_EXTENSIONS: frozenset[str] = frozenset({
     ".css", ".scss", ".html", ".htm",
     ".yml", ".yaml", ".toml", ".ini", ".cfg", ".conf", ".service",
     ".example", ".py", ".sh", ".bash",
+    ".go", ".java", ".rs", ".rb",  # languages with a definitions-only parser (rag/parse/grammars.py)
 })
 IMAGE_EXTENSIONS: frozenset[str] = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg"})
 # Extension-less files that are text; value = WalkedFile.file_type.
@@ -166,7 +167,12 @@ ENV_TEMPLATE_NAMES: frozenset[str] = frozenset({
 _SECRET_NAMES = frozenset({
     ".env", ".npmrc", ".netrc", "_netrc", ".pypirc", ".git-credentials", ".htpasswd",
     ".pgpass", ".dockercfg",
+    # Credential documents tools write under fixed names (Google OAuth/ADC, Rails-style and
+    # dynaconf secrets files).
+    "credentials.json", "secrets.json", "secrets.yml", "secrets.yaml", "secrets.toml", ".secrets.toml",
 })
+# Google OAuth client files: client_secret.json, client_secret_<id>.apps.googleusercontent.com.json.
+_CLIENT_SECRET_RE = re.compile(r"client_secret[\w.-]*\.json\Z")
 _SECRET_SUFFIXES = (".env", ".pem", ".key", ".p12", ".pfx", ".jks", ".keystore")
 _SSH_KEY_RE = re.compile(r"id_(?:rsa|dsa|ecdsa|ed25519)(?:[._-].*)?\Z")
 
@@ -185,8 +191,9 @@ def is_secret_file(name: str) -> bool:
 
     ``.env``, ``.env.*`` (except :data:`ENV_TEMPLATE_NAMES`), ``*.env``, SSH keys
     (``id_rsa``, ``id_ed25519.pub``, ``id_rsa_work`` ...), key and certificate
-    stores (``*.pem``, ``*.key``, ``*.p12`` ...) and tool credential files
-    (``.npmrc``, ``.netrc``, ``.pypirc``, ``.git-credentials`` ...).
+    stores (``*.pem``, ``*.key``, ``*.p12`` ...), tool credential files
+    (``.npmrc``, ``.netrc``, ``.pypirc``, ``.git-credentials`` ...) and credential documents
+    (``credentials.json``, ``secrets.json``/``.yml``/``.toml``, ``client_secret*.json``).
     """
     lower = name.lower()
     if lower in ENV_TEMPLATE_NAMES:
@@ -196,6 +203,7 @@ def is_secret_file(name: str) -> bool:
         or lower.startswith(".env.")
         or lower.endswith(_SECRET_SUFFIXES)
         or _SSH_KEY_RE.match(lower) is not None
+        or _CLIENT_SECRET_RE.match(lower) is not None
     )
 
 

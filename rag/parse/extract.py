@@ -27,7 +27,7 @@ from rag.parse.nodes import (
     string_value,
     text_of,
 )
-from rag.parse.records import Call, Definition, EnvVar, Export, FileStructure, Import
+from rag.parse.records import Definition, EnvVar, Export, FileStructure, Import
 from rag.parse.routes import (
     apply_inline_mounts,
     inline_mount,
@@ -36,6 +36,7 @@ from rag.parse.routes import (
     routes_from_pathname_compare,
     routes_from_pathname_switch,
 )
+from rag.parse.scopes import nest_definitions
 
 __all__ = ["Extraction", "extract", "module_system"]
 
@@ -482,30 +483,8 @@ class _Collector:
     def finish(self) -> Extraction:
         """Fill ``Definition.parent`` and ``Call.enclosing`` with one sweep."""
         out = self.out
-        spans = sorted(self.def_spans, key=lambda s: (s[0], -s[1]))
-        definitions = out.definitions
-        stack: list[tuple[int, int, int]] = []
-        events = sorted(self.call_sites)
-        span_iter = iter(spans)
-        pending = next(span_iter, None)
-
-        def advance(position: int) -> None:
-            nonlocal pending
-            while pending is not None and pending[0] <= position:
-                while stack and stack[-1][1] <= pending[0]:
-                    stack.pop()
-                if stack and pending[2] not in self.owned:
-                    definitions[pending[2]].parent = definitions[stack[-1][2]].name
-                stack.append(pending)
-                pending = next(span_iter, None)
-            while stack and stack[-1][1] <= position:
-                stack.pop()
-
-        for start, callee, line in events:
-            advance(start)
-            enclosing = definitions[stack[-1][2]].name if stack else None
-            out.calls.append(Call(callee=callee, line=line, enclosing=enclosing))
-        advance(1 << 62)
+        out.calls.extend(nest_definitions(out.definitions, self.def_spans, owned=self.owned,
+                                          call_sites=self.call_sites))
         apply_inline_mounts(out.routes, self.inline_mounts)
         return Extraction(out, esm_lines=self.esm_lines, cjs_lines=self.cjs_lines)
 

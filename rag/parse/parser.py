@@ -1,42 +1,51 @@
-"""Parse stage: JavaScript-family source → :class:`FileStructure` (DESIGN.md §3 "Parse").
+"""Parse stage: source file → :class:`FileStructure` (DESIGN.md §3 "Parse").
 
-One combined tree-sitter query per language (``rag/queries/common.scm`` plus
-``javascript.scm`` or ``typescript.scm``, loaded with ``importlib.resources``;
-capture names follow aider's ``javascript-tags.scm``) is run once per file,
-and ``rag/parse/extract.py`` turns its matches into records: imports,
-exports, definitions with line ranges (class bases, static/get/set flags),
-calls with their enclosing definition, ``process.env`` reads (defaults and
-dynamic keys included), routes, ``path.join``/``path.resolve`` references and
-the file's module system (ESM / CommonJS).
-Syntax errors never raise: ``rag/parse/repair.py`` keeps what parsed and
-flags the file.
+One combined tree-sitter query per language (``.scm`` files in ``rag/parse/queries/``,
+loaded with ``importlib.resources``; capture names follow aider's ``*-tags.scm``)
+is run once per file, and an extractor turns its matches into records:
+
+* **JavaScript / TypeScript** (``common.scm`` plus ``javascript.scm`` or
+  ``typescript.scm``; ``rag/parse/extract.py``): imports, exports, definitions with
+  line ranges (class bases, static/get/set flags), calls with their enclosing
+  definition, ``process.env`` reads (defaults and dynamic keys included), routes,
+  ``path.join``/``path.resolve`` references and the file's module system (ESM /
+  CommonJS). Syntax errors never raise: ``rag/parse/repair.py`` keeps what parsed
+  and flags the file.
+* **Python** (``python.scm``; ``rag/parse/python.py``): the same records — imports
+  resolved to repository modules, definitions, calls, ``os.environ``/settings-class
+  env vars, Flask/FastAPI/Starlette/Django routes and mounts.
+* **Go, Java, Rust, Ruby** (``go.scm`` …; ``rag/parse/definitions.py``):
+  definitions only (for symbol-boundary chunks and ``slackzilla code symbols``).
+
+Which extension uses which grammar is :data:`rag.parse.grammars.LANGUAGES`.
 
 Usage::
 
-    parser = JsParser()                      # build once, reuse for every file
+    parser = CodeParser()                    # build once, reuse for every file
     structure = parser.parse("lib/app.js", text)
     resolve_imports({s.path: s for s in structures}, known_paths=all_paths)
 
-``parse_source(path, text)`` is the one-off convenience form (it builds a
-parser each call: ~20 ms; pass ``parser=`` in loops).
+``parse_source(path, text)`` is the one-off convenience form. Compiled grammars are
+shared by the whole process (:func:`rag.parse.grammars.grammar`); a parser instance
+holds only its ``tree_sitter.Parser`` objects.
 
 Grammars: ``.js .jsx .mjs .cjs`` use tree-sitter-javascript (JSX included);
-``.ts`` and ``.tsx`` use tree-sitter-typescript's ``typescript``/``tsx`` grammars.
+``.ts`` and ``.tsx`` use tree-sitter-typescript's ``typescript``/``tsx`` grammars;
+``.py`` tree-sitter-python; ``.go .java .rs .rb`` tree-sitter-go, -java, -rust, -ruby.
 """
 from __future__ import annotations
 
 import logging
 import posixpath
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from importlib import resources
 
-import tree_sitter
-import tree_sitter_javascript
-import tree_sitter_typescript
-from tree_sitter import Language, Node, Parser, Query
+from tree_sitter import Parser
 
+from rag.parse.definitions import extract_definitions
 from rag.parse.extract import Extraction, extract, module_system
+from rag.parse.grammars import DEFINITIONS, EXTENSION_LANGUAGES, FULL, LANGUAGES, grammar, run_matches
+from rag.parse.pymodules import PythonModules
+from rag.parse.python import extract_python
 from rag.parse.records import (
     MODULE_SYSTEMS,
     PARSE_VERSION,
@@ -55,7 +64,10 @@ __all__ = [
     "MODULE_SYSTEMS",
     "PARSE_VERSION",
     "PARSEABLE_EXTENSIONS",
+    "JS_EXTENSIONS",
     "RESOLVE_EXTENSIONS",
+    "FULL",
+    "DEFINITIONS",
     "Import",
     "Export",
     "Definition",
@@ -64,8 +76,13 @@ __all__ = [
     "Route",
     "PathRef",
     "FileStructure",
+    "CodeParser",
     "JsParser",
+    "ImportResolver",
     "language_for_path",
+    "language_display",
+    "structure_level",
+    "supported_languages",
     "parse_source",
     "resolve_relative",
     "resolve_imports",
@@ -73,78 +90,80 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-PARSEABLE_EXTENSIONS = frozenset({"js", "jsx", "mjs", "cjs", "ts", "tsx"})
+PARSEABLE_EXTENSIONS = frozenset(EXTENSION_LANGUAGES)
+"""File extensions (lower case, no dot) that get a structure: every language of ``LANGUAGES``."""
+_JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
+JS_EXTENSIONS = frozenset(ext for ext, name in EXTENSION_LANGUAGES.items() if name in _JS_LANGUAGES)
+"""The JavaScript-family extensions (``js jsx mjs cjs ts tsx``)."""
 # Extensions tried, in order, when resolving a relative specifier (issue 3).
 RESOLVE_EXTENSIONS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx")
 # TypeScript's ESM convention: `import './x.js'` may name `x.ts`.
 _TS_SOURCE_FOR = {".js": (".ts", ".tsx"), ".jsx": (".tsx",), ".mjs": (".mts",), ".cjs": (".cts",)}
-_LANGUAGE_BY_EXTENSION = {
-    "js": "javascript",
-    "jsx": "javascript",
-    "mjs": "javascript",
-    "cjs": "javascript",
-    "ts": "typescript",
-    "tsx": "tsx",
-}
-_QUERY_FILES = {
-    "javascript": ("common.scm", "javascript.scm"),
-    "typescript": ("common.scm", "typescript.scm"),
-    "tsx": ("common.scm", "typescript.scm"),
-}
-_QueryCursor = getattr(tree_sitter, "QueryCursor", None)
-
-
-def _run_matches(query: Query, node: Node) -> list[tuple[int, dict[str, list[Node]]]]:
-    """Version shim: tree-sitter ≥ 0.25 runs queries through ``QueryCursor``;
-    0.22–0.24 had ``Query.matches``. The only place that knows the difference."""
-    if _QueryCursor is not None:
-        return _QueryCursor(query).matches(node)
-    return query.matches(node)  # type: ignore[attr-defined]
-
-
-def _language_capsule(name: str) -> object:
-    if name == "javascript":
-        return tree_sitter_javascript.language()
-    if name == "typescript":
-        return tree_sitter_typescript.language_typescript()
-    return tree_sitter_typescript.language_tsx()
-
-
-def _query_source(name: str) -> str:
-    folder = resources.files("rag.parse").joinpath("queries")
-    return "\n".join(folder.joinpath(file).read_text(encoding="utf-8") for file in _QUERY_FILES[name])
 
 
 def language_for_path(path: str) -> str | None:
-    """``javascript``, ``typescript``, ``tsx`` or ``None`` for a path by its extension."""
+    """The language name (``javascript``, ``typescript``, ``tsx``, ``python``, ``go``, ``java``,
+    ``rust``, ``ruby``) of a path by its extension, or ``None`` when it has no structure support."""
     _, dot, ext = path.rpartition(".")
-    return _LANGUAGE_BY_EXTENSION.get(ext.lower()) if dot else None
+    return EXTENSION_LANGUAGES.get(ext.lower()) if dot else None
 
 
-@dataclass(slots=True)
-class _Grammar:
-    parser: Parser
-    query: Query
+def language_display(language: str) -> str:
+    """The name shown to people (``Python``) of a language name (``python``); unknown names unchanged."""
+    spec = LANGUAGES.get(language)
+    return spec.display if spec is not None else language
 
 
-class JsParser:
-    """Parses JavaScript-family files; holds one parser + compiled query per grammar.
+def structure_level(language: str) -> str | None:
+    """:data:`FULL` or :data:`DEFINITIONS` for a language name, ``None`` when unknown."""
+    spec = LANGUAGES.get(language)
+    return spec.level if spec is not None else None
 
-    Grammars are built lazily on first use and cached on the instance (never
-    module-level), so one instance per indexing run or worker thread is the
-    intended use; an instance is not safe to share between threads.
+
+def supported_languages() -> dict[str, list[str]]:
+    """``{FULL: [display names], DEFINITIONS: [display names]}`` of every supported language
+    (``tsx`` folded into TypeScript), for messages such as "Python structure is parsed"."""
+    levels: dict[str, list[str]] = {FULL: [], DEFINITIONS: []}
+    for spec in LANGUAGES.values():
+        if spec.name != "tsx":
+            levels[spec.level].append(spec.display)
+    return levels
+
+
+def _finish(found: FileStructure, *, has_error: bool, module: str = "unknown") -> FileStructure:
+    """The final structure: every list in line order."""
+    return FileStructure(
+        path=found.path,
+        language=found.language,
+        imports=sorted(found.imports, key=lambda r: r.line),
+        exports=sorted(found.exports, key=lambda r: r.line),
+        definitions=sorted(found.definitions, key=lambda r: (r.start, -r.end)),
+        calls=sorted(found.calls, key=lambda r: r.line),
+        env_vars=sorted(found.env_vars, key=lambda r: r.line),
+        routes=sorted(found.routes, key=lambda r: r.line),
+        path_refs=sorted(found.path_refs, key=lambda r: r.line),
+        has_error=has_error,
+        module_system=module,
+    )
+
+
+class CodeParser:
+    """Parses source files of every supported language; holds one ``tree_sitter.Parser`` per language.
+
+    Parsers are built lazily on first use and cached on the instance (never
+    module-level); the compiled grammars and queries are shared process-wide
+    (:func:`rag.parse.grammars.grammar`). One instance per indexing run or worker
+    thread is the intended use; an instance is not safe to share between threads.
     """
 
     def __init__(self) -> None:
-        self._grammars: dict[str, _Grammar] = {}
+        self._parsers: dict[str, Parser] = {}
 
-    def _grammar(self, name: str) -> _Grammar:
-        grammar = self._grammars.get(name)
-        if grammar is None:
-            language = Language(_language_capsule(name))
-            grammar = _Grammar(parser=Parser(language), query=Query(language, _query_source(name)))
-            self._grammars[name] = grammar
-        return grammar
+    def _parser(self, name: str) -> Parser:
+        parser = self._parsers.get(name)
+        if parser is None:
+            parser = self._parsers[name] = Parser(grammar(name).language)
+        return parser
 
     def parse(self, path: str, text: str) -> FileStructure:
         """Extract the structure of one file.
@@ -164,30 +183,39 @@ class JsParser:
         """
         language = language_for_path(path)
         if language is None:
-            raise ValueError(f"not a JavaScript/TypeScript file: {path!r}")
-        grammar = self._grammar(language)
+            raise ValueError(f"no structure support for {path!r} (parsed extensions: "
+                             f"{', '.join(sorted(PARSEABLE_EXTENSIONS))})")
+        query = grammar(language).query
+        parser = self._parser(language)
         source = text.encode("utf-8", "replace")
-        repaired = parse_with_repair(grammar.parser.parse, source)
-        result = extract(_run_matches(grammar.query, repaired.tree.root_node), path=path, language=language)
+        if language in _JS_LANGUAGES:
+            return self._parse_js(path, language, parser, query, source)
+        tree = parser.parse(source)
+        root = tree.root_node
+        if root.has_error:
+            logger.debug("syntax errors in %s; kept what parsed", path)
+        if language == "python":
+            found = extract_python(run_matches(query, root), path=path, has_error=root.has_error)
+        else:
+            found = extract_definitions(run_matches(query, root), path=path, language=language,
+                                        has_error=root.has_error)
+        return _finish(found, has_error=root.has_error)
+
+    @staticmethod
+    def _parse_js(path: str, language: str, parser: Parser, query, source: bytes) -> FileStructure:
+        repaired = parse_with_repair(parser.parse, source)
+        result = extract(run_matches(query, repaired.tree.root_node), path=path, language=language)
         for tree, first_line, last_line in repaired.earlier:
-            earlier = extract(_run_matches(grammar.query, tree.root_node), path=path, language=language)
+            earlier = extract(run_matches(query, tree.root_node), path=path, language=language)
             _merge_lines(result, earlier, first_line, last_line)
         if repaired.has_error:
             logger.debug("syntax errors in %s; kept what parsed", path)
-        found = result.records
-        return FileStructure(
-            path=path,
-            language=language,
-            imports=sorted(found.imports, key=lambda r: r.line),
-            exports=sorted(found.exports, key=lambda r: r.line),
-            definitions=sorted(found.definitions, key=lambda r: (r.start, -r.end)),
-            calls=sorted(found.calls, key=lambda r: r.line),
-            env_vars=sorted(found.env_vars, key=lambda r: r.line),
-            routes=sorted(found.routes, key=lambda r: r.line),
-            path_refs=sorted(found.path_refs, key=lambda r: r.line),
-            has_error=repaired.has_error,
-            module_system=module_system(result.esm_lines, result.cjs_lines, path),
-        )
+        return _finish(result.records, has_error=repaired.has_error,
+                       module=module_system(result.esm_lines, result.cjs_lines, path))
+
+
+JsParser = CodeParser
+"""The former name of :class:`CodeParser` (when only JavaScript/TypeScript was parsed)."""
 
 
 def _merge_lines(into: Extraction, extra: Extraction, first: int, last: int) -> None:
@@ -207,9 +235,9 @@ def _merge_lines(into: Extraction, extra: Extraction, first: int, last: int) -> 
     into.cjs_lines.extend(line for line in extra.cjs_lines if inside(line))
 
 
-def parse_source(path: str, text: str, *, parser: JsParser | None = None) -> FileStructure:
-    """Parse one file (see :meth:`JsParser.parse`); builds a parser when none is given."""
-    return (parser or JsParser()).parse(path, text)
+def parse_source(path: str, text: str, *, parser: CodeParser | None = None) -> FileStructure:
+    """Parse one file (see :meth:`CodeParser.parse`); builds a parser when none is given."""
+    return (parser or CodeParser()).parse(path, text)
 
 
 def resolve_relative(from_path: str, spec: str, known_paths: set[str] | frozenset[str]) -> str | None:
@@ -244,10 +272,44 @@ def resolve_relative(from_path: str, spec: str, known_paths: set[str] | frozense
     return next((c for c in candidates if c and c in known_paths), None)
 
 
+class ImportResolver:
+    """Resolves import specifiers to repository files, for every language that has imports.
+
+    JavaScript-family files resolve relative specifiers (:func:`resolve_relative`);
+    Python files resolve module names (:class:`rag.parse.pymodules.PythonModules`,
+    built on first use).
+
+    Args:
+        known_paths: every repository file path.
+    """
+
+    def __init__(self, known_paths: Iterable[str]) -> None:
+        self._known = set(known_paths)
+        self._python: PythonModules | None = None
+
+    def resolve(self, from_path: str, spec: str, *, member: bool = False) -> str | None:
+        """The repository file ``spec`` names when written in ``from_path``, else ``None``.
+
+        ``member`` (Python): ``spec`` is ``M.n`` of ``from M import n`` (``n`` may be a
+        name defined in ``M``: ``M``'s file is the fallback).
+        """
+        if language_for_path(from_path) == "python":
+            if self._python is None:
+                self._python = PythonModules(self._known)
+            return self._python.resolve(from_path, spec, member=member)
+        return resolve_relative(from_path, spec, self._known)
+
+    def resolve_import(self, from_path: str, item: Import) -> str | None:
+        """The file an :class:`Import` record of ``from_path`` names (``None`` for computed specifiers)."""
+        if item.expression is not None:
+            return None
+        return self.resolve(from_path, item.spec, member=item.kind == "from" and item.names != ["*"])
+
+
 def resolve_imports(
     structures: Mapping[str, FileStructure], *, known_paths: Iterable[str] | None = None
 ) -> None:
-    """Set ``Import.resolved`` on every import of every structure, in place.
+    """Set ``Import.resolved`` on every import of every structure, in place (:class:`ImportResolver`).
 
     Args:
         structures: path → structure of the parsed files.
@@ -256,6 +318,7 @@ def resolve_imports(
     """
     known = set(known_paths) if known_paths is not None else set(structures)
     known.update(structures)
+    resolver = ImportResolver(known)
     for path, structure in structures.items():
         for item in structure.imports:
-            item.resolved = resolve_relative(path, item.spec, known)
+            item.resolved = resolver.resolve_import(path, item)

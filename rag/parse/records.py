@@ -1,4 +1,8 @@
-"""Records produced by the JavaScript/TypeScript parser (DESIGN.md §3 "Parse").
+"""Records produced by the parsers (DESIGN.md §3 "Parse"): one shape for every language.
+
+The JavaScript/TypeScript extractor (``rag/parse/extract.py``) and the Python one
+(``rag/parse/python.py``) fill every list; the definitions-only languages
+(``rag/parse/definitions.py``: Go, Java, Rust, Ruby) fill ``definitions``.
 
 Every record is a small dataclass; :class:`FileStructure` groups them for one
 file and round-trips through JSON (``to_json()`` / ``from_json()``) so that the
@@ -32,7 +36,8 @@ __all__ = [
 # Bump whenever the extraction rules or the JSON shape change.
 # 2: class bases, static/accessor flags, function-valued class fields as methods,
 #    computed import specifiers, env defaults and dynamic env reads, module_system.
-PARSE_VERSION = 2
+# 3: Python structure, definitions for Go/Java/Rust/Ruby, Route.handler.
+PARSE_VERSION = 3
 
 MODULE_SYSTEMS = ("esm", "commonjs", "mixed", "unknown")
 
@@ -42,12 +47,17 @@ class Import:
     """One dependency edge out of a file.
 
     Attributes:
-        spec: the module specifier as written (``./lib/users``, ``express``).
+        spec: the module specifier as written (``./lib/users``, ``express``). Python:
+            the module (``a.b``, ``..a``) and, for ``from M import n``, the imported
+            name joined to it (``M.n``; ``from . import views`` → ``.views``), one
+            record per name (``n`` may be a submodule: see ``rag/parse/pymodules.py``).
         line: line of the import statement / ``require`` / ``import()`` call.
         kind: ``esm`` (``import … from``), ``side_effect`` (``import 'x'``),
             ``reexport`` (``export … from``), ``require`` (``require('x')`` with a
             literal specifier) or ``dynamic`` (``import('x')``, and every
-            ``require(…)``/``import(…)`` whose specifier is computed).
+            ``require(…)``/``import(…)`` whose specifier is computed); Python:
+            ``import`` (``import a.b [as c]``), ``from`` (``from M import n``,
+            ``from M import *``) or ``dynamic`` (``importlib.import_module('x')``).
         names: local names bound by the import (``import a, { b as c }`` →
             ``["a", "c"]``; ``const { x } = require()`` → ``["x"]``); for
             re-exports the names re-exported from the module (``*`` for all).
@@ -94,7 +104,10 @@ class Definition:
     ``arrow`` (arrow function bound to a name), and for TypeScript files also
     ``interface``, ``type`` and ``enum``. ``parent`` is the enclosing class or
     object owner (``Router``, ``module.exports``) or the enclosing function.
-    Private members keep their ``#`` (``#secret``).
+    Private members keep their ``#`` (``#secret``). Python: ``class``,
+    ``function``, ``method``, ``field`` (class-level assignments); the range of a
+    decorated definition starts at its first decorator. Go/Java/Rust/Ruby also use
+    ``struct``, ``trait``, ``module`` and ``macro`` (``rag/parse/definitions.py``).
 
     Class members: a class field whose value is an arrow function, a function
     expression or a generator (``handle = (req) => {…}``, ``static create =
@@ -108,7 +121,8 @@ class Definition:
         bases: for kind ``class``, the ``extends`` base as written (``Base``,
             ``events.EventEmitter``, ``mixin(A, B)``; TypeScript type arguments
             dropped) — one item at most; for a TypeScript ``interface``, every
-            extended type. ``implements`` clauses are not recorded.
+            extended type. ``implements`` clauses are not recorded. Python: every
+            positional base class as written (``metaclass=`` and other keywords left out).
     """
 
     name: str
@@ -135,7 +149,9 @@ class Call:
 @dataclass(slots=True)
 class EnvVar:
     """A ``process.env`` read: ``process.env.X``, ``process.env['X']``, a
-    destructured ``const { X } = process.env``, or a dynamic ``process.env[k]``.
+    destructured ``const { X } = process.env``, or a dynamic ``process.env[k]``;
+    in Python ``os.environ['X']``, ``os.environ.get('X')``, ``os.getenv('X')``,
+    env readers and settings-class fields (``rag/parse/python_env.py``).
 
     Attributes:
         name: the variable's name; ``*`` for a dynamic read (the key is computed).
@@ -165,18 +181,28 @@ class Route:
 
     Attributes:
         method: ``GET``, ``POST``, … , ``ALL``, ``USE`` (mount or middleware
-            with a path) or ``ANY`` (``url.pathname`` check without a method check).
+            with a path) or ``ANY`` (``url.pathname`` check without a method check,
+            a Django URL pattern); ``WEBSOCKET`` for Python websocket routes.
         path: the literal path (template literals keep ``${x}``).
         line: line of the method name / comparison.
         router: receiver expression (``app``, ``router``, ``this.app``) or
-            ``None`` for ``url.pathname`` checks.
+            ``None`` for ``url.pathname`` checks. Python: a name bound inside a
+            function carries ``@<function>:<line>`` (``bp@test_nested:12``) so the
+            routers of two functions are told apart; the code graph shows it without.
         target: for ``USE``, the identifier of the mounted router, if any.
         target_spec: for ``USE`` with an inline ``require('./x')``, its spec.
-        match: ``exact`` or ``prefix`` (``pathname.startsWith('/x')``, ``USE``).
+        match: ``exact``, ``prefix`` (``pathname.startsWith('/x')``, ``USE``) or
+            ``regex`` (Django's ``re_path``/``url``; the path is the pattern without
+            its ``^``/``$`` anchors).
         source: ``call`` (``app.get(…)``) or ``pathname`` (``url.pathname`` checks).
         prefix: mount prefix. The parser sets it only for routes inside an
-            inline plugin (``fastify.register(function (i) { i.get(…) }, { prefix })``);
-            the code graph derives the others from ``USE`` mounts across files.
+            inline plugin (``fastify.register(function (i) { i.get(…) }, { prefix })``)
+            and, in Python, for routes of a router built with a prefix
+            (``Blueprint(url_prefix=…)``, ``APIRouter(prefix=…)``) or inside an inline
+            route list (``include([…])``); the code graph derives the others from
+            ``USE`` mounts across files.
+        handler: the handling function when the parser knows it (Python: the
+            decorated function, the Django view, ``view_func``/``endpoint``), else ``None``.
     """
 
     method: str
@@ -188,6 +214,7 @@ class Route:
     match: str = "exact"
     source: str = "call"
     prefix: str | None = None
+    handler: str | None = None
 
     @property
     def full_path(self) -> str:

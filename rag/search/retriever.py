@@ -13,7 +13,8 @@ index generation):
 
 then, outside it: Reciprocal Rank Fusion of the streams
 (:func:`rag.search.lexical.fuse_streams`), the optional reranker
-(:func:`rag.search.rerank.rerank_candidates`, a network call), per-file diversification
+(:func:`rag.search.rerank.rerank_candidates`, a network call), the issue/PR quota
+(:func:`rag.search.item_quota.limit_items`), per-file diversification
 and each source's focus line.
 
 Values derived from one generation — IDF and path stems, the path list, the chunk
@@ -43,6 +44,7 @@ from rag.parse.parser import FileStructure, resolve_imports
 from rag.providers.rerank import Reranker
 from rag.search import lexical
 from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
+from rag.search.item_quota import limit_items
 from rag.search.query import Query, analyze
 from rag.search.rerank import rerank_candidates
 from rag.search.structure import SymbolTable, structure_bonus, symbol_table
@@ -166,6 +168,7 @@ class Retriever:
             cands = rerank_candidates(cands, question=question, reranker=self.reranker,
                                       top=policy.rerank_top, pinned=pinned,
                                       min_score=getattr(self.reranker, "min_score", None))
+        cands = limit_items(cands, question, kind=kind)  # issues/PRs: a stream beside the code
         sources = lexical.diversify(cands, limit=limit, per_file=policy.per_file,
                                     relative_threshold=policy.relative_threshold)
         for source in sources:

@@ -8,6 +8,9 @@ Layout (``<repo>/.rag/index.sqlite`` unless told otherwise)::
     chunks(id, path, start, end, heading, symbol, file_type, kind, text, hash, stems)
     chunks_fts(body, path, heading, symbols)   FTS5, porter+unicode61, rowid = chunks.id
     chunk_vectors(chunk_hash, model, dim, vec) embeddings keyed by chunk content hash
+    documents(id, title, text, metadata, created_at, shared, redactions)   rag.documents; chunks "doc:<id>"
+    github_items(path, kind, number, title, state, url, updated_at, data)  rag.sources.items; chunks "issue:<n>", "pr:<n>"
+    github_item_files(item, path, updated_at)   a pull request's changed paths
 
 Consistency: the database runs in WAL mode. Every update is one ``BEGIN
 IMMEDIATE`` … ``COMMIT`` transaction that also bumps ``meta.generation``;
@@ -36,7 +39,7 @@ from rag.store import queries
 from rag.text import index_text, light_stem
 from rag.types import Chunk
 
-__all__ = ["Index", "FileRow", "FileUpdate", "SCHEMA_VERSION"]
+__all__ = ["Index", "FileRow", "FileUpdate", "SCHEMA_VERSION", "insert_chunks", "delete_chunks"]
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +109,44 @@ def m003_chunk_stems(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM files")
 
 
+@migration
+def m006_documents(conn: sqlite3.Connection) -> None:
+    """Documents (:mod:`rag.documents`): titled text stored with the repository's index. Their chunks
+    live in ``chunks`` under the path ``doc:<id>`` and are kept by every update (they have no row in
+    ``files``, and a full rebuild spares them)."""
+    _script(conn,
+        """
+        CREATE TABLE documents (
+            id TEXT PRIMARY KEY, title TEXT NOT NULL, text TEXT NOT NULL, metadata TEXT NOT NULL DEFAULT '{}',
+            created_at REAL NOT NULL, shared INTEGER NOT NULL DEFAULT 0, redactions INTEGER NOT NULL DEFAULT 0
+        );
+        """
+    )
+
+
+@migration
+def m007_github_items(conn: sqlite3.Connection) -> None:
+    """Issues and pull requests (:mod:`rag.sources.items`): like documents, their chunks live under
+    ``issue:<n>`` / ``pr:<n>`` and are kept by every update; a pull request's changed paths are rows of
+    ``github_item_files`` ("which PR last changed lib/router.js?")."""
+    _script(conn,
+        """
+        CREATE TABLE github_items (
+            path TEXT PRIMARY KEY, kind TEXT NOT NULL, number INTEGER NOT NULL, title TEXT NOT NULL,
+            state TEXT NOT NULL, url TEXT NOT NULL, updated_at TEXT NOT NULL, data TEXT NOT NULL
+        );
+        CREATE TABLE github_item_files (
+            item TEXT NOT NULL, path TEXT NOT NULL, updated_at TEXT NOT NULL, PRIMARY KEY (item, path)
+        );
+        CREATE INDEX github_item_files_path ON github_item_files(path, updated_at);
+        """
+    )
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
+DOCUMENT_PATHS = "SELECT 'doc:' || id FROM documents UNION ALL SELECT path FROM github_items"
+"""The chunk paths of the sources that are not files: stored documents, issues and pull requests
+(a full rebuild keeps these chunks)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,8 +437,13 @@ class Index:
         with self.write() as conn:
             if full:
                 conn.execute("DELETE FROM files")
-                conn.execute("DELETE FROM chunks")
-                conn.execute("DELETE FROM chunks_fts")
+                if conn.execute(f"SELECT 1 FROM ({DOCUMENT_PATHS}) LIMIT 1").fetchone() is None:
+                    conn.execute("DELETE FROM chunks")
+                    conn.execute("DELETE FROM chunks_fts")
+                else:  # documents, issues and pull requests are not files: their chunks stay
+                    conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE path NOT IN "
+                                 f"({DOCUMENT_PATHS}))")
+                    conn.execute(f"DELETE FROM chunks WHERE path NOT IN ({DOCUMENT_PATHS})")
             for path in [*removed, *(u.path for u in updates)]:
                 ids = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE path=?", (path,))]
                 if ids:
@@ -411,22 +456,7 @@ class Index:
                     (u.path, u.size, u.mtime_ns, u.hash, u.file_type, u.kind, u.lines, u.redactions,
                      json.dumps(u.structure, separators=(",", ":")) if u.structure is not None else None),
                 )
-                path_text = index_text(u.path)
-                symbols = u.chunk_symbols or [""] * len(u.chunks)
-                for chunk, syms in zip(u.chunks, symbols):
-                    body = index_text(chunk.text)
-                    heading = index_text(chunk.heading or "")
-                    stems = " ".join(sorted({light_stem(w) for w in set(f"{body} {heading}".split())}))
-                    cur = conn.execute(
-                        "INSERT INTO chunks (path, start, end, heading, symbol, file_type, kind, text, hash, stems)"
-                        " VALUES (?,?,?,?,?,?,?,?,?,?)",
-                        (chunk.path, chunk.start, chunk.end, chunk.heading, chunk.symbol, chunk.file_type,
-                         chunk.kind, chunk.text, _chunk_hash(chunk.text), stems),
-                    )
-                    conn.execute(
-                        "INSERT INTO chunks_fts (rowid, body, path, heading, symbols) VALUES (?,?,?,?,?)",
-                        (cur.lastrowid, body, path_text, heading, index_text(syms)),
-                    )
+                insert_chunks(conn, u.path, u.chunks, u.chunk_symbols)
             if images is not None:
                 conn.execute("DELETE FROM images")
                 conn.executemany("INSERT INTO images VALUES (?)", [(p,) for p in images])
@@ -451,6 +481,37 @@ class Index:
             log.warning("WAL checkpoint failed: %s", exc)
             return False
         return busy == 0
+
+
+def insert_chunks(conn: sqlite3.Connection, path: str, chunks: list[Chunk], symbols: list[str] | None = None) -> None:
+    """Insert ``chunks`` of ``path`` into ``chunks`` and ``chunks_fts`` (inside the caller's write transaction).
+
+    ``symbols``: per chunk, space-separated names of symbols defined in it (the FTS ``symbols`` column).
+    """
+    path_text = index_text(path)
+    for chunk, syms in zip(chunks, symbols or [""] * len(chunks)):
+        body = index_text(chunk.text)
+        heading = index_text(chunk.heading or "")
+        stems = " ".join(sorted({light_stem(w) for w in set(f"{body} {heading}".split())}))
+        cur = conn.execute(
+            "INSERT INTO chunks (path, start, end, heading, symbol, file_type, kind, text, hash, stems)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (chunk.path, chunk.start, chunk.end, chunk.heading, chunk.symbol, chunk.file_type,
+             chunk.kind, chunk.text, _chunk_hash(chunk.text), stems),
+        )
+        conn.execute(
+            "INSERT INTO chunks_fts (rowid, body, path, heading, symbols) VALUES (?,?,?,?,?)",
+            (cur.lastrowid, body, path_text, heading, index_text(syms)),
+        )
+
+
+def delete_chunks(conn: sqlite3.Connection, path: str) -> int:
+    """Delete every chunk of ``path`` (and its FTS rows) inside the caller's write transaction; returns how many."""
+    ids = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE path=?", (path,))]
+    if ids:
+        conn.executemany("DELETE FROM chunks_fts WHERE rowid=?", [(i,) for i in ids])
+        conn.execute("DELETE FROM chunks WHERE path=?", (path,))
+    return len(ids)
 
 
 WAL_SIZE_LIMIT_BYTES = 16 * 1024 * 1024

@@ -391,7 +391,7 @@ class RepositoryTools:
                             if d.name and bare.lower() in d.name.lower()})[:10]
             hint = f"; similar names: {', '.join(close)}" if close else "; try searchCode"
             raise RepositoryToolError("not_found", f"no definition named {_quote(wanted)!r} in the indexed "
-                                                   f"JavaScript/TypeScript files{hint}")
+                                                   f"parsed files (JavaScript, TypeScript, Python, Go, Java, Rust, Ruby){hint}")
         evidence: list[tuple[str, int, int]] = []
         definitions = []
         for path, d in found[:MAX_DEFINITIONS]:

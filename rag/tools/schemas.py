@@ -146,7 +146,7 @@ MAX_LISTED_FILES = 200
 """Most paths one ``listFiles`` call returns (the total is still counted)."""
 MAX_PATH_CHARS = 300
 MAX_LINE_NUMBER = 10_000_000
-CHUNK_KINDS = ["documentation", "source", "config", "example", "test"]
+CHUNK_KINDS = ["documentation", "source", "config", "example", "test", "issue", "pull_request"]
 
 _PATH_NOTE = "Repository-relative (e.g. 'lib/pool.js'); no absolute paths, no '..'."
 
@@ -160,7 +160,7 @@ REPOSITORY_TOOL_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
                            "description": "What to look for: words, identifiers, an error message."},
                  "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_HITS, "default": 6,
                            "description": "How many hits."},
-                 "type": {"type": "string", "enum": CHUNK_KINDS, "description": "Only this kind of file."},
+                 "type": {"type": "string", "enum": CHUNK_KINDS, "description": "Only this kind of file (issue, pull_request: GitHub issues and pull requests)."},
                  "path_prefix": _text("Only files under this folder, e.g. 'lib/'. " + _PATH_NOTE, MAX_PATH_CHARS),
              }, required=["query"]), "repository:search", call_type="repository"),
     ToolSpec("readFile", f"Read lines of one indexed file (secrets redacted), at most {MAX_READ_LINES} lines per "
@@ -174,7 +174,7 @@ REPOSITORY_TOOL_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
                          "description": f"Last line, inclusive (default start+199; at most start+"
                                         f"{MAX_READ_LINES - 1})."},
              }, required=["path"]), "repository:read", call_type="repository"),
-    ToolSpec("findSymbol", "Where a function, class or method is defined (JavaScript/TypeScript files): path, "
+    ToolSpec("findSymbol", "Where a function, class or method is defined (JavaScript, TypeScript, Python, Go, Java, Rust, Ruby): path, "
              "line range and signature line, plus the call sites and the files that import it.",
              _object({
                  "name": {"type": "string", "minLength": 1, "maxLength": 128,

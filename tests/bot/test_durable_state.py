@@ -159,19 +159,19 @@ async def test_an_answer_in_flight_at_a_crash_is_finished_by_the_next_start(make
 async def test_two_apps_sharing_one_store_answer_a_delivered_and_a_retried_event_once(make_bot, backend):
     one = await make_bot(ask_options=FAST, REPLICA_ID="web-1", **backend.env)
     two = await make_bot(ask_options=FAST, REPLICA_ID="web-2", **backend.env)
-    def body(event_id: str, text: str) -> str:
-        event = {"type": "app_mention", "user": USER, "text": f"<@U0BOT> {text}", "ts": "1700000700.000001",
-                 "channel": "C0CHANNEL", "event_ts": "1700000700.000001", "team": "T0TEAM"}
+    def body(event_id: str, text: str, ts: str) -> str:  # two messages never share a ts in a channel
+        event = {"type": "app_mention", "user": USER, "text": f"<@U0BOT> {text}", "ts": ts,
+                 "channel": "C0CHANNEL", "event_ts": ts, "team": "T0TEAM"}
         return json.dumps({"token": "legacy-verification-token", "team_id": "T0TEAM", "api_app_id": "A0APP",
                            "type": "event_callback", "event_id": event_id, "event_time": 1, "event": event,
                            "authorizations": [{"team_id": "T0TEAM", "user_id": "U0BOT", "is_bot": True}]})
 
     json_headers = {"Content-Type": "application/json"}
-    delivered = body(f"EvBoth{uuid.uuid4().hex[:8]}", "where is the webhook?")
+    delivered = body(f"EvBoth{uuid.uuid4().hex[:8]}", "where is the webhook?", "1700000700.000001")
     both = await asyncio.gather(one.post_signed(delivered, headers=json_headers),
                                 two.post_signed(delivered, headers=json_headers))
     assert [r.status for r in both] == [200, 200]
-    retried = body(f"EvRetry{uuid.uuid4().hex[:8]}", "and where is the server?")
+    retried = body(f"EvRetry{uuid.uuid4().hex[:8]}", "and where is the server?", "1700000700.000002")
     assert (await one.post_signed(retried, headers=json_headers)).status == 200
     retry = await two.post_signed(retried, headers={**json_headers, "X-Slack-Retry-Num": "1",
                                                     "X-Slack-Retry-Reason": "http_timeout"})

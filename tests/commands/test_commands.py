@@ -55,7 +55,26 @@ async def _ask(question: str) -> CommandResult:
     return CommandResult(text=f"answer to {question}", ephemeral=False)
 
 
-SERVICES = CommandServices(ask=_ask, reindexer=FakeReindexer(), status=_status)
+class FakeScoping:
+    """What /sz-repo needs of bot.scoping.Scoping: ``describe`` and ``bind`` (repositories api and web)."""
+
+    def __init__(self) -> None:
+        self.bound: dict[str, str] = {}
+
+    async def describe(self, channel_id):
+        current = self.bound.get(channel_id, "api")
+        return {"current": current, "source": "channel" if channel_id in self.bound else "default", "default": "api",
+                "repositories": [{"name": "api", "default": True, "ok": True, "error": None, "web_url": None},
+                                 {"name": "web", "default": False, "ok": False, "error": "gone", "web_url": None}]}
+
+    async def bind(self, channel_id, name, *, user_id):
+        if name not in ("api", "web"):
+            return {"ok": False, "error": f"There is no repository called {name!r}."}
+        previous, self.bound[channel_id] = self.bound.get(channel_id, "api"), name
+        return {"ok": True, "repo": name, "previous": previous, "cleared": False}
+
+
+SERVICES = CommandServices(ask=_ask, reindexer=FakeReindexer(), status=_status, repos=FakeScoping())
 
 # (command, good input, bad input) for every built-in command.
 EVERY_COMMAND = [
@@ -76,6 +95,7 @@ EVERY_COMMAND = [
     ("8ball", "Will it ship?", ""),
     ("rps", "rock", "lizard"),
     ("reindex", "full", "partial"),
+    ("repo", "", "unset api"),
 ]
 
 
@@ -89,6 +109,18 @@ async def test_every_command_good_and_bad_input(registry, command_id, good, bad)
     assert ok.ok, ok.text
     json.dumps(ok.to_json())  # every result is JSON-serialisable
     assert_usage(await run(registry, command_id, bad, is_admin=True, services=SERVICES), command_id)
+
+
+async def test_repo_lists_binds_for_admins_only_and_refuses_unknown_names(registry):
+    services = CommandServices(repos=FakeScoping())
+    listed = await run(registry, "repo", "", services=services)
+    assert "asks about *api*" in listed.text and ("web", "unavailable: gone") in listed.fields
+    refused = await run(registry, "repo", "set web", channel_id="C1", services=services)
+    assert not refused.ok and "restricted to admins" in refused.text
+    bound = await run(registry, "repo", "set web", channel_id="C1", is_admin=True, services=services)
+    assert bound.ok and not bound.ephemeral and "now asks about *web* (was api)" in bound.text
+    unknown = await run(registry, "repo", "set nope", channel_id="C1", is_admin=True, services=services)
+    assert not unknown.ok and "no repository called 'nope'" in unknown.text
 
 
 # ask ----------------------------------------------------------------------------------------

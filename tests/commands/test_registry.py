@@ -22,7 +22,7 @@ from commands import (
 
 BUILT_IN_IDS = {
     "8ball", "ask", "base64", "calc", "case", "count", "hash", "help", "ping",
-    "random", "reindex", "roll", "rps", "status", "token", "unix", "uuid",
+    "random", "reindex", "repo", "roll", "rps", "status", "token", "unix", "uuid",
 }
 AI_SAFE_IDS = {"base64", "calc", "case", "count", "hash", "help", "ping", "random", "roll", "status", "unix", "uuid"}
 

@@ -168,6 +168,15 @@ def test_unquoted_values_count_only_outside_code() -> None:
     assert redact_secrets("  x = { password: hunter2x }\n") == ("  x = { password: hunter2x }\n", 0)
 
 
+def test_a_key_named_pass_is_a_password_in_configuration_only() -> None:
+    assert redact_secrets("db:\n  pass: hunter2x\n", file_type="yml") == (f"db:\n  pass: {REDACTED}\n", 1)
+    assert redact_secrets("pass = hunter2x\n", file_type="ini") == (f"pass = {REDACTED}\n", 1)
+    assert redact_secrets('pass: "hunter2x"\n', file_type="yaml") == (f'pass: "{REDACTED}"\n', 1)
+    code = 'def f():\n    pass\nmode = {pass: "through"}\n'
+    assert redact_secrets(code, file_type="py") == (code, 0)
+    assert redact_secrets(code, file_type="js") == (code, 0)
+
+
 PEM_BODY = [
     "MIIEowIBAAKCAQEAx8Vb3yH2k1p0aQ9zR3tY7uI8oP1aS2dF3gH4jK5lZ6xC7vB8",
     "nM9qW0eR1tY2uI3oP4aS5dF6gH7jK8lZ9xC0vB1nM2qW3eR4tY5uI6oP7aS8dF9g",

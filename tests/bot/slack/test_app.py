@@ -30,6 +30,7 @@ CASES: dict[str, tuple[str, str, str]] = {
     "help": ("", "/sz-hash", "nosuchcmd"),
     "ping": ("", "Pong!", "extra"),
     "random": ("1 10", "between 1 and 10", "10 1"),
+    "repo": ("", "asks about", "frobnicate"),
     "roll": ("2d6", "2d6", "1000d1000"),
     "rps": ("rock", "rock", "lizard"),
     "status": ("", "version", "x"),
@@ -245,7 +246,8 @@ async def test_model_reads_live_state_through_the_same_handlers(make_bot):
     assert logs["ok"] and 1 <= len(logs["result"]) <= 2
     assert any("command id=ping" in entry["message"] for entry in logs["result"])
     assert routes["result"] == [{"path": "src/server.js", "line": 5, "method": "POST", "route": "/deploy",
-                                 "router": "app", "match": "exact", "source": "call", "score": 0}]
+                                 "router": "app", "match": "exact", "source": "call", "score": 0,
+                                 "handler": None}]
     assert commands["result"]["commands"][0]["admin_only"] is True
 
 

@@ -20,6 +20,7 @@ from slack_fake import ADMIN, STREAM_METHODS, USER
 
 from bot.slack.ask_flow import AskOptions
 from bot.slack.guards import DuplicateFilter, RateLimiter
+from bot.slack.render import MAX_PAGES
 from bot.slack.stream import Coalescer
 
 INTERVAL = 0.2
@@ -188,9 +189,11 @@ async def test_a_20000_character_answer_with_three_code_blocks_renders_valid_blo
         await bot.slash("/sz-ask", "walk me through the router")
         await finished(bot)
     final, = bot.fake.answers()
-    blocks = final.body["blocks"]
-    texts = sections(blocks)
-    assert len(blocks) <= 50 and len(texts) >= 7
+    outcome = bot.ask_flow.completed[-1]
+    pages = [final, *[c for c in bot.fake.of("chat.postMessage") if c.body.get("thread_ts") == outcome.thread_ts]]
+    assert len(pages) == outcome.pages >= 2  # paginated: one message's blocks hold at most 12,000 characters
+    texts = [text for page in pages for text in sections(page.body["blocks"])]
+    assert all(len(page.body["blocks"]) <= 50 for page in pages) and len(texts) >= 7
     for text in texts:
         assert len(text) <= 3000 and text.count("```") % 2 == 0, text[-80:]
     for line in code.splitlines():  # every code line is inside a fence, intact
@@ -208,24 +211,26 @@ def _inside_fence(text: str, line: str) -> bool:
     return False
 
 
-async def test_an_answer_beyond_50_blocks_uploads_the_rest_as_a_snippet(ask_bot):
+async def test_an_answer_beyond_the_page_limit_uploads_the_rest_as_a_snippet(ask_bot):
     answer = "\n\n".join(f"Section {i}. " + "Words about the index and its updates. " * 60 for i in range(75))
     async with FakeOpenAIServer() as model:
         model.script(text_reply(answer, pieces=20))
         bot = await ask_bot(**model_env(model))
         await bot.slash("/sz-ask", "tell me everything")
-        outcome = await finished(bot)
+        outcome = await finished(bot, timeout=60)
     final, = bot.fake.answers()
-    assert len(final.body["blocks"]) == 50 and "rest is attached" in all_text(final)
+    pages = [final, *[c for c in bot.fake.of("chat.postMessage") if c.body.get("thread_ts") == outcome.thread_ts]]
+    assert len(pages) == MAX_PAGES == outcome.pages and "rest is attached" in all_text(final)
     get_url, = bot.fake.of("files.getUploadURLExternal")
     upload, = bot.fake.of("upload")
     complete, = bot.fake.of("files.completeUploadExternal")
     assert complete.body["channel_id"] == "C0CHANNEL" and complete.body["thread_ts"] == outcome.anchor_ts
     assert get_url.body["filename"] == f"answer-{outcome.answer_id}.md"
-    shown = "\n".join(sections(final.body["blocks"]))
-    last_shown = max(int(n) for n in re.findall(r"Section (\d+)\.", shown))
+    shown = "\n".join(text for page in pages for text in sections(page.body["blocks"]))
+    numbers = [int(n) for n in re.findall(r"Section (\d+)\.", shown)]
+    assert numbers == list(range(len(numbers)))
     snippet = upload.body["content"]
-    assert 40 < last_shown < 74 and snippet.lstrip().startswith(f"Section {last_shown + 1}. ")
+    assert 40 < numbers[-1] < 74 and snippet.lstrip().startswith(f"Section {numbers[-1] + 1}. ")
     assert snippet.rstrip().endswith("Section 74. " + "Words about the index and its updates. " * 59
                                      + "Words about the index and its updates.")
     assert upload.body["bytes"] == len(snippet.encode())

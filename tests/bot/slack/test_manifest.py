@@ -72,3 +72,15 @@ def test_manifest_command_works_outside_a_checkout_and_leaves_the_checked_in_cop
     written = json.loads((tmp_path / "slackzilla-manifest.json").read_text())
     assert written["settings"]["event_subscriptions"]["request_url"] == "https://bot.example.org/slack/events"
     assert CHECKED_IN.read_bytes() == before
+
+
+def test_manifest_command_refuses_urls_slack_would_refuse(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+    from bot.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    for url in ("http://bot.example.org/slack/events", "https:///slack/events", "bot.example.org/slack/events"):
+        result = CliRunner().invoke(cli, ["manifest", "--url", url])
+        assert result.exit_code == 2, (url, result.output)
+        assert "HTTPS" in result.output
+    assert not (tmp_path / "slackzilla-manifest.json").exists()

@@ -10,7 +10,10 @@ from bot.slack.ask_flow import ThreadMemory
 from bot.slack.render import (
     MAX_BLOCKS,
     ProgressView,
+    MAX_PAGE_CHARS,
+    MAX_PAGES,
     MAX_SECTION_CHARS,
+    plain_payload,
     render_answer_message,
     render_failure,
     render_progress,
@@ -65,8 +68,10 @@ def test_a_20000_character_answer_with_three_fences_is_split_safely():
     assert len(answer) == 20_000 and answer.count("```") == 6
     message = render_answer_message(answer, sources=[src("lib/router.js", 1, 60)], question="how?", user_id="U1",
                                     answer_id="abc123abc123")
-    texts = sections(message.payload)
-    assert message.overflow is None and len(message.payload["blocks"]) <= MAX_BLOCKS
+    texts = [text for page in message.pages for text in sections(page)]
+    assert message.overflow is None and len(message.pages) >= 2
+    for page in message.pages:
+        assert len(page["blocks"]) <= MAX_BLOCKS and len("".join(sections(page))) <= MAX_PAGE_CHARS
     assert all(len(t) <= MAX_SECTION_CHARS for t in texts)
     assert all(t.count("```") % 2 == 0 for t in texts)
     inside = fenced_lines(texts)
@@ -80,18 +85,55 @@ def test_a_20000_character_answer_with_three_fences_is_split_safely():
     assert "```js" not in json.dumps(message.payload)  # the language tag would show as code text
 
 
-def test_blocks_beyond_50_go_to_the_overflow_in_order():
-    paragraphs = [f"Part {i}. " + "word " * 500 for i in range(80)]
+def test_a_long_answer_is_paginated_and_beyond_the_pages_goes_to_the_overflow_in_order():
+    paragraphs = [f"Part {i}. " + "word " * 500 for i in range(80)]  # ~200,000 characters
     answer = "\n\n".join(paragraphs)
     message = render_answer_message(answer, sources=[], question="q", user_id=None, answer_id="0123456789ab")
-    blocks = message.payload["blocks"]
-    assert len(blocks) == MAX_BLOCKS and message.sections == MAX_BLOCKS - 5  # heading, note, sources, footer, buttons
-    assert blocks[-1]["type"] == "actions" and "rest is attached" in json.dumps(blocks)
-    last_shown = max(int(n) for n in re.findall(r"Part (\d+)\.", "\n".join(sections(message.payload))))
-    assert message.overflow.lstrip().startswith(f"Part {last_shown + 1}. ")
+    assert len(message.pages) == MAX_PAGES and message.overflow
+    first = message.pages[0]
+    assert first["blocks"][-1]["type"] == "actions" and "rest is attached" in json.dumps(first)
+    assert f"Part 1 of {MAX_PAGES}" in json.dumps(first)
+    for number, page in enumerate(message.pages[1:], start=2):
+        assert f"Part {number} of {MAX_PAGES}" in json.dumps(page["blocks"][-1])
+    for page in message.pages:
+        assert len(page["blocks"]) <= MAX_BLOCKS and len(page["text"]) <= 3000 and page["text"].strip()
+        assert sum(len(t) for t in sections(page)) <= MAX_PAGE_CHARS
+    shown = [int(n) for page in message.pages for n in re.findall(r"Part (\d+)\. ", "\n".join(sections(page)))]
+    assert shown == list(range(len(shown))) and message.sections == len(shown)  # in order, each once
+    assert message.overflow.lstrip().startswith(f"Part {shown[-1] + 1}. ")
     assert message.overflow.rstrip().endswith(paragraphs[-1].rstrip())
-    with_budget = render_answer_message(answer, sources=[], question="q", user_id=None, max_blocks=10)
-    assert len(with_budget.payload["blocks"]) == 10 and with_budget.overflow
+    one_page = render_answer_message(answer, sources=[], question="q", user_id=None, max_blocks=10, max_pages=1)
+    assert len(one_page.pages) == 1 and len(one_page.payload["blocks"]) <= 10 and one_page.overflow
+
+
+def test_plain_payload_carries_the_same_text_without_blocks():
+    message = render_answer_message("The **HMAC** is checked (src/webhook.js:4-7).\n\n```js\nverify(a)\n```",
+                                    sources=[src("src/webhook.js", 4, 7)], question="how?", user_id="U1")
+    plain = plain_payload(message.payload)
+    assert "blocks" not in plain and plain["unfurl_links"] is False
+    assert "The *HMAC* is checked" in plain["text"] and "```\nverify(a)\n```" in plain["text"]
+    assert "src/webhook.js:L4-L7" in plain["text"] and "<@U1> asked" in plain["text"]
+
+
+def test_fences_follow_commonmark_and_backticks_inside_never_close_slack_blocks():
+    answer = ("````md\n```js\nx()\n```\n````\n"      # a 4-backtick fence showing a fence
+              "```js\nconst md = `\n```bash\nnpm test\n```\n`;\n```\n"  # Markdown in a template literal
+              "```\nlet a = \"```\";\n```\n"            # mid-line backticks in code
+              "~~~\n```\n~~~\n"                          # a tilde fence holding a backtick one
+              "Prose with ``` and ``a`b`` and `code`.")
+    [piece] = markdown_to_mrkdwn_pieces(answer)
+    lines = piece.text.split("\n")
+    assert [i for i, line in enumerate(lines) if line == "```"] == [0, 4, 5, 11, 12, 14, 15, 17]
+    assert piece.text.count("```") == 8  # only our fences: every other run is broken up
+    b3 = f"`{ZWSP}`{ZWSP}`"
+    assert lines[1:4] == [f"{b3}js", "x()", b3] and lines[7] == f"{b3}bash" and lines[9] == b3
+    assert lines[13] == f"let a = \"{b3}\";" and lines[16] == b3
+    assert lines[18] == f"Prose with {b3} and ``a`b`` and `code`."
+    # a cut block is closed and reopened on the next piece, never left open
+    long_code = "```js\n" + "\n".join(f"```bash line {i}" if i % 10 == 0 else f"x{i}()" for i in range(600)) + "\n```"
+    texts = [p.text for p in markdown_to_mrkdwn_pieces(long_code)]
+    assert len(texts) > 1 and all(t.startswith("```\n") and t.endswith("\n```") and t.count("```") == 2
+                                  for t in texts)
 
 
 def test_model_text_cannot_ping_anyone_but_links_and_escapes_survive():

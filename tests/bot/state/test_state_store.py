@@ -411,15 +411,36 @@ def test_prune_deletes_only_what_expired_and_counts_it(target):
     store.try_lease("l2", "a", 1000, now=T0)
     store.record_vote(user_id="U1", answer_id="A1", vote="up", now=T0 - 10**6)  # votes are user data: kept
     store.set_setting("k", "v")
+    store.bind_repo("channel:C1", "api", set_by="U1", now=T0)                # kept until changed
+    store.bind_repo("thread:C1:1.0", "web", ttl_s=10, now=T0)               # expires
     before = store.counts()
     assert before == {"turns": 2, "claims": 2, "rate_hits": 2, "votes": 1, "runs": 0, "in_flight": 0,
-                      "settings": 1, "leases": 2}
+                      "settings": 1, "leases": 2, "repo_bindings": 2}
     removed = store.prune(now=T0 + 120)
     assert removed == {"turns": 1, "claims": 1, "rate_hits": 1, "votes": 0, "runs": 0, "in_flight": 0,
-                       "settings": 0, "leases": 1}
+                       "settings": 0, "leases": 1, "repo_bindings": 1}
     assert store.counts() == {kind: before[kind] - removed[kind] for kind in KINDS}
     assert store.prune(now=T0 + 120) == {kind: 0 for kind in KINDS}
     assert store.claim("new", now=T0 + 120) is False
+
+
+def test_repository_bindings_are_kept_replaced_removed_and_expire(target):
+    store = target.open()
+    assert store.bound_repo("channel:C1") is None
+    store.bind_repo("channel:C1", "api", set_by="U0ADMIN", now=T0)
+    store.bind_repo("channel:C1", "web", set_by="U0ADMIN", now=T0 + 1)   # replaced, not added
+    store.bind_repo("thread:C1:1700000000.000001", "api", ttl_s=60, now=T0)
+    assert store.bound_repo("channel:C1", now=T0 + 10**7) == "web"          # no expiry
+    assert store.bound_repo("thread:C1:1700000000.000001", now=T0 + 59) == "api"
+    assert store.bound_repo("thread:C1:1700000000.000001", now=T0 + 61) is None
+    assert store.repo_bindings("channel:", now=T0) == {"channel:C1": "web"}
+    store.bind_repo("channel:C1", None)
+    assert store.bound_repo("channel:C1") is None
+    with pytest.raises(ValueError):
+        store.bind_repo("thread:x", "api", ttl_s=0)
+    store.close()
+    again = target.open()  # another process (a restart, another replica) sees what was written
+    assert again.bound_repo("thread:C1:1700000000.000001", now=T0) == "api"
 
 
 # -- unavailable, then available again -----------------------------------------------------------

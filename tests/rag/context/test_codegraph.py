@@ -46,7 +46,12 @@ def test_routes_get_mount_prefixes_from_another_file(graph):
     assert ("src/routes/admin.js", 7, "ALL", "/admin/reset") in routes  # app.use('/admin', require('./routes/admin'))
     assert ("src/server.js", 16, "GET", "/health") in routes
     assert ("src/legacy/http.js", 5, "POST", "/webhook") in routes
-    assert all(r.method != "USE" for r in graph.routes())
+
+
+def test_mounts_are_reported_as_use_routes(graph):
+    """The seed listed `use` among the route methods: a mount is a route of its own (issue 15)."""
+    mounts = {(r.path, r.line, r.route, r.match) for r in graph.routes() if r.method == "USE"}
+    assert mounts == {("src/server.js", 14, "/api", "prefix"), ("src/server.js", 15, "/admin", "prefix")}
 
 
 def test_same_file_and_chained_mounts():
@@ -61,7 +66,8 @@ def test_same_file_and_chained_mounts():
             "module.exports = router;\n"
         ),
     })
-    assert sorted((r.line, r.route) for r in graph.routes()) == [(3, "/api/items/list"), (5, "/api/ping")]
+    assert sorted((r.line, r.method, r.route) for r in graph.routes()) == [
+        (2, "USE", "/api"), (3, "GET", "/api/items/list"), (4, "USE", "/api/items"), (5, "GET", "/api/ping")]
 
 
 def test_mount_cycles_terminate():

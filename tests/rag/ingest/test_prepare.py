@@ -59,6 +59,23 @@ def test_same_hash_is_unchanged_and_other_types_are_not_parsed(tmp_path):
     assert doc.parse_seconds < 0.01
 
 
+PY = "import os\n\n\n@app.get('/items')\ndef list_items():\n    return os.getenv('PAGE_SIZE')\n"
+
+
+def test_python_files_are_parsed_and_the_structure_step_is_separate(tmp_path):
+    root = write_repo(tmp_path, {"src/app.py": PY, "main.go": "package main\n\nfunc main() {}\n"})
+    result = prepare_file(walked(root, "src/app.py"), indexed=None, literals=LiteralRedactor(set()),
+                          parser=StructureParser())
+    assert isinstance(result, Prepared) and result.update.structure["language"] == "python"
+    assert result.update.chunk_symbols == ["list_items PAGE_SIZE /items"]
+    parser = StructureParser()
+    structure = parser.structure("src/app.py", "py", PY)
+    assert [(d.name, d.start, d.end) for d in structure.definitions] == [("list_items", 4, 6)]
+    assert parser.chunk_symbols(structure, result.update.chunks) == result.update.chunk_symbols
+    assert parser.structure("main.go", "go", "package main\n\nfunc main() {}\n").language == "go"
+    assert parser.structure("README.md", "md", "# x\n") is None
+
+
 def test_unreadable_and_binary_files_are_skipped_with_their_reason(tmp_path):
     root = write_repo(tmp_path, {"a.txt": "text\n", "b.txt": "text\n"})
     wf_a, wf_b = walked(root, "a.txt"), walked(root, "b.txt")

@@ -109,7 +109,7 @@ def test_run_record_json_is_flat_and_keeps_its_key_order(reindexer, repo):
     data = record.to_json()
     assert list(data) == ["id", "trigger", "started_at", "user", "full", "duration_s", "added", "changed", "removed",
                           "skipped", "redactions", "files", "chunks", "generation", "ok", "error", "git", "commit",
-                          "embeddings", "problems"]
+                          "embeddings", "problems", "sources"]
     stats = record.stats
     assert (data["added"], data["files"], data["chunks"], data["generation"]) == (
         stats.added, stats.files, stats.chunks, stats.generation)

@@ -173,7 +173,8 @@ def test_ignored_build_output_stays_ignored(tmp_path: Path) -> None:
 def test_secret_and_lock_files_are_skipped_anywhere(tmp_path: Path) -> None:
     secrets = [".env", ".env.local", ".ENV.production", "prod.env", "id_rsa", "id_rsa.pub", "id_ed25519",
                "id_ecdsa_work", "id_dsa", "server.pem", "tls.key", ".npmrc", ".netrc", ".pypirc",
-               ".git-credentials", "deep/dir/.env", "deep/dir/id_rsa"]
+               ".git-credentials", "deep/dir/.env", "deep/dir/id_rsa", "credentials.json", "config/secrets.yml",
+               "secrets.json", ".secrets.toml", "client_secret_123-abc.apps.googleusercontent.com.json"]
     locks = ["package-lock.json", "yarn.lock", "pnpm-lock.yaml", "npm-shrinkwrap.json", "poetry.lock",
              "Cargo.lock", "composer.lock", "Gemfile.lock", "uv.lock", "sub/package-lock.json"]
     make_tree(tmp_path, {p: "SECRET=1" for p in secrets} | {p: "{}" for p in locks} | {

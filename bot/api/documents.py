@@ -1,0 +1,146 @@
+"""The documents API, under the admin token (``ADMIN_API_TOKEN``; 404 while it is unset, like ``/api/admin/*``):
+
+    POST   /api/documents         {"title", "text", "metadata"?, "repo"?} → 201 {"id", "repo"}
+                                  (no "repo": a global document, searched with every repository)
+    GET    /api/documents         ?repo=NAME → {"documents": [{"id", "title", "preview" (100 characters),
+                                  "length", "metadata", "created_at", "repo", …}]}
+    GET    /api/documents/{id}    the document with its "text"; 404 when unknown
+    DELETE /api/documents/{id}    {"deleted": 1}; 404 when unknown
+    DELETE /api/documents         ?repo=NAME → {"deleted": n}: that repository's own documents, or every one
+
+Each route converts the request and calls :class:`bot.documents.DocumentService` (the one the CLI's
+``slackzilla docs`` and the Slack shortcut use) in a worker thread. Errors are
+``{"error": code, "message": sentence}``: 400 bad input, 401 a missing or wrong token, 404 unknown,
+413 over the size cap (``[documents] max_chars``) or a body over :data:`MAX_DOCUMENT_BODY_BYTES`.
+"""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+
+from aiohttp import web
+
+from rag.documents import DocumentError, DocumentTooLargeError
+from rag.errors import UserError
+
+__all__ = ["install_documents_api", "MAX_DOCUMENT_BODY_BYTES"]
+
+log = logging.getLogger(__name__)
+
+DOCS_CONTEXT_KEY: web.AppKey = web.AppKey("slackzilla_documents_context", object)
+MAX_DOCUMENT_BODY_BYTES = 1024 * 1024
+"""Largest accepted request body (bytes; aiohttp's own default); the document cap is in characters, checked after decoding."""
+
+
+def install_documents_api(app: web.Application, ctx) -> web.Application:
+    """Add the routes above to ``app``; ``ctx`` is the :class:`bot.context.BotContext` (``documents``, ``settings``)."""
+    app[DOCS_CONTEXT_KEY] = ctx
+    app.add_routes([
+        web.post("/api/documents", add_document),
+        web.get("/api/documents", list_documents),
+        web.delete("/api/documents", clear_documents),
+        web.get("/api/documents/{doc_id}", show_document),
+        web.delete("/api/documents/{doc_id}", remove_document),
+    ])
+    return app
+
+
+def _error(status: int, code: str, message: str, **headers) -> web.Response:
+    return web.json_response({"error": code, "message": message}, status=status, headers=headers or None)
+
+
+def _service(request: web.Request):
+    """``(DocumentService, None)`` for an authorised request, else ``(None, the error response)``."""
+    ctx = request.app[DOCS_CONTEXT_KEY]
+    token = ctx.settings.admin_api_token
+    if not token:
+        return None, _error(404, "not_found", "The documents API is off (ADMIN_API_TOKEN is not set).")
+    scheme, _, provided = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not provided or not hmac.compare_digest(provided.strip().encode(), token.encode()):
+        return None, _error(401, "unauthorized", "A valid bearer token (ADMIN_API_TOKEN) is required.",
+                            **{"WWW-Authenticate": 'Bearer realm="slackzilla"'})
+    if ctx.documents is None:
+        return None, _error(404, "not_found", "Documents are not available in this process.")
+    return ctx.documents, None
+
+
+def _repo(request: web.Request) -> str | None:
+    return request.query.get("repo") or None
+
+
+async def add_document(request: web.Request) -> web.Response:
+    docs, refused = _service(request)
+    if refused is not None:
+        return refused
+    if request.content_length is not None and request.content_length > MAX_DOCUMENT_BODY_BYTES:
+        return _error(413, "too_large", f"The body is larger than {MAX_DOCUMENT_BODY_BYTES} bytes.")
+    try:
+        body = await request.json()
+    except (ValueError, UnicodeDecodeError):
+        return _error(400, "bad_request", 'The body must be JSON like {"title": "...", "text": "..."}.')
+    if not isinstance(body, dict):
+        return _error(400, "bad_request", 'The body must be a JSON object with "title" and "text".')
+    unknown = sorted(set(body) - {"title", "text", "metadata", "repo"})
+    if unknown:
+        return _error(400, "bad_request", f"Unknown field(s): {', '.join(unknown)[:200]}.")
+    title, text, metadata, repo = body.get("title"), body.get("text"), body.get("metadata"), body.get("repo")
+    if not isinstance(title, str) or not isinstance(text, str):
+        return _error(400, "bad_request", '"title" and "text" must be strings.')
+    if metadata is not None and not isinstance(metadata, dict):
+        return _error(400, "bad_request", '"metadata" must be a JSON object.')
+    if repo is not None and not isinstance(repo, str):
+        return _error(400, "bad_request", '"repo" must be a repository name.')
+    try:
+        stored = await asyncio.to_thread(docs.add, title, text, metadata=metadata, repo=repo)
+    except DocumentTooLargeError as err:
+        return _error(413, "too_large", str(err))
+    except UserError as err:  # DocumentError, UnknownDocumentRepositoryError
+        return _error(400, "bad_request", str(err))
+    log.info("document %s added (%d characters, repo %s)", stored.document.id, len(stored.document.text),
+             stored.repo or "all")
+    return web.json_response({"id": stored.document.id, "repo": stored.repo}, status=201)
+
+
+async def list_documents(request: web.Request) -> web.Response:
+    docs, refused = _service(request)
+    if refused is not None:
+        return refused
+    try:
+        found = await asyncio.to_thread(docs.list, repo=_repo(request))
+    except UserError as err:  # an unknown repository
+        return _error(400, "bad_request", str(err))
+    return web.json_response({"documents": [d.to_json() for d in found]})
+
+
+async def show_document(request: web.Request) -> web.Response:
+    docs, refused = _service(request)
+    if refused is not None:
+        return refused
+    found = await asyncio.to_thread(docs.get, request.match_info["doc_id"])
+    if found is None:
+        return _error(404, "not_found", "There is no document with that id.")
+    return web.json_response(found.to_json(full=True))
+
+
+async def remove_document(request: web.Request) -> web.Response:
+    docs, refused = _service(request)
+    if refused is not None:
+        return refused
+    removed = await asyncio.to_thread(docs.remove, request.match_info["doc_id"])
+    if not removed:
+        return _error(404, "not_found", "There is no document with that id.")
+    log.info("document %s removed", request.match_info["doc_id"][:40])
+    return web.json_response({"deleted": 1})
+
+
+async def clear_documents(request: web.Request) -> web.Response:
+    docs, refused = _service(request)
+    if refused is not None:
+        return refused
+    try:
+        count = await asyncio.to_thread(docs.clear, repo=_repo(request))
+    except UserError as err:  # an unknown repository
+        return _error(400, "bad_request", str(err))
+    log.info("documents cleared: %d (repo %s)", count, _repo(request) or "all")
+    return web.json_response({"deleted": count})

@@ -1,0 +1,161 @@
+"""``slackzilla docs``: documents stored with the repositories' indexes, without a running bot.
+
+    slackzilla docs add FILE|- --title T [--repo NAME] [--meta KEY=VALUE …] [--json]   → the id
+    slackzilla docs list [--repo NAME] [--json]
+    slackzilla docs show ID [--json]
+    slackzilla docs remove ID [--json]
+    slackzilla docs clear [--repo NAME] [--json]      NAME's own documents, or every document
+
+The same :class:`bot.documents.DocumentService` as ``/api/documents`` and the Slack shortcut,
+over every configured repository (``slackzilla.toml``; else the one ``--repo``/``$REPO_PATH``
+or the current directory names). Without ``--repo``, ``add`` stores a global document (in
+every repository). Documents live in the index files, so the bot finds them at once (its
+caches follow the index generation).
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+import click
+
+from bot.cli.common import emit, fail, friendly_errors, json_option, printable
+from bot.cli.selection import configured_documents, configured_repositories, select_repositories
+
+__all__ = ["docs_group"]
+
+repo_name_option = click.option("--repo", "repo", default=None,
+                                help="A repository named in slackzilla.toml, or a repository path.")
+
+
+@contextlib.contextmanager
+def _service(repo: str | None):
+    """The :class:`DocumentService` over the configured repositories (or the one ``repo`` names without a
+    configuration file); yields ``(service, name of repo or None)``; closes the engines after."""
+    from bot.documents import DocumentService
+    from rag.engine import Engine
+    from rag.errors import RagError
+
+    configs = configured_repositories()
+    if not configs or (repo is not None and not any(c.name.lower() == repo.lower() for c in configs)):
+        configs = select_repositories(repo, None)
+    engines = {}
+    try:
+        for config in configs:
+            try:
+                engines[config.name] = Engine.open(config.path, index_path=config.index_path, name=config.name)
+            except RagError as exc:
+                if len(configs) == 1:
+                    raise
+                click.echo(f"warning: {config.name} skipped: {exc}", err=True)
+        name = None
+        if repo is not None:
+            name = next((n for n in engines if n.lower() == repo.lower()), None) or \
+                (next(iter(engines)) if len(engines) == 1 else None)
+            if name is None:
+                fail(f"there is no serving repository called {repo!r}; choose one of {', '.join(engines)}")
+        yield DocumentService(engines, max_chars=configured_documents().max_chars), name
+    finally:
+        for engine in engines.values():
+            engine.close()
+
+
+@click.group("docs")
+def docs_group() -> None:
+    """Add, list, show, remove and clear documents (titled text searched with the repository)."""
+
+
+@docs_group.command("add")
+@click.argument("source", type=click.File("r", encoding="utf-8", errors="replace"))
+@click.option("--title", required=True, help="The document's title (1-200 characters).")
+@repo_name_option
+@click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Metadata (repeatable), e.g. url=https://…")
+@json_option
+@friendly_errors
+def add_cmd(source, title: str, repo: str | None, meta: tuple[str, ...], as_json: bool) -> None:
+    """Add the document in FILE ('-' reads stdin); without --repo it is searched with every repository."""
+    metadata = {}
+    for item in meta:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            fail(f"--meta takes KEY=VALUE, got {item!r}", 2)
+        metadata[key.strip()] = value
+    text = source.read()
+    with _service(repo) as (service, name):
+        stored = service.add(title, text, metadata=metadata, repo=name)
+    if as_json:
+        emit({"id": stored.document.id, "repo": stored.repo, "length": len(stored.document.text),
+              "redactions": stored.document.redactions})
+        return
+    where = stored.repo or "every repository"
+    click.echo(f"{stored.document.id}  added to {where} ({len(stored.document.text):,} characters"
+               + (f", {stored.document.redactions} secrets redacted" if stored.document.redactions else "") + ")")
+
+
+@docs_group.command("list")
+@repo_name_option
+@json_option
+@friendly_errors
+def list_cmd(repo: str | None, as_json: bool) -> None:
+    """List the documents (id, title, repository, length, preview)."""
+    with _service(repo) as (service, name):
+        found = service.list(repo=name)
+    if as_json:
+        emit({"documents": [d.to_json() for d in found]})
+        return
+    if not found:
+        click.echo("No documents.")
+    for item in found:
+        doc = item.document
+        click.echo(printable(f"{doc.id}  {item.repo or '(all)':<12} {len(doc.text):>7,}  {doc.title}  — {doc.preview(60)}"))
+
+
+@docs_group.command("show")
+@click.argument("doc_id")
+@json_option
+@friendly_errors
+def show_cmd(doc_id: str, as_json: bool) -> None:
+    """Print one document (its metadata on stderr)."""
+    with _service(None) as (service, _):
+        found = service.get(doc_id)
+    if found is None:
+        fail(f"there is no document {doc_id!r}")
+    if as_json:
+        emit(found.to_json(full=True))
+        return
+    doc = found.document
+    click.echo(printable(f"{doc.title} ({doc.path}, {found.repo or 'every repository'})"), err=True)
+    if doc.metadata:
+        click.echo(printable(f"metadata: {doc.metadata}"), err=True)
+    sys.stdout.write(printable(doc.text) + ("" if doc.text.endswith("\n") else "\n"))
+
+
+@docs_group.command("remove")
+@click.argument("doc_id")
+@json_option
+@friendly_errors
+def remove_cmd(doc_id: str, as_json: bool) -> None:
+    """Remove one document (from every repository holding it)."""
+    with _service(None) as (service, _):
+        removed = service.remove(doc_id)
+    if not removed:
+        fail(f"there is no document {doc_id!r}")
+    if as_json:
+        emit({"deleted": 1})
+        return
+    click.echo(f"removed {doc_id}")
+
+
+@docs_group.command("clear")
+@repo_name_option
+@json_option
+@friendly_errors
+def clear_cmd(repo: str | None, as_json: bool) -> None:
+    """Remove the documents of --repo NAME (its own; global ones stay), or every document."""
+    with _service(repo) as (service, name):
+        count = service.clear(repo=name)
+    if as_json:
+        emit({"deleted": count})
+        return
+    click.echo(f"removed {count} document{'s' if count != 1 else ''}" + (f" of {name}" if name else ""))
