@@ -38,7 +38,8 @@ def index_cmd(repo: Path | None, index_path: Path | None, full: bool, as_json: b
     run = record.stats
     stats = {"files": run.files, "chunks": run.chunks, "added": run.added, "changed": run.changed,
              "removed": run.removed, "skipped": run.skipped, "seconds": record.duration_s,
-             "redactions": run.redactions, "generation": record.generation, "embeddings": record.embeddings,
+             "redactions": run.redactions, "copies": run.copies, "generation": record.generation,
+             "embeddings": record.embeddings,
              "problems": run.problems}
     if as_json:
         emit(stats)
@@ -48,6 +49,8 @@ def index_cmd(repo: Path | None, index_path: Path | None, full: bool, as_json: b
         f"{run.files} files, {run.chunks} chunks: {run.added} added, {run.changed} changed, "
         f"{run.removed} removed in {record.duration_s:.2f}s (skipped: {skipped}; secrets redacted: {run.redactions})"
     )
+    if run.copies:
+        click.echo(f"{run.copies} files are build output or copies of an indexed source (ranked below their sources)")
     for problem in run.problems:
         click.echo(f"  not indexed: {printable(problem['path'])} ({problem['reason']})")
     if run.files == 0:

@@ -8,6 +8,8 @@ Layout (``<repo>/.rag/index.sqlite`` unless told otherwise)::
     chunks(id, path, start, end, heading, symbol, file_type, kind, text, hash, stems)
     chunks_fts(body, path, heading, symbols)   FTS5, porter+unicode61, rowid = chunks.id
     chunk_vectors(chunk_hash, model, dim, vec) embeddings keyed by chunk content hash
+    file_fingerprints(path, lines, map_sources)    normalised-line hashes per file (copy detection)
+    file_copies(path, source, reason, rank, similarity)  build output / duplicates of indexed sources
 
 Consistency: the database runs in WAL mode. Every update is one ``BEGIN
 IMMEDIATE`` … ``COMMIT`` transaction that also bumps ``meta.generation``;
@@ -104,6 +106,25 @@ def m003_chunk_stems(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM chunks")
     conn.execute("DELETE FROM chunks_fts")
     conn.execute("DELETE FROM files")
+
+
+@migration
+def m005_file_copies(conn: sqlite3.Connection) -> None:
+    """Copy detection (:mod:`rag.ingest.copies`): per-file line fingerprints and the copy relations.
+    Existing files have no fingerprint, so they are dropped (the next update re-reads every file;
+    stored vectors are keyed by chunk text and kept)."""
+    _script(conn,
+        """
+        CREATE TABLE file_fingerprints (path TEXT PRIMARY KEY, lines BLOB NOT NULL, map_sources TEXT);
+        CREATE TABLE file_copies (
+            path TEXT NOT NULL, source TEXT NOT NULL, reason TEXT NOT NULL, rank INTEGER NOT NULL,
+            similarity REAL, PRIMARY KEY (path, source)
+        );
+        DELETE FROM chunks;
+        DELETE FROM chunks_fts;
+        DELETE FROM files
+        """
+    )
 
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -367,6 +388,11 @@ class Index:
                 lines.setdefault(first + offset, line)
         return "\n".join(lines[n] for n in range(start, end + 1) if n in lines)
 
+    def copy_count(self) -> int:
+        """Number of files recorded as copies of another indexed file (``file_copies``)."""
+        with self.read() as conn:
+            return conn.execute("SELECT COUNT(DISTINCT path) FROM file_copies").fetchone()[0]
+
     def counts(self) -> tuple[int, int]:
         """``(files, chunks)`` currently indexed."""
         with self.read() as conn:
@@ -384,6 +410,7 @@ class Index:
         images: list[str] | None = None,
         full: bool = False,
         meta: dict[str, str] | None = None,
+        after: Callable[[sqlite3.Connection], None] | None = None,
     ) -> int:
         """Write one update as a single transaction and return the new generation.
 
@@ -393,6 +420,9 @@ class Index:
             images: the complete current list of image paths (``None`` keeps it).
             full: drop everything first (a full rebuild).
             meta: extra ``meta`` keys to set.
+            after: called with the connection once the files are written, inside the same
+                transaction (derived tables such as ``file_copies``: readers see them with
+                the generation they belong to).
         """
         with self.write() as conn:
             if full:
@@ -432,6 +462,8 @@ class Index:
                 conn.executemany("INSERT INTO images VALUES (?)", [(p,) for p in images])
             for key, value in (meta or {}).items():
                 conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+            if after is not None:
+                after(conn)
         self.checkpoint()
         return self.generation()
 

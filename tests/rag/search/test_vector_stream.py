@@ -404,8 +404,25 @@ def cand(ident: int, path: str, score: float, *, lexical: bool = True) -> Candid
 
 def test_policy_defaults_are_the_issue_values():
     p = DEFAULT_RETRIEVAL_POLICY
-    assert (p.rrf_k, p.rrf_weights, p.structure_weight) == (60, (0.6, 0.4), 0.5)
+    assert (p.rrf_k, p.lexical_base, p.lexical_slope, p.structure_weight) == (60, 0.45, 0.3, 0.5)
+    assert p.lexical_base + 0.5 * p.lexical_slope == pytest.approx(0.6)   # issue 7's 0.6 at coverage 0.5
     assert p.stream_pool >= 20
+    assert p.streams == {"lexical", "structure", "vectors"} and p.min_vector_z == 3.0
+
+
+def test_the_question_s_lexical_coverage_moves_the_fused_order():
+    # BM25 ranks a.js first, the vectors rank b.js first: a question BM25 covers well follows BM25,
+    # a paraphrase it hardly covers follows the vectors.
+    def fused(coverage: float) -> list[str]:
+        cands = [cand(1, "a.js", 0.9), cand(2, "b.js", 0.8)]
+        return [c.path for c in fuse_streams(cands, [2, 1], policy=DEFAULT_RETRIEVAL_POLICY, coverage=coverage)]
+
+    assert fused(0.9) == ["a.js", "b.js"]
+    assert fused(0.1) == ["b.js", "a.js"]
+    top = fuse_streams([cand(1, "a.js", 0.9), cand(2, "b.js", 0.8)], [2, 1], policy=DEFAULT_RETRIEVAL_POLICY,
+                       coverage=0.1)[0]
+    w = 0.45 + 0.3 * 0.1
+    assert top.score == pytest.approx((w / 62 + (1 - w) / 61) * 1.01, rel=1e-12)
 
 
 def test_fuse_streams_matches_hand_computed_rrf():
