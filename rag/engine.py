@@ -280,7 +280,8 @@ class Engine:
     def code_context(self, question: str, *, retrieved: list[Source], max_entries: int = 20) -> list[CodeEntry]:
         """Structural context for ``question`` (:func:`rag.context.packer.code_context` on this repository)."""
         return _context.code_context(question, graph=self.code_graph(), retrieved=retrieved,
-                                     read_lines=self.read_lines, max_entries=max_entries)
+                                     read_lines=self.read_lines, max_entries=max_entries,
+                                     copies=self.retriever.copies())
 
     def pack_context(self, question: str, *, sources: list[Source], budget_tokens: int = DEFAULT_BUDGET_TOKENS,
                      with_code: bool = True) -> PackedContext:

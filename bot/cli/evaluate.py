@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from bot.cli.common import embeddings_provider, emit, friendly_errors, json_option
+from bot.cli.common import embeddings_provider, emit, fail, friendly_errors, json_option
 
 __all__ = ["eval_cmd", "STREAM_CHOICES"]
 
@@ -37,8 +37,8 @@ def eval_cmd(set_path, corpora, limit, results, index_dir, use_embeddings, strea
 
     provider = embeddings_provider() if use_embeddings == "auto" and streams != "lexical" else None
     if streams == "vectors" and provider is None:
-        raise click.UsageError("--streams vectors needs an embeddings provider (the local model or EMBEDDINGS_URL) "
-                               "and --embeddings auto")
+        fail("--streams vectors needs an embeddings provider (the local model or EMBEDDINGS_URL) "
+             "and --embeddings auto")
     if index_dir is not None:
         index_dir.mkdir(parents=True, exist_ok=True)
     result = run_eval(set_path, corpora, limit=limit, results_out=results, index_dir=index_dir,

@@ -35,7 +35,7 @@ remaining budget are skipped — never truncated. Tokens are
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rag.context.codegraph import FULL_NAME_SCORE, TOKEN_SCORE, CodeGraph, RouteHit, SymbolHit, question_tokens
@@ -232,6 +232,7 @@ def code_context(
     retrieved: Sequence[Source],
     read_lines: ReadLines,
     max_entries: int = DEFAULT_MAX_ENTRIES,
+    copies: Mapping[str, Sequence[str]] | None = None,
 ) -> list[CodeEntry]:
     """Code context entries for a question (algorithm in the module docstring).
 
@@ -242,16 +243,21 @@ def code_context(
         read_lines: ``(path, start, end) -> text`` of lines ``start``..``end``
             (1-based, inclusive); ``OSError``/``ValueError``/``KeyError`` skip the entry.
         max_entries: cap on the number of entries returned.
+        copies: copy path → its indexed sources (:mod:`rag.ingest.copies`): copies give no
+            entry (their sources do), so a source and its copy never share the context.
 
     Returns:
         Entries, code snippets first (best match first), then the environment
         summary, then file summaries (best file first).
     """
-    symbol_hits = [h for h in graph.find_symbols(question) if h.score >= MIN_MATCH_SCORE][:MAX_CODE_SNIPPETS]
-    route_hits = [h for h in graph.find_routes(question) if h.score >= MIN_MATCH_SCORE][:MAX_CODE_SNIPPETS]
+    copies = copies or {}
+    symbol_hits = [h for h in graph.find_symbols(question)
+                   if h.score >= MIN_MATCH_SCORE and h.path not in copies][:MAX_CODE_SNIPPETS]
+    route_hits = [h for h in graph.find_routes(question)
+                  if h.score >= MIN_MATCH_SCORE and h.path not in copies][:MAX_CODE_SNIPPETS]
     env_in_question = [name for name in graph.env_names_in(question) if graph.find_environment_variable(name)]
     scores, reasons = _file_scores(question, graph, retrieved, symbol_hits, route_hits, env_in_question)
-    selected = [path for path, _ in sorted(scores.items(), key=lambda item: (-item[1], item[0]))]
+    selected = [path for path, _ in sorted(scores.items(), key=lambda item: (-item[1], item[0])) if path not in copies]
 
     snippets: list[CodeEntry] = []
     matches = [(h.score, h.path, h.line, h.end, f"symbol {h.name}") for h in symbol_hits]

@@ -292,20 +292,22 @@ def detect_copies(fingerprints: dict[str, np.ndarray], maps: dict[str, list[str]
         if jaccard >= NEAR_DUPLICATE_JACCARD:
             copy, source = (a, b) if derived_rank(a) > derived_rank(b) else (b, a)
             if derived_rank(copy)[0] > derived_rank(source)[0]:  # two hand-written siblings are both sources
-                near[copy].append((jaccard, source, "near_duplicate"))
+                near[copy].append((common / sizes[copy], jaccard, source, "near_duplicate"))
             continue
         for holder, held, n_held in ((a, b, nb), (b, a, na)):
             if common / n_held >= CONTAINED_SHARE and derived_rank(holder)[0] > derived_rank(held)[0]:
-                near[holder].append((common / n_held, held, "contained"))
+                near[holder].append((common / sizes[holder], common / n_held, held, "contained"))
     copy_of = {(r.path, r.source) for rs in relations.values() for r in rs}
     for path in sorted(near):
         if path in relations:
             continue
-        near[path] = [x for x in near[path] if (x[1], path) not in copy_of]  # never the source of its own copy
+        near[path] = [x for x in near[path] if (x[2], path) not in copy_of]  # never the source of its own copy
         if not near[path]:
             continue
-        found = sorted(near[path], key=lambda x: (-x[0], x[1]))
-        relations[path] = [CopyRelation(path, s, reason, i, round(sim, 4)) for i, (sim, s, reason) in enumerate(found)]
+        # Best source first: the one explaining the largest share of the copy's lines.
+        found = sorted(near[path], key=lambda x: (-x[0], x[2]))
+        relations[path] = [CopyRelation(path, s, reason, i, round(sim, 4))
+                           for i, (_explained, sim, s, reason) in enumerate(found)]
     # A source that is itself a copy of the file it would stand for (a cycle of near-duplicates) loses:
     # the more derived one stays the copy.
     for path in list(relations):

@@ -215,6 +215,11 @@ class Retriever:
         with self.index.read() as conn:
             return self._structures(conn, self._cache_for(conn))
 
+    def copies(self) -> dict[str, tuple[str, ...]]:
+        """Copy path → its indexed sources, best first (:mod:`rag.ingest.copies`; cached per generation)."""
+        with self.index.read() as conn:
+            return self._copies(conn, self._cache_for(conn))
+
     def code_graph(self) -> CodeGraph:
         """The repository's :class:`~rag.context.codegraph.CodeGraph` (cached per generation)."""
         with self.index.read() as conn:

@@ -29,7 +29,7 @@ from repo_helpers import write_repo
 from rag.providers.embeddings import OpenAIEmbeddings
 from rag.engine import Engine
 from rag.errors import ProviderError
-from rag.search.vector_stream import embed_key, embed_text, safe_query_vector, safe_search
+from rag.search.vector_stream import embed_key, embed_text, safe_query_vector, safe_search, top_zscore
 from rag.ingest.reindexer import Reindexer
 from rag.search.query import analyze
 from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, Candidate, fuse_streams
@@ -207,6 +207,35 @@ def test_hybrid_abstains_when_neither_stream_matches(repo, open_engine, server):
     before = len(server.requests)
     assert engine.retrieve(UNRELATED) == []
     assert server.requests[before]["body"]["input"] == [UNRELATED]   # the vector stream was consulted
+
+
+def test_vector_neighbours_alone_do_not_overrule_abstention(repo, open_engine, server):
+    """Vectors always return neighbours; only an outlier among them may answer a question BM25 abstains on."""
+    engine = open_engine(repo, embeddings=provider(server))
+    engine.update()
+    engine.embed_pending()
+    question = "Which module throttles clients that make too many requests per minute?"
+    qv = safe_query_vector(engine.vectors, question)
+    with engine.index.read() as conn:
+        hits = safe_search(engine.vectors, conn, qv, k=DEFAULT_RETRIEVAL_POLICY.stream_pool)
+    sims = sorted({h.similarity for h in hits}, reverse=True)
+    assert sims[0] - sims[10] > 0.08   # the former margin rule (best minus 11th) would have answered
+    assert top_zscore(hits) < DEFAULT_RETRIEVAL_POLICY.min_vector_z
+    assert engine.retrieve(question) == []
+    assert ANSWER in paths(engine.retrieve(PARAPHRASE))   # a real outlier still answers
+
+
+def test_vectors_only_stream_ranks_by_cosine_and_never_abstains(repo, open_engine, server):
+    engine = open_engine(repo, embeddings=provider(server))
+    engine.update()
+    engine.embed_pending()
+    engine.retrieval_policy = replace(DEFAULT_RETRIEVAL_POLICY, streams=frozenset({"vectors"}))
+    found = engine.retrieve(PARAPHRASE)
+    assert paths(found)[0] == ANSWER
+    assert [s.score for s in found] == sorted((s.score for s in found), reverse=True)
+    assert engine.retrieve(UNRELATED)   # neighbours, whatever they are: the vector stream alone never abstains
+    engine.retrieval_policy = replace(DEFAULT_RETRIEVAL_POLICY, streams=frozenset({"lexical", "structure"}))
+    assert ANSWER not in paths(engine.retrieve(PARAPHRASE))   # BM25 alone misses it (no shared word)
 
 
 def test_type_filter_also_filters_vector_hits(repo, open_engine, server):
