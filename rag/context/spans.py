@@ -74,7 +74,7 @@ class SpanPolicy:
     """
 
     anchor_share: float = 0.5
-    max_anchors: int = 3
+    max_anchors: int = 12
     before: int = 6
     after: int = 14
     max_symbol_lines: int = 45
@@ -249,34 +249,24 @@ def _window(number: int, definitions: Sequence[Definition], policy: SpanPolicy) 
 def _chunk_drafts(path: str, numbers: range, chunk_index: int, source: Source, definitions: Sequence[Definition],
                   line_terms: Callable[[str, int], frozenset[str]], weights: dict[str, float],
                   policy: SpanPolicy) -> list[_Draft]:
-    """The anchors of one chunk as drafts (step 2): greedy cover of the question's terms.
+    """The anchors of one chunk as drafts (steps 2-3).
 
-    Each next anchor is the line whose window adds the most term weight not yet covered
-    (ties: the earlier line); it stops after ``max_anchors`` or when the best addition is
-    below ``anchor_share`` of the first window's weight. No matching line → the chunk.
+    Anchors are the lines scoring at least ``anchor_share`` of the chunk's best line; each
+    becomes a span (:func:`_window`), and spans closer than ``merge_gap`` merge later, so a
+    chunk whose matches are spread over it stays (nearly) whole while one whose matches sit
+    in one place is cut to that place. No matching line → the whole chunk.
     """
-    terms_at = {n: line_terms(path, n) for n in numbers}
-    if not policy.focus or not any(terms_at.values()):
+    scores = {n: sum(weights[t] for t in line_terms(path, n)) for n in numbers}
+    best = max(scores.values(), default=0.0)
+    if not policy.focus or best <= 0.0:
         return [_Draft(source.start, source.end, "retrieved", chunk_index)]
-    windows = {}
-    for n, terms in terms_at.items():
-        if terms:
-            lo, hi, reason = _window(n, definitions, policy)
-            covered = frozenset().union(*(terms_at.get(m, frozenset()) for m in range(lo, hi + 1)))
-            windows[n] = (lo, hi, reason, covered)
-    chosen: list[_Draft] = []
-    covered: set[str] = set()
-    first_gain = 0.0
-    for _ in range(policy.max_anchors):
-        gain, number = max(((sum(weights[t] for t in w[3] - covered), -n) for n, w in windows.items()),
-                           default=(0.0, 0))
-        if gain <= 0.0 or gain < policy.anchor_share * first_gain:
-            break
-        first_gain = first_gain or gain
-        lo, hi, reason, terms = windows.pop(-number)
-        covered |= terms
-        chosen.append(_Draft(lo, hi, reason, chunk_index))
-    return chosen
+    anchors = [n for n, score in scores.items() if score >= policy.anchor_share * best]
+    anchors.sort(key=lambda n: (-scores[n], n))
+    drafts = []
+    for n in anchors[: policy.max_anchors]:
+        lo, hi, reason = _window(n, definitions, policy)
+        drafts.append(_Draft(lo, hi, reason, chunk_index))
+    return drafts
 
 
 def _with_order(span: Span, order: int) -> Span:
@@ -285,15 +275,17 @@ def _with_order(span: Span, order: int) -> Span:
 
 
 def _merge(drafts: list[_Draft], policy: SpanPolicy) -> list[_Draft]:
-    """Merge overlapping or near drafts (module docstring, step 4); the earliest chunk and first reason win."""
+    """Merge overlapping or near drafts (module docstring, step 4); the earliest chunk wins, and a span that
+    grew past its first draft loses that draft's reason (a symbol name would no longer describe it)."""
     merged: list[_Draft] = []
     for d in sorted(drafts, key=lambda d: (d.start, d.end)):
         last = merged[-1] if merged else None
         if last is not None and d.start <= last.end + policy.merge_gap + 1 \
                 and max(last.end, d.end) - last.start + 1 <= policy.max_merged_lines:
+            if (d.start, d.end) != (last.start, last.end) and not (last.start <= d.start and d.end <= last.end):
+                last.reason = "" if d.reason != "retrieved" or last.reason != "retrieved" else "retrieved"
             last.end = max(last.end, d.end)
             last.chunk = min(last.chunk, d.chunk)
-            last.reason = last.reason or d.reason
         elif last is not None and d.start <= last.end:  # overlapping but too long to merge: keep disjoint
             if d.end > last.end:
                 merged.append(_Draft(last.end + 1, d.end, d.reason, d.chunk))
