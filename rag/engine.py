@@ -8,7 +8,8 @@ Wiring only; each stage owns its logic:
 
 - ``update`` walks (:func:`rag.ingest.walk.walk`), runs the per-file ingest step
   (:func:`rag.ingest.prepare.prepare_file`) and applies the result in one transaction
-  (:meth:`rag.store.index.Index.apply`), reporting an :class:`~rag.ingest.stats.IndexStats`;
+  (:meth:`rag.store.index.Index.apply`), copy detection included
+  (:func:`rag.ingest.copies.update_copies`), reporting an :class:`~rag.ingest.stats.IndexStats`;
 - ``retrieve``, ``retrieve_images``, ``structures`` and ``code_graph`` delegate to the
   :class:`~rag.search.retriever.Retriever`, which owns the caches keyed by the index
   generation (an update by this process or another one invalidates them);
@@ -31,6 +32,7 @@ from rag.context.codegraph import CodeGraph
 from rag.context.packer import CodeEntry, PackedContext
 from rag.errors import RepoNotFoundError, UpdateCancelledError
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy
+from rag.ingest.copies import update_copies
 from rag.ingest.scope import PathScope
 from rag.ingest.prepare import Skipped, StructureParser, Unchanged, prepare_file, secret_literals
 from rag.ingest.stats import IndexStats
@@ -208,13 +210,19 @@ class Engine:
             stats.removed = len(removed)
             images_changed = sorted(report.images) != self.index.image_paths()
             if updates or removed or full or images_changed or self.index.generation() == 0:
+                def record_copies(conn) -> None:
+                    stats.copies = update_copies(conn, repo_root=self.repo_root, updates=updates,
+                                                 removed=removed, full=full)
+
                 stats.generation = self.index.apply(
                     updates=updates, removed=removed, images=report.images, full=full,
                     meta={"repo_root": str(self.repo_root), "parse_version": str(PARSE_VERSION),
                           "secret_values": literals.digest},
+                    after=record_copies,
                 )
             else:
                 stats.generation = self.index.generation()
+                stats.copies = self.index.copy_count()
             stats.files, stats.chunks = self.index.counts()
             stats.seconds = time.perf_counter() - started
             log.info("index update", extra={"stats": stats.to_json()})
@@ -295,7 +303,8 @@ class Engine:
     def code_context(self, question: str, *, retrieved: list[Source], max_entries: int = 20) -> list[CodeEntry]:
         """Structural context for ``question`` (:func:`rag.context.packer.code_context` on this repository)."""
         return _context.code_context(question, graph=self.code_graph(), retrieved=retrieved,
-                                     read_lines=self.read_lines, max_entries=max_entries)
+                                     read_lines=self.read_lines, max_entries=max_entries,
+                                     copies=self.retriever.copies())
 
     def pack_context(self, question: str, *, sources: list[Source], budget_tokens: int = DEFAULT_BUDGET_TOKENS,
                      with_code: bool = True) -> PackedContext:
@@ -310,8 +319,13 @@ class Engine:
         Raises:
             UserError: ``budget_tokens`` is not a positive integer.
         """
+        # The context reads deeper than the sources shown: spans are short, so more files fit.
+        deeper = self.retrieve(question, limit=_context.DEFAULT_CONTEXT_SOURCES) if sources else []
+        shown = {(s.path, s.start) for s in sources}
+        pool = [*sources, *(s for s in deeper if (s.path, s.start) not in shown)]
         entries = self.code_context(question, retrieved=sources) if with_code else []
-        return _context.pack_context(question, sources=sources, code_entries=entries, budget_tokens=budget_tokens)
+        return _context.pack_context(question, sources=pool, code_entries=entries, budget_tokens=budget_tokens,
+                                     read_lines=self.read_lines, graph=self.code_graph())
 
     def indexed_paths(self) -> list[str]:
         """Every indexed file path, sorted."""

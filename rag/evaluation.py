@@ -8,6 +8,7 @@ toward the abstain rate (share of them with no paths returned).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import resource
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag.engine import Engine
+from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY
 from rag.store import queries as index_queries
 
 __all__ = ["load_jsonl", "rank_of", "score_results", "run_eval", "run_bench", "BenchResult"]
@@ -91,16 +93,30 @@ def run_eval(
     results_out: Path | None = None,
     embeddings=None,
     progress=None,
+    streams: frozenset[str] | None = None,
 ) -> dict:
     """Index each corpus named in the set (in ``index_dir``, reused across runs, or a temp dir) and score retrieval.
 
     With ``embeddings`` (an :class:`~rag.providers.embeddings.EmbeddingProvider`) the
     chunks are embedded first and retrieval is hybrid; vectors stored in a
     reused ``index_dir`` are not recomputed. ``progress(message)`` is told
-    each stage. Returns the :func:`score_results` dict plus ``"questions"``,
-    ``"seconds"`` and ``"hybrid"``.
-    Raises ``FileNotFoundError`` naming a missing corpus directory.
+    each stage. ``streams`` (a subset of :data:`rag.search.lexical.STREAMS`) runs only
+    those retrieval streams (``{"lexical", "structure"}``: BM25 + structure; ``{"vectors"}``:
+    the vector ranking alone); ``None`` runs every configured one. Returns the
+    :func:`score_results` dict plus ``"questions"``, ``"seconds"``, ``"hybrid"`` and ``"streams"``.
+
+    Raises:
+        FileNotFoundError: a corpus directory is missing.
+        ValueError: an unknown stream, or ``vectors`` asked for without ``embeddings``.
     """
+    if streams is not None:
+        from rag.search.lexical import STREAMS
+
+        unknown = set(streams) - STREAMS
+        if unknown or not streams:
+            raise ValueError(f"unknown retrieval streams {sorted(unknown)}; choose from {sorted(STREAMS)}")
+        if "vectors" in streams and embeddings is None:
+            raise ValueError("the vectors stream needs an embeddings provider (EMBEDDINGS_URL or the local model)")
     questions = load_jsonl(set_path)
     for number, q in enumerate(questions, 1):
         if not isinstance(q, dict):
@@ -119,7 +135,9 @@ def run_eval(
             root = corpora_dir / corpus
             if not root.is_dir():
                 raise FileNotFoundError(f"corpus directory not found: {root} (fetch it with shared/eval/fetch_corpora.sh)")
-            engine = Engine.open(root, index_path=base / f"{corpus}.sqlite", embeddings=embeddings)
+            policies = {} if streams is None else {
+                "retrieval_policy": dataclasses.replace(DEFAULT_RETRIEVAL_POLICY, streams=frozenset(streams))}
+            engine = Engine.open(root, index_path=base / f"{corpus}.sqlite", embeddings=embeddings, **policies)
             try:
                 engine.update(full=True)
                 if embeddings is not None:
@@ -140,6 +158,7 @@ def run_eval(
     result["questions"] = len(questions)
     result["seconds"] = round(time.perf_counter() - started, 2)
     result["hybrid"] = embeddings.name if embeddings is not None else None
+    result["streams"] = sorted(streams) if streams is not None else None
     return result
 
 

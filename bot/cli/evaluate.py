@@ -5,9 +5,16 @@ from pathlib import Path
 
 import click
 
-from bot.cli.common import embeddings_provider, emit, friendly_errors, json_option
+from bot.cli.common import embeddings_provider, emit, fail, friendly_errors, json_option
 
-__all__ = ["eval_cmd"]
+__all__ = ["eval_cmd", "STREAM_CHOICES"]
+
+STREAM_CHOICES: dict[str, frozenset[str] | None] = {
+    "all": None,
+    "lexical": frozenset({"lexical", "structure"}),
+    "vectors": frozenset({"vectors"}),
+}
+"""``--streams`` values → the retrieval streams run (:attr:`rag.search.lexical.RetrievalPolicy.streams`)."""
 
 
 @click.command("eval")
@@ -19,17 +26,24 @@ __all__ = ["eval_cmd"]
               help="Keep the corpora's indexes (and vectors) here between runs (default: a temp dir).")
 @click.option("--embeddings", "use_embeddings", type=click.Choice(["auto", "off"]), default="auto", show_default=True,
               help="auto: hybrid retrieval when an embeddings provider is configured or installed.")
+@click.option("--streams", type=click.Choice(sorted(STREAM_CHOICES)), default="all", show_default=True,
+              help="all: every configured stream; lexical: BM25 + structure only; vectors: the vector ranking alone "
+                   "(needs embeddings; never abstains).")
 @json_option
 @friendly_errors
-def eval_cmd(set_path, corpora, limit, results, index_dir, use_embeddings, as_json) -> None:
+def eval_cmd(set_path, corpora, limit, results, index_dir, use_embeddings, streams, as_json) -> None:
     """Score retrieval on an eval set: R@1, R@5, MRR@10 per kind, abstain rate."""
     from rag.evaluation import run_eval
 
-    provider = embeddings_provider() if use_embeddings == "auto" else None
+    provider = embeddings_provider() if use_embeddings == "auto" and streams != "lexical" else None
+    if streams == "vectors" and provider is None:
+        fail("--streams vectors needs an embeddings provider (the local model or EMBEDDINGS_URL) "
+             "and --embeddings auto")
     if index_dir is not None:
         index_dir.mkdir(parents=True, exist_ok=True)
     result = run_eval(set_path, corpora, limit=limit, results_out=results, index_dir=index_dir,
-                      embeddings=provider, progress=lambda m: click.echo(m, err=True))
+                      embeddings=provider, progress=lambda m: click.echo(m, err=True),
+                      streams=STREAM_CHOICES[streams])
     if as_json:
         emit(result)
         return

@@ -71,8 +71,8 @@ def _index_one(config, *, full: bool, as_json: bool, single: bool = False) -> di
     run = record.stats
     stats = {"files": run.files, "chunks": run.chunks, "added": run.added, "changed": run.changed,
              "removed": run.removed, "skipped": run.skipped, "seconds": record.duration_s,
-             "redactions": run.redactions, "generation": record.generation, "embeddings": record.embeddings,
-             "problems": run.problems, "sources": record.sources}
+             "redactions": run.redactions, "copies": run.copies, "generation": record.generation,
+             "embeddings": record.embeddings, "problems": run.problems, "sources": record.sources}
     if as_json:
         return stats
     skipped = ", ".join(f"{k} {v}" for k, v in sorted(run.skipped.items())) or "none"
@@ -80,6 +80,8 @@ def _index_one(config, *, full: bool, as_json: bool, single: bool = False) -> di
         f"{run.files} files, {run.chunks} chunks: {run.added} added, {run.changed} changed, "
         f"{run.removed} removed in {record.duration_s:.2f}s (skipped: {skipped}; secrets redacted: {run.redactions})"
     )
+    if run.copies:
+        click.echo(f"{run.copies} files are build output or copies of an indexed source (ranked below their sources)")
     for problem in run.problems:
         click.echo(f"  not indexed: {printable(problem['path'])} ({problem['reason']})")
     from rag.sources.github import github_status

@@ -20,6 +20,9 @@ class IndexStats:
         redactions: secrets redacted in the files (re)read by this update.
         generation: index generation after the update.
         parse_seconds: time spent parsing code structure (part of ``seconds``).
+        copies: indexed files recorded as copies of another indexed file (compiled output,
+            declarations, source-mapped bundles, ``PKG-INFO``, near-duplicates:
+            :mod:`rag.ingest.copies`); retrieval ranks them below their sources.
         problems: ``{"path", "reason"}`` of the odd files not indexed (the walk's, plus
             ``unreadable``, ``binary``, ``data_file``, ``minified`` found while reading),
             at most :data:`rag.types.MAX_PROBLEMS`.
@@ -35,6 +38,7 @@ class IndexStats:
     redactions: int = 0
     generation: int = 0
     parse_seconds: float = 0.0
+    copies: int = 0
     problems: list[dict] = field(default_factory=list)
 
     def skip(self, reason: str, path: str | None = None) -> None:

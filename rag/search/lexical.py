@@ -24,6 +24,7 @@ import math
 import re
 import sqlite3
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rag.ingest.manifests import is_manifest
@@ -32,7 +33,7 @@ from rag.store import queries
 from rag.text import index_text, light_stem, synonyms_of
 from rag.types import Source
 
-__all__ = ["RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "rank_chunks",
+__all__ = ["STREAMS", "RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "rank_chunks",
            "fuse_streams", "diversify", "focus_line", "explicit_paths", "META_TERMS", "LOW_VALUE_DIRS"]
 
 _DOC_TYPES = frozenset({"md", "markdown", "mdx", "rst", "txt"})
@@ -43,6 +44,10 @@ META_TERMS = frozenset(
     "implement implemented implementation lib library logic method methods module modules package project "
     "repo repository source src class classes keep kept place part".split()
 )
+
+
+STREAMS = frozenset({"lexical", "structure", "vectors"})
+"""The retrieval streams (:attr:`RetrievalPolicy.streams`)."""
 
 
 LOW_VALUE_DIRS = re.compile(r"(^|/)(tests?|__tests__|spec|specs|benchmarks?|bench|fixtures?|examples?|e2e)(/|$)", re.I)
@@ -65,19 +70,23 @@ class RetrievalPolicy:
             question shares three or more of its content words somewhere, one that does
             not usually hits one or two generic words ("requests", "server"). Also when
             nothing matches at all. Calibrated on the dev set (6 + 5 ``none`` questions).
-        rrf_k, rrf_weights: Reciprocal Rank Fusion of the lexical and vector streams,
-            ``Σ w_s / (k + rank_s + 1)`` with k = 60 (Cormack, Clarke & Büttcher 2009)
-            and weights (lexical 0.6, vectors 0.4).
+        rrf_k: Reciprocal Rank Fusion of the lexical and vector streams,
+            ``Σ w_s / (k + rank_s + 1)`` with k = 60 (Cormack, Clarke & Büttcher 2009).
+        lexical_base, lexical_slope: the question's lexical weight is ``base + slope ×
+            coverage`` and the vectors get the rest (:func:`rag.search.fusion.adaptive_weights`).
         stream_pool: candidates taken from each stream before fusion (≥ 20).
         structure_weight: RRF weight of the structure stream (files defining a symbol
             the question names).
-        min_vector_margin: with vectors, a question the lexical evidence would abstain
-            on is still answered when its best chunk's cosine exceeds the 11th best by
-            this much (the best match stands out; absolute cosines of answerable and
-            unanswerable questions overlap). Calibrated once on the dev set for
-            all-MiniLM-L6-v2; another model may want another value.
+        min_vector_z: with vectors, a question the lexical evidence would abstain on is
+            still answered when its best chunk stands this many standard deviations above
+            its ~50 nearest neighbours (:func:`rag.search.vector_stream.top_zscore`; absolute
+            cosines of answerable and unanswerable questions overlap).
         vector_floor_ratio: vector hits below this share of the best hit's cosine are
             not fused (they would only add unrelated files).
+        streams: the streams to run, a subset of :data:`STREAMS` (``lexical`` = BM25 with
+            its priors, ``structure`` = the code-graph stream, ``vectors`` = embeddings).
+            Without ``lexical`` (``{"vectors"}``) the result is the vector ranking alone,
+            per file, and never abstains: a measuring tool (``slackzilla eval --streams``).
         rerank_top: with a reranker configured (:mod:`rag.providers.rerank`), the fused top this
             many distinct chunks are reordered by its scores (hard structural boosts stay first).
     """
@@ -90,12 +99,14 @@ class RetrievalPolicy:
     abstain_min_terms: int = 4
     abstain_below_coverage: float = 0.45
     rrf_k: int = 60
-    rrf_weights: tuple[float, float] = (0.6, 0.4)
+    lexical_base: float = 0.45
+    lexical_slope: float = 0.3
     stream_pool: int = 50
     structure_weight: float = 0.5
-    min_vector_margin: float = 0.08
+    min_vector_z: float = 3.0
     vector_floor_ratio: float = 0.6
     rerank_top: int = 20
+    streams: frozenset[str] = frozenset({"lexical", "structure", "vectors"})
 
 
 DEFAULT_RETRIEVAL_POLICY = RetrievalPolicy()
@@ -186,6 +197,7 @@ def rank_chunks(
     known_paths: list[str] | None = None,
     extra_ids: list[int] | None = None,
     meta_terms: frozenset[str] = frozenset(),
+    copies: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[list[Candidate], Evidence]:
     """Score candidate chunks for ``query``.
 
@@ -204,6 +216,9 @@ def rank_chunks(
         meta_terms: words that name the repository itself (its package name, from
             :func:`rag.ingest.manifests.repository_names`): they rank like any word but are not evidence that the
             repository answers the question (the :class:`Evidence` leaves them out).
+        copies: copy path → its indexed sources (:mod:`rag.search.copies`): when a copy is
+            among the candidates and none of its sources is, the sources' best BM25 chunks
+            are brought in, so the source can take the copy's place.
 
     Returns:
         ``(candidates sorted by score desc, Evidence)``; empty when nothing matches.
@@ -245,6 +260,13 @@ def rank_chunks(
             if path not in have:
                 for row in queries.first_chunks_of(conn, path, kind=kind):
                     cands.append(Candidate(*row))
+    if copies:
+        have = {c.path for c in cands}
+        wanted = dict.fromkeys(s for p in have if p in copies for s in copies[p] if s not in have)
+        for source_path in wanted:
+            rows_of = queries.bm25_chunks_of(conn, expr, source_path, weights=policy.fts_weights, kind=kind) \
+                or list(queries.first_chunks_of(conn, source_path, kind=kind))
+            cands += [Candidate(*row) for row in rows_of]
     best_bm25 = max((c.bm25 for c in cands), default=0.0) or 1.0
     path_cache: dict[str, tuple[float, set[str]]] = {}
     best_cov = 0.0
@@ -386,27 +408,29 @@ HARD_BOOST = 10.0
 
 
 def fuse_streams(cands: list[Candidate], vector_ids: list[int], *, policy: RetrievalPolicy,
-                 structure: dict[str, float] | None = None) -> list[Candidate]:
+                 structure: dict[str, float] | None = None, coverage: float = 0.5) -> list[Candidate]:
     """Re-score ``cands`` by Reciprocal Rank Fusion of the lexical, vector and structure streams, per file.
 
     The lexical stream holds the candidates BM25 or the structure found (not
     those only the vectors brought in). Each stream is first reduced to a ranking of files (a file ranks where its
     best chunk does), so one long file cannot take several places of a stream;
-    RRF then fuses the two file rankings, and a chunk's score is its file's
+    RRF then fuses the file rankings, and a chunk's score is its file's
     fused score plus a small chunk-level RRF term that orders chunks inside a
-    file. The structure stream ranks the files that define a symbol the question
+    file. The lexical and vector weights follow the question's lexical ``coverage``
+    (:func:`rag.search.fusion.adaptive_weights` with ``policy.lexical_base``/``lexical_slope``).
+    The structure stream ranks the files that define a symbol the question
     names (``structure``: path → bonus, highest first; weight
     ``policy.structure_weight``). Candidates with a hard structural boost
     (≥ :data:`HARD_BOOST`) stay above every fused score. Returns the candidates
     sorted by the new score.
     """
-    from rag.search.fusion import reciprocal_rank_fusion
+    from rag.search.fusion import adaptive_weights, reciprocal_rank_fusion
 
     by_id = {c.id: c for c in cands}
     lexical = [c.id for c in cands if c.lexical][: policy.stream_pool]
     vectors = [i for i in dict.fromkeys(vector_ids) if i in by_id][: policy.stream_pool]
-    w_lex, w_vec = policy.rrf_weights
-    weights = {"bm25": w_lex, "vectors": w_vec}
+    weights = adaptive_weights(coverage, base=policy.lexical_base, slope=policy.lexical_slope)
+    chunk_weights = dict(weights)
 
     def files(ids: list[int]) -> list[str]:
         return list(dict.fromkeys(by_id[i].path for i in ids))
@@ -418,7 +442,7 @@ def fuse_streams(cands: list[Candidate], vector_ids: list[int], *, policy: Retri
         weights = {**weights, "structure": policy.structure_weight}
     file_scores = dict(reciprocal_rank_fusion(file_rankings, weights=weights, k=policy.rrf_k))
     chunk_scores = dict(reciprocal_rank_fusion({"bm25": lexical, "vectors": vectors},
-                                               weights={"bm25": w_lex, "vectors": w_vec}, k=policy.rrf_k))
+                                               weights=chunk_weights, k=policy.rrf_k))
     for c in cands:
         hard = 1.0 + c.score / 100.0 if c.score >= HARD_BOOST else 0.0
         c.score = (file_scores.get(c.path, 0.0) + 0.01 * chunk_scores.get(c.id, 0.0) + hard

@@ -48,7 +48,8 @@ from rag.search.item_quota import limit_items
 from rag.search.query import Query, analyze
 from rag.search.rerank import rerank_candidates
 from rag.search.structure import SymbolTable, structure_bonus, symbol_table
-from rag.search.vector_stream import VectorStream, above_floor, safe_query_vector, safe_search, top_margin
+from rag.search.copies import prefer_sources
+from rag.search.vector_stream import VectorStream, above_floor, safe_query_vector, safe_search, top_zscore
 from rag.store import queries
 from rag.store.index import Index
 from rag.text import index_text, light_stem
@@ -78,6 +79,7 @@ class GenerationCache:
         repository_names: the package's own name words (:func:`rag.ingest.manifests.repository_names`).
         build_lock: held while ``structures``, ``graph`` or ``symbols`` is built (re-entrant:
             the graph and the symbol table build the structures first).
+        copies: copy path → its indexed sources, best first (:mod:`rag.ingest.copies`).
     """
 
     generation: int
@@ -89,6 +91,7 @@ class GenerationCache:
     symbols: SymbolTable | None = None
     repository_names: frozenset[str] | None = None
     build_lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+    copies: dict[str, tuple[str, ...]] | None = None
 
 
 class Retriever:
@@ -139,7 +142,8 @@ class Retriever:
             return []
         query = analyze(question)
         policy = self.policy
-        query_vector = safe_query_vector(self.vectors, question)
+        streams = policy.streams
+        query_vector = safe_query_vector(self.vectors, question) if "vectors" in streams else None
         with self.index.read() as conn:
             all_hits = safe_search(self.vectors, conn, query_vector, k=policy.stream_pool)
             hits = above_floor(all_hits, policy.vector_floor_ratio)
@@ -147,23 +151,29 @@ class Retriever:
             if cache.paths is None:
                 cache.paths = queries.file_paths(conn)
                 cache.total_chunks = queries.count_chunks(conn)
-            structure = self._structure_bonus(conn, cache, query)
+            copies = self._copies(conn, cache)
+            if "lexical" not in streams:
+                return self._vectors_only(conn, all_hits, copies, limit=limit, kind=kind, query=query)
+            structure = self._structure_bonus(conn, cache, query) if "structure" in streams else None
             cands, evidence = lexical.rank_chunks(
                 conn, query, policy=policy, kind=kind, idf_cache=cache.idf,
                 total_chunks=cache.total_chunks, known_paths=cache.paths,
                 symbol_files=structure,
                 extra_ids=[h.chunk_id for h in hits] or None,
-                meta_terms=self._repository_names(cache),
+                meta_terms=self._repository_names(cache), copies=copies,
             )
         # Lexical evidence decides abstention (cosines of answerable and unanswerable questions
         # overlap), but a question worded unlike the code ("refuse a body that is too large" for
-        # bodyLimit) is answered when the vectors' best chunk clearly stands out.
-        vectors_decide = top_margin(all_hits) >= policy.min_vector_margin
+        # bodyLimit) is answered when the vectors' best chunk clearly stands out of its neighbours.
+        vectors_decide = top_zscore(all_hits) >= policy.min_vector_z
         if not cands or (evidence.abstain(policy) and not vectors_decide):
             return []
         pinned = {c.id for c in cands if c.score >= lexical.HARD_BOOST}  # before fusion rescales scores
+        pool = list(cands)
         if hits:
-            cands = lexical.fuse_streams(cands, [h.chunk_id for h in hits], policy=policy, structure=structure)
+            cands = lexical.fuse_streams(cands, [h.chunk_id for h in hits], policy=policy, structure=structure,
+                                         coverage=evidence.coverage)
+        cands = prefer_sources(cands, copies, pool=pool)
         if self.reranker is not None:  # optional; outside the read transaction (a network call)
             cands = rerank_candidates(cands, question=question, reranker=self.reranker,
                                       top=policy.rerank_top, pinned=pinned,
@@ -171,6 +181,25 @@ class Retriever:
         cands = limit_items(cands, question, kind=kind)  # issues/PRs: a stream beside the code
         sources = lexical.diversify(cands, limit=limit, per_file=policy.per_file,
                                     relative_threshold=policy.relative_threshold)
+        for source in sources:
+            source.focus = lexical.focus_line(source.text, source.start, query)
+        return sources
+
+    def _vectors_only(self, conn: sqlite3.Connection, hits: list, copies: dict[str, tuple[str, ...]], *,
+                      limit: int, kind: str | None, query: Query) -> list[Source]:
+        """The vector stream alone (``policy.streams == {"vectors"}``): chunks by cosine, sources
+        over copies, per-file diversified; never abstains (a measuring tool, see
+        :class:`~rag.search.lexical.RetrievalPolicy`)."""
+        similarity = {}
+        for h in hits:
+            similarity.setdefault(h.chunk_id, h.similarity)
+        rows = queries.chunks_by_id(conn, list(similarity), kind=kind)
+        cands = [lexical.Candidate(*row) for row in rows]
+        for c in cands:
+            c.score = similarity[c.id]
+        cands.sort(key=lambda c: (-c.score, c.id))
+        cands = prefer_sources(cands, copies)
+        sources = lexical.diversify(cands, limit=limit, per_file=self.policy.per_file, relative_threshold=0.0)
         for source in sources:
             source.focus = lexical.focus_line(source.text, source.start, query)
         return sources
@@ -201,6 +230,11 @@ class Retriever:
         """Parsed structure of every indexed JS-family file, imports resolved (cached per generation)."""
         with self.index.read() as conn:
             return self._structures(conn, self._cache_for(conn))
+
+    def copies(self) -> dict[str, tuple[str, ...]]:
+        """Copy path → its indexed sources, best first (:mod:`rag.ingest.copies`; cached per generation)."""
+        with self.index.read() as conn:
+            return self._copies(conn, self._cache_for(conn))
 
     def code_graph(self) -> CodeGraph:
         """The repository's :class:`~rag.context.codegraph.CodeGraph` (cached per generation)."""
@@ -266,6 +300,15 @@ class Retriever:
                                structures=lambda: self._structures(conn, cache),
                                graph=lambda: self._graph(conn, cache),
                                symbols=lambda: self._symbols(conn, cache))
+
+    def _copies(self, conn: sqlite3.Connection, cache: GenerationCache) -> dict[str, tuple[str, ...]]:
+        """Copy path → its indexed sources (the ``file_copies`` table), read once per generation."""
+        if cache.copies is None:
+            found: dict[str, list[str]] = {}
+            for path, source, _reason in queries.file_copies(conn):
+                found.setdefault(path, []).append(source)
+            cache.copies = {path: tuple(sources) for path, sources in found.items()}
+        return cache.copies
 
     def _repository_names(self, cache: GenerationCache) -> frozenset[str]:
         """The package's own name words, read from the manifests once per generation."""

@@ -11,6 +11,8 @@ Layout (``<repo>/.rag/index.sqlite`` unless told otherwise)::
     documents(id, title, text, metadata, created_at, shared, redactions)   rag.documents; chunks "doc:<id>"
     github_items(path, kind, number, title, state, url, updated_at, data)  rag.sources.items; chunks "issue:<n>", "pr:<n>"
     github_item_files(item, path, updated_at)   a pull request's changed paths
+    file_fingerprints(path, lines, map_sources)    normalised-line hashes per file (copy detection)
+    file_copies(path, source, reason, rank, similarity)  build output / duplicates of indexed sources
 
 Consistency: the database runs in WAL mode. Every update is one ``BEGIN
 IMMEDIATE`` … ``COMMIT`` transaction that also bumps ``meta.generation``;
@@ -139,6 +141,26 @@ def m007_github_items(conn: sqlite3.Connection) -> None:
             item TEXT NOT NULL, path TEXT NOT NULL, updated_at TEXT NOT NULL, PRIMARY KEY (item, path)
         );
         CREATE INDEX github_item_files_path ON github_item_files(path, updated_at);
+        """
+    )
+
+
+@migration
+def m008_file_copies(conn: sqlite3.Connection) -> None:
+    """Copy detection (:mod:`rag.ingest.copies`): per-file line fingerprints and the copy relations.
+    Existing files have no fingerprint, so they are dropped (the next update re-reads every file;
+    stored vectors are keyed by chunk text and kept). Documents, issues and pull requests are not
+    files: their chunks stay."""
+    _script(conn,
+        """
+        CREATE TABLE file_fingerprints (path TEXT PRIMARY KEY, lines BLOB NOT NULL, map_sources TEXT);
+        CREATE TABLE file_copies (
+            path TEXT NOT NULL, source TEXT NOT NULL, reason TEXT NOT NULL, rank INTEGER NOT NULL,
+            similarity REAL, PRIMARY KEY (path, source)
+        );
+        DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE path IN (SELECT path FROM files));
+        DELETE FROM chunks WHERE path IN (SELECT path FROM files);
+        DELETE FROM files
         """
     )
 
@@ -407,6 +429,11 @@ class Index:
                 lines.setdefault(first + offset, line)
         return "\n".join(lines[n] for n in range(start, end + 1) if n in lines)
 
+    def copy_count(self) -> int:
+        """Number of files recorded as copies of another indexed file (``file_copies``)."""
+        with self.read() as conn:
+            return conn.execute("SELECT COUNT(DISTINCT path) FROM file_copies").fetchone()[0]
+
     def counts(self) -> tuple[int, int]:
         """``(files, chunks)`` currently indexed."""
         with self.read() as conn:
@@ -424,6 +451,7 @@ class Index:
         images: list[str] | None = None,
         full: bool = False,
         meta: dict[str, str] | None = None,
+        after: Callable[[sqlite3.Connection], None] | None = None,
     ) -> int:
         """Write one update as a single transaction and return the new generation.
 
@@ -433,6 +461,9 @@ class Index:
             images: the complete current list of image paths (``None`` keeps it).
             full: drop everything first (a full rebuild).
             meta: extra ``meta`` keys to set.
+            after: called with the connection once the files are written, inside the same
+                transaction (derived tables such as ``file_copies``: readers see them with
+                the generation they belong to).
         """
         with self.write() as conn:
             if full:
@@ -462,6 +493,8 @@ class Index:
                 conn.executemany("INSERT INTO images VALUES (?)", [(p,) for p in images])
             for key, value in (meta or {}).items():
                 conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+            if after is not None:
+                after(conn)
         self.checkpoint()
         return self.generation()
 

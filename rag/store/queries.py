@@ -20,7 +20,7 @@ __all__ = [
     "count_chunks", "count_fts_matches", "bm25_candidates", "chunks_by_id", "first_chunks_of",
     "file_paths", "stored_structures", "image_paths", "chunk_lines", "has_file",
     "chunk_ids_paths_texts", "chunk_paths_texts", "has_model_vectors", "content_versions",
-    "files_by_size", "chunk_symbols",
+    "files_by_size", "chunk_symbols", "bm25_chunks_of", "file_copies",
 ]
 
 CANDIDATE_COLUMNS = ("id", "path", "start", "end", "file_type", "kind", "heading", "text", "bm25", "stems")
@@ -66,6 +66,26 @@ def bm25_candidates(conn: sqlite3.Connection, expression: str, *, weights: Seque
     if kind:
         params.append(kind)
     return conn.execute(sql, params).fetchall()
+
+
+def bm25_chunks_of(conn: sqlite3.Connection, expression: str, path: str, *, weights: Sequence[float],
+                   limit: int = 3, kind: str | None = None) -> list[CandidateRow]:
+    """The best ``limit`` chunks of one file ``path`` by FTS5 BM25 for ``expression`` (as
+    :func:`bm25_candidates`, restricted to the file: used to bring in the source of a copy)."""
+    w = weights
+    return conn.execute(
+        "SELECT c.id, c.path, c.start, c.end, c.file_type, c.kind, c.heading, c.text, t.s, c.stems FROM ("
+        f"SELECT rowid AS id, -bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}, {w[3]}) AS s FROM chunks_fts "
+        "WHERE chunks_fts MATCH ? AND rowid IN (SELECT id FROM chunks WHERE path = ?)) t "
+        "JOIN chunks c ON c.id = t.id WHERE (? IS NULL OR c.kind = ?) ORDER BY t.s DESC LIMIT ?",
+        (expression, path, kind, kind, limit),
+    ).fetchall()
+
+
+def file_copies(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
+    """``(copy path, source path, reason)`` of every recorded copy, by copy path then rank
+    (``file_copies`` table, written by :mod:`rag.ingest.copies`)."""
+    return conn.execute("SELECT path, source, reason FROM file_copies ORDER BY path, rank").fetchall()
 
 
 def chunks_by_id(conn: sqlite3.Connection, ids: Sequence[int], *, kind: str | None = None) -> list[CandidateRow]:

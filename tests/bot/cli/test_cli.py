@@ -397,6 +397,22 @@ def test_eval_scores_a_small_set(repo, tmp_path):
     assert text.exit_code == 0 and "ALL" in text.stdout and "abstain rate 1.000" in text.stdout
 
 
+def test_eval_streams_option(repo, tmp_path):
+    corpora = tmp_path / "corpora"
+    corpora.mkdir()
+    shutil.copytree(repo, corpora / "shop")
+    set_path = tmp_path / "set.jsonl"
+    set_path.write_text(json.dumps({"id": "s2", "corpus": "shop", "kind": "concept",
+                                    "question": "database connection pool transaction", "gold": ["src/db/pool.js"]}) + "\n")
+    result = run("eval", "--set", set_path, "--corpora", corpora, "--streams", "lexical", "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["streams"] == ["lexical", "structure"] and data["hybrid"] is None and data["all"]["r1"] == 1.0
+    # The vector stream alone needs an embeddings provider: a clear one-line error, nothing run.
+    assert "embeddings" in assert_one_line_error(run("eval", "--set", set_path, "--corpora", corpora,
+                                                     "--streams", "vectors", "--embeddings", "off"))
+
+
 def test_eval_with_missing_corpus_is_one_line_error(tmp_path):
     set_path = tmp_path / "set.jsonl"
     set_path.write_text(json.dumps({"id": "x", "corpus": "ghost", "kind": "path", "question": "q", "gold": ["a"]}) + "\n")

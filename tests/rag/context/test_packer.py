@@ -1,7 +1,7 @@
 """Code context and the context packer on the fixture repository tests/fixtures/code-repo/.
 
 The golden file tests/fixtures/code-repo-context.txt is the packed context for
-one question; regenerate it with ``SZ_UPDATE_GOLDEN=1 pytest tests/test_context.py``
+one question; regenerate it with ``SZ_UPDATE_GOLDEN=1 pytest tests/rag/context/test_packer.py``
 after an intended change, and review the diff.
 """
 from __future__ import annotations
@@ -14,12 +14,12 @@ from repo_helpers import code_repo_graph
 
 from rag.context.codegraph import CodeGraph
 from rag.context.packer import (
-    KIND_BONUS,
     STRUCTURE_SCORE,
     CodeEntry,
     code_context,
     pack_context,
 )
+from rag.context.spans import evidence_spans
 from rag.errors import UserError
 from rag.tokens import estimate_tokens
 from rag.types import Source
@@ -102,40 +102,95 @@ def test_code_context_caps_and_unreadable_files(graph, retrieved):
     assert entries and all(e.kind == "structure" for e in entries)
 
 
-def test_pack_priorities_and_metadata(graph, retrieved):
+def test_pack_order_and_metadata(graph, retrieved):
     entries = code_context(QUESTION, graph=graph, retrieved=retrieved, read_lines=read_lines)
-    packed = pack_context(QUESTION, sources=retrieved, code_entries=entries, budget_tokens=4000)
+    packed = pack_context(QUESTION, sources=retrieved, code_entries=entries, budget_tokens=4000,
+                          read_lines=read_lines, graph=graph)
     kinds = [item.kind for item in packed.items]
-    assert kinds[:2] == ["source", "source"]  # base 1000 + score beats everything else
-    for item in packed.items:
-        bonus = KIND_BONUS[item.kind]
-        assert item.priority == pytest.approx(item.score + bonus - min(item.tokens / 20, 100))
+    assert kinds[:2] == ["source", "source"]  # each retrieved file's best span first, in retrieval order
+    assert [i.path for i in packed.items[:2]] == ["src/routes/users.js", "README.md"]
     assert [i.priority for i in packed.items] == sorted((i.priority for i in packed.items), reverse=True)
-    # Code snippets of users.js lie inside the retrieved users.js:1-26 source: skipped as duplicates.
+    # The route and symbol snippets of users.js lie inside its packed span: skipped as duplicates.
     assert not [i for i in packed.items if i.kind == "code" and i.path == "src/routes/users.js"]
     assert packed.tokens_used == estimate_tokens(packed.text) <= packed.budget == 4000
-    assert packed.files[:2] == ["README.md", "src/routes/users.js"]
+    assert packed.files[:2] == ["src/routes/users.js", "README.md"]
     assert packed.code_contexts == sum(1 for i in packed.items if i.kind != "source")
     assert set(packed.to_json()) == {"text", "tokens_used", "budget", "files", "code_contexts", "items"}
 
 
+def test_spans_hold_the_matched_lines_and_whole_short_symbols(graph):
+    # One 26-line chunk; the question is about auditing removals: the span is the removeUser body, not the window.
+    users = source("src/routes/users.js", 1, 26, 3.0)
+    spans = evidence_spans("Where is a removal audited?", sources=[users],
+                           read_lines=read_lines, graph=graph)
+    assert [(s.start, s.end, s.reason) for s in spans if not s.callee][0] == (19, 24, "function removeUser")
+    # A window that reaches past the chunk reads the neighbouring lines from the index.
+    chunk = source("src/routes/users.js", 1, 8, 3.0)
+    spans = evidence_spans("Which handler answers POST requests?", sources=[chunk], read_lines=read_lines)
+    assert spans[0].start == 2 and spans[0].end == 22 and spans[0].text == read_lines("src/routes/users.js", 2, 22)
+    # Without read_lines the span stays inside the chunk's own lines.
+    spans = evidence_spans("Which handler answers POST requests?", sources=[chunk])
+    assert (spans[0].start, spans[0].end) == (2, 8)
+
+
+def test_a_strong_span_brings_the_definitions_it_calls(graph):
+    users = source("src/routes/users.js", 19, 24, 3.0)   # removeUser calls audit.record (src/lib/audit.js)
+    spans = evidence_spans("What happens when a user is removed?", sources=[users], read_lines=read_lines, graph=graph)
+    callees = [s for s in spans if s.callee]
+    assert ("src/lib/audit.js", 6, 8) in [(s.path, s.start, s.end) for s in callees]
+    audit = next(s for s in callees if s.path == "src/lib/audit.js")
+    assert audit.reason == "function record, called from src/routes/users.js:21"
+    assert audit.text == read_lines("src/lib/audit.js", 6, 8)
+
+
+def test_a_chunk_without_matching_lines_is_kept_whole():
+    vector_hit = Source(path="a.js", start=5, end=7, score=1.0, file_type="js", kind="source",
+                        text="alpha()\nbeta()\ngamma()")
+    spans = evidence_spans("refuse oversized payloads", sources=[vector_hit])
+    assert [(s.start, s.end, s.reason) for s in spans] == [(5, 7, "retrieved")]
+
+
+@pytest.mark.parametrize("budget", [60, 150, 300, 700, 1500, 4000])
+def test_packer_invariants_on_the_fixture(graph, budget):
+    """Budget held, every item's lines exactly the file's lines, no item repeating another's lines."""
+    sources = [source("src/routes/users.js", 1, 26, 3.2), source("src/lib/store.js", 1, 41, 2.0),
+               source("README.md", 1, 12, 1.5), source("src/lib/store.js", 19, 45, 1.0)]
+    entries = code_context(QUESTION, graph=graph, retrieved=sources, read_lines=read_lines)
+    packed = pack_context(QUESTION, sources=sources, code_entries=entries, budget_tokens=budget,
+                          read_lines=read_lines, graph=graph)
+    assert packed.tokens_used == estimate_tokens(packed.text) <= budget
+    blocks = packed.text.split("\n\n--- ") if packed.text else []
+    assert len(blocks) == len(packed.items)
+    seen: dict[str, set[int]] = {}
+    for item, block in zip(packed.items, blocks):
+        if item.start is None:
+            continue
+        body = block.split("\n", 1)[1]
+        assert body == read_lines(item.path, item.start, item.end).rstrip()   # exact line range
+        lines = set(range(item.start, item.end + 1))
+        assert len(lines & seen.get(item.path, set())) * 2 < len(lines)     # never mostly a repeat
+        seen.setdefault(item.path, set()).update(lines)
+
+
 def test_pack_skips_what_does_not_fit_and_never_truncates():
     big = Source(path="big.js", start=1, end=400, score=9.0, file_type="js", kind="source", text="x" * 4000)
-    small = Source(path="small.js", start=1, end=3, score=1.0, file_type="js", kind="source", text="small body")
+    small = Source(path="small.js", start=1, end=3, score=1.0, file_type="js", kind="source",
+                   text="small body\nline two\nline three")
     code = CodeEntry(kind="code", path="c.js", start=1, end=2, score=100, text="code body", reason="symbol c")
     packed = pack_context("q", sources=[big, small], code_entries=[code], budget_tokens=100)
     assert [i.path for i in packed.items] == ["small.js", "c.js"]  # big does not fit; later items still do
-    assert packed.text == "--- small.js:1-3\nsmall body\n\n--- c.js:1-2 (symbol c)\ncode body"
+    assert packed.text == "--- small.js:1-3\nsmall body\nline two\nline three\n\n--- c.js:1-2 (symbol c)\ncode body"
     assert packed.tokens_used <= 100
 
 
 def test_pack_duplicates_are_skipped():
-    a = Source(path="a.js", start=1, end=10, score=2.0, file_type="js", kind="source", text="same text")
-    again = Source(path="a.js", start=1, end=10, score=1.0, file_type="js", kind="source", text="same text")
+    text = "\n".join(f"line {n}" for n in range(1, 11))
+    a = Source(path="a.js", start=1, end=10, score=2.0, file_type="js", kind="source", text=text)
+    again = Source(path="a.js", start=1, end=10, score=1.0, file_type="js", kind="source", text=text)
     inner = CodeEntry(kind="code", path="a.js", start=3, end=4, score=500, text="other", reason="symbol f")
-    outer = CodeEntry(kind="code", path="b.js", start=1, end=1, score=10, text="same text", reason="symbol g")
+    outer = CodeEntry(kind="code", path="b.js", start=1, end=10, score=10, text=text, reason="symbol g")
     packed = pack_context("q", sources=[a, again], code_entries=[inner, outer], budget_tokens=1000)
-    assert [(i.kind, i.path) for i in packed.items] == [("source", "a.js")]
+    assert [(i.kind, i.path, i.start, i.end) for i in packed.items] == [("source", "a.js", 1, 10)]
 
 
 @pytest.mark.parametrize("budget", [0, -5, 2.5, True, "100"])
@@ -146,7 +201,8 @@ def test_pack_rejects_bad_budgets(budget):
 
 def test_golden_packed_context(graph, retrieved):
     entries = code_context(QUESTION, graph=graph, retrieved=retrieved, read_lines=read_lines)
-    packed = pack_context(QUESTION, sources=retrieved, code_entries=entries, budget_tokens=700)
+    packed = pack_context(QUESTION, sources=retrieved, code_entries=entries, budget_tokens=700,
+                          read_lines=read_lines, graph=graph)
     if os.environ.get("SZ_UPDATE_GOLDEN") == "1":
         GOLDEN.write_text(packed.text + "\n", encoding="utf-8")
     assert packed.text + "\n" == GOLDEN.read_text(encoding="utf-8")

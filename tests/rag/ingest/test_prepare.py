@@ -102,5 +102,5 @@ def test_index_stats_counts_skips_and_keeps_its_json_shape():
     stats.seconds, stats.parse_seconds = 1.234567, 0.000049
     assert stats.skipped == {"ignored": 2, "binary": 2}
     assert list(stats.to_json()) == ["files", "chunks", "added", "changed", "removed", "skipped", "seconds",
-                                     "redactions", "generation", "parse_seconds", "problems"]
+                                     "redactions", "generation", "parse_seconds", "copies", "problems"]
     assert stats.to_json()["seconds"] == 1.2346 and stats.to_json()["parse_seconds"] == 0.0

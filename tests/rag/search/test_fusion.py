@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from rag.search.fusion import DEFAULT_CANDIDATE_POOL, DEFAULT_RRF_K, DEFAULT_WEIGHTS, reciprocal_rank_fusion
-from rag.search.vector_stream import VectorHit, top_margin
+from rag.search.fusion import (DEFAULT_CANDIDATE_POOL, DEFAULT_LEXICAL_BASE, DEFAULT_LEXICAL_SLOPE, DEFAULT_RRF_K,
+                               DEFAULT_WEIGHTS, adaptive_weights, reciprocal_rank_fusion)
+from rag.search.vector_stream import DEFAULT_MIN_VECTOR_Z, VectorHit, top_zscore
 from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY
 
 
@@ -95,28 +96,46 @@ def test_bad_arguments_are_rejected(weights, k, message):
         reciprocal_rank_fusion({"bm25": ["a"], "vectors": ["b"]}, weights=weights, k=k)
 
 
-# --------------------------------------------------------------------------- 6. top_margin
+# --------------------------------------------------------------------------- 6. top_zscore
 
 
 def hits(*similarities: float) -> list[VectorHit]:
     return [VectorHit(i, s) for i, s in enumerate(similarities)]
 
 
-def test_top_margin_on_hand_made_hits():
-    eleven = [0.9, 0.8, 0.7, 0.6, 0.5, 0.45, 0.4, 0.35, 0.3, 0.25, 0.2]
-    assert top_margin([]) == 0.0
-    assert top_margin(hits(*eleven[:10])) == pytest.approx(0.9 - 0.25)  # few values: the last is the reference
-    assert top_margin(hits(0.9, 0.1)) == 0.0                            # fewer than 3: no signal
-    assert top_margin(hits(*eleven)) == pytest.approx(0.9 - 0.2)
-    assert top_margin(hits(*eleven, 0.1, 0.05)) == pytest.approx(0.9 - 0.2)   # the 11th best, not the worst
-    assert top_margin(hits(*reversed(eleven))) == pytest.approx(0.9 - 0.2)   # order does not matter
-    # Equal similarities (identical chunks share a vector) count once: 12 hits, 10 distinct → no signal;
-    # one more distinct value and the 11th distinct one is the reference.
-    assert top_margin(hits(0.9, 0.9, 0.9, *eleven[1:10])) == pytest.approx(0.9 - 0.25)
-    assert top_margin(hits(0.9, 0.9, 0.9, *eleven[1:10], 0.1)) == pytest.approx(0.9 - 0.1)
-    assert top_margin(hits(0.5, 0.3, 0.2), depth=2) == pytest.approx(0.5 - 0.2)
-    assert top_margin(hits(0.5, 0.3), depth=2) == 0.0  # fewer than 3 values
-    # A flat list (nothing stands out) is below the engine's default margin; a clear winner is above it.
-    flat = [0.50 - 0.005 * i for i in range(12)]
-    assert top_margin(hits(*flat)) < DEFAULT_RETRIEVAL_POLICY.min_vector_margin
-    assert top_margin(hits(0.8, *flat[1:])) > DEFAULT_RETRIEVAL_POLICY.min_vector_margin
+def test_top_zscore_on_hand_made_hits():
+    assert top_zscore([]) == 0.0
+    assert top_zscore(hits(0.9, 0.1)) == 0.0                   # fewer than 3 distinct values: no signal
+    assert top_zscore(hits(0.5, 0.5, 0.5, 0.5)) == 0.0         # one distinct value: no signal
+    sims = [0.9, 0.5, 0.4, 0.3]
+    mean, std = sum(sims) / 4, (sum((x - sum(sims) / 4) ** 2 for x in sims) / 4) ** 0.5
+    assert top_zscore(hits(*sims)) == pytest.approx((0.9 - mean) / std)
+    assert top_zscore(hits(*reversed(sims))) == pytest.approx((0.9 - mean) / std)   # order does not matter
+    # Equal similarities (identical chunks share a vector) count once.
+    assert top_zscore(hits(0.9, 0.9, 0.5, 0.4, 0.3, 0.3)) == pytest.approx((0.9 - mean) / std)
+
+
+def test_a_flat_neighbourhood_is_below_the_floor_and_an_outlier_above_it():
+    flat = [0.50 - 0.005 * i for i in range(50)]
+    assert top_zscore(hits(*flat)) < DEFAULT_RETRIEVAL_POLICY.min_vector_z == DEFAULT_MIN_VECTOR_Z
+    assert top_zscore(hits(0.8, *flat[1:])) > DEFAULT_RETRIEVAL_POLICY.min_vector_z
+    # The floor is relative: the same outlier on a lower scale (another model, another corpus) still stands out.
+    assert top_zscore(hits(*(x / 2 for x in (0.8, *flat[1:])))) == pytest.approx(top_zscore(hits(0.8, *flat[1:])))
+
+
+# --------------------------------------------------------------------------- 7. adaptive weights
+
+
+def test_adaptive_weights_follow_lexical_coverage():
+    assert adaptive_weights(0.5) == pytest.approx({"bm25": 0.6, "vectors": 0.4})     # issue 7's fixed weights
+    assert adaptive_weights(0.0) == pytest.approx({"bm25": DEFAULT_LEXICAL_BASE, "vectors": 1 - DEFAULT_LEXICAL_BASE})
+    assert adaptive_weights(1.0)["bm25"] == pytest.approx(DEFAULT_LEXICAL_BASE + DEFAULT_LEXICAL_SLOPE)
+    assert adaptive_weights(1.7) == adaptive_weights(1.0)        # coverage is a share: clamped
+    assert adaptive_weights(-1.0) == adaptive_weights(0.0)
+    assert adaptive_weights(0.2, base=0.9, slope=1.0) == {"bm25": 1.0, "vectors": 0.0}   # weights stay in [0, 1]
+    for c in (0.0, 0.3, 0.8):
+        w = adaptive_weights(c)
+        assert w["bm25"] + w["vectors"] == pytest.approx(1.0)
+    assert adaptive_weights(0.9)["bm25"] > adaptive_weights(0.1)["bm25"]
+    with pytest.raises(ValueError, match="finite"):
+        adaptive_weights(float("nan"))

@@ -29,7 +29,7 @@ from repo_helpers import write_repo
 from rag.providers.embeddings import OpenAIEmbeddings
 from rag.engine import Engine
 from rag.errors import ProviderError
-from rag.search.vector_stream import embed_key, embed_text, safe_query_vector, safe_search
+from rag.search.vector_stream import embed_key, embed_text, safe_query_vector, safe_search, top_zscore
 from rag.ingest.reindexer import Reindexer
 from rag.search.query import analyze
 from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, Candidate, fuse_streams
@@ -207,6 +207,35 @@ def test_hybrid_abstains_when_neither_stream_matches(repo, open_engine, server):
     before = len(server.requests)
     assert engine.retrieve(UNRELATED) == []
     assert server.requests[before]["body"]["input"] == [UNRELATED]   # the vector stream was consulted
+
+
+def test_vector_neighbours_alone_do_not_overrule_abstention(repo, open_engine, server):
+    """Vectors always return neighbours; only an outlier among them may answer a question BM25 abstains on."""
+    engine = open_engine(repo, embeddings=provider(server))
+    engine.update()
+    engine.embed_pending()
+    question = "Which module throttles clients that make too many requests per minute?"
+    qv = safe_query_vector(engine.vectors, question)
+    with engine.index.read() as conn:
+        hits = safe_search(engine.vectors, conn, qv, k=DEFAULT_RETRIEVAL_POLICY.stream_pool)
+    sims = sorted({h.similarity for h in hits}, reverse=True)
+    assert sims[0] - sims[10] > 0.08   # the former margin rule (best minus 11th) would have answered
+    assert top_zscore(hits) < DEFAULT_RETRIEVAL_POLICY.min_vector_z
+    assert engine.retrieve(question) == []
+    assert ANSWER in paths(engine.retrieve(PARAPHRASE))   # a real outlier still answers
+
+
+def test_vectors_only_stream_ranks_by_cosine_and_never_abstains(repo, open_engine, server):
+    engine = open_engine(repo, embeddings=provider(server))
+    engine.update()
+    engine.embed_pending()
+    engine.retrieval_policy = replace(DEFAULT_RETRIEVAL_POLICY, streams=frozenset({"vectors"}))
+    found = engine.retrieve(PARAPHRASE)
+    assert paths(found)[0] == ANSWER
+    assert [s.score for s in found] == sorted((s.score for s in found), reverse=True)
+    assert engine.retrieve(UNRELATED)   # neighbours, whatever they are: the vector stream alone never abstains
+    engine.retrieval_policy = replace(DEFAULT_RETRIEVAL_POLICY, streams=frozenset({"lexical", "structure"}))
+    assert ANSWER not in paths(engine.retrieve(PARAPHRASE))   # BM25 alone misses it (no shared word)
 
 
 def test_type_filter_also_filters_vector_hits(repo, open_engine, server):
@@ -404,8 +433,25 @@ def cand(ident: int, path: str, score: float, *, lexical: bool = True) -> Candid
 
 def test_policy_defaults_are_the_issue_values():
     p = DEFAULT_RETRIEVAL_POLICY
-    assert (p.rrf_k, p.rrf_weights, p.structure_weight) == (60, (0.6, 0.4), 0.5)
+    assert (p.rrf_k, p.lexical_base, p.lexical_slope, p.structure_weight) == (60, 0.45, 0.3, 0.5)
+    assert p.lexical_base + 0.5 * p.lexical_slope == pytest.approx(0.6)   # issue 7's 0.6 at coverage 0.5
     assert p.stream_pool >= 20
+    assert p.streams == {"lexical", "structure", "vectors"} and p.min_vector_z == 3.0
+
+
+def test_the_question_s_lexical_coverage_moves_the_fused_order():
+    # BM25 ranks a.js first, the vectors rank b.js first: a question BM25 covers well follows BM25,
+    # a paraphrase it hardly covers follows the vectors.
+    def fused(coverage: float) -> list[str]:
+        cands = [cand(1, "a.js", 0.9), cand(2, "b.js", 0.8)]
+        return [c.path for c in fuse_streams(cands, [2, 1], policy=DEFAULT_RETRIEVAL_POLICY, coverage=coverage)]
+
+    assert fused(0.9) == ["a.js", "b.js"]
+    assert fused(0.1) == ["b.js", "a.js"]
+    top = fuse_streams([cand(1, "a.js", 0.9), cand(2, "b.js", 0.8)], [2, 1], policy=DEFAULT_RETRIEVAL_POLICY,
+                       coverage=0.1)[0]
+    w = 0.45 + 0.3 * 0.1
+    assert top.score == pytest.approx((w / 62 + (1 - w) / 61) * 1.01, rel=1e-12)
 
 
 def test_fuse_streams_matches_hand_computed_rrf():

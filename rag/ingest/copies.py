@@ -1,0 +1,394 @@
+"""Copy detection: which indexed files are build output (or duplicates) of another indexed file.
+
+Packages ship their sources next to what was built from them: ``src/x.ts`` with
+``dist/x.js``, ``lib/x.cjs``, ``x.mjs`` and ``x.d.ts``; bundles with source maps; Python
+sdists with ``PKG-INFO`` (a copy of the README); vendored duplicates. A copy matches a
+question exactly as its source does and crowds it out of the answer. Decided at index time,
+inside the update's transaction (:func:`update_copies`), and stored in the ``file_copies``
+table (migration ``m008_file_copies``); retrieval then ranks each copy below its source and
+never shows both (:mod:`rag.search.copies`).
+
+Rules, in order (a file is a copy of the first rule's sources that apply; only files
+whose source is itself indexed are recorded: **when the source is not indexed, the copy is
+the best we have and stays**):
+
+1. ``compiled`` — JavaScript or declarations (``.js .jsx .mjs .cjs .d.ts .d.mts .d.cts``)
+   with the same module path as a TypeScript source (``.ts .tsx .mts .cts``, not a
+   declaration), once leading build folders (:data:`OUTPUT_FOLDERS`: ``dist``, ``lib``,
+   ``esm``, ``cjs``, ``types`` …) are dropped from the copy and one leading source folder
+   (:data:`SOURCE_FOLDERS`: ``src`` …) from the source: ``dist/esm/a/b.js``,
+   ``lib/a/b.cjs``, ``a/b.d.ts`` → ``src/a/b.ts``; also ``x.js`` beside ``x.ts`` (compiled
+   in place). JavaScript sources under ``src/`` compiled to JavaScript under a build folder
+   (Babel: ``lib/x.js`` → ``src/x.js``) count too. The walk already keeps at most one
+   compiled copy in ``dist``/``build``/``out`` (:mod:`rag.ingest.walk`); this rule covers the
+   layouts it cannot see (``lib/``, files beside their source, declarations, ``v4/x.js``
+   beside ``src/v4/x.ts``).
+2. ``source_map`` — a file ending in a ``sourceMappingURL`` comment whose map (a ``data:``
+   URL, or the ``.map`` file it names, read from the working tree) lists indexed
+   ``sources``: a bundle of several sources is a copy of each (best source first: the
+   one sharing most normalised lines with it).
+3. ``near_duplicate`` / ``contained`` — normalised-line fingerprints (computed at index
+   time from the chunks and stored per file, ``file_fingerprints``; test files get none): of two files whose
+   informative lines have a Jaccard similarity of at least :data:`NEAR_DUPLICATE_JACCARD`,
+   the one that looks derived (:func:`derived_rank`: in a build folder,
+   ``PKG-INFO``/``METADATA``, a declaration, a bundle or minified name) is a copy of the
+   other; two near-identical files that look equally hand-written (``alpha.js`` and
+   ``beta.js`` differing in one line) are both sources, since a question may be about
+   the line where they differ. A derived-looking file that contains at least
+   :data:`CONTAINED_SHARE` of another file's informative lines holds a copy of it
+   (``PKG-INFO`` holding the README, a bundle holding a module).
+
+Line normalisation: whitespace collapsed, lines with fewer than
+:data:`MIN_LINE_CHARS` non-space characters or no letter dropped (braces, ``});``, blank
+lines say nothing about origin), each kept line hashed (BLAKE2b, 64 bits). Lines shared by
+more than :data:`MAX_POSTINGS` files (licence headers, ``'use strict'``) are ignored when
+pairing files. This is exact shingling with single-line shingles, the usual
+near-duplicate measure (Broder 1997, "On the resemblance and containment of documents"),
+without MinHash sampling: repositories hold thousands of files, not millions, so the
+exact inverted index is cheap.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import posixpath
+import re
+import sqlite3
+import zlib
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+__all__ = [
+    "CopyRelation", "update_copies", "detect_copies", "fingerprint_lines", "derived_rank", "map_sources",
+    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "MIN_LINE_CHARS",
+    "MAX_POSTINGS", "MIN_INFORMATIVE_LINES",
+]
+
+log = logging.getLogger(__name__)
+
+OUTPUT_FOLDERS = frozenset({
+    "dist", "build", "out", "lib", "es", "esm", "es6", "es2015", "es2017", "es2020", "esnext", "cjs", "commonjs",
+    "umd", "amd", "module", "modules", "mjs", "types", "typings", "declarations", "dts", "node", "browser",
+    "legacy", "bundle", "bundles", "release", "compiled",
+})
+"""Folder names build tools write to (tsc ``outDir``, Rollup/tsup/Babel/webpack conventions)."""
+SOURCE_FOLDERS = frozenset({"src", "source", "sources", "ts", "lib"})
+"""Folder names sources live in (one is dropped from a TypeScript source's module path)."""
+JS_SOURCE_FOLDERS = frozenset({"src", "source", "sources"})
+"""For JavaScript compiled to JavaScript, the source must lie in one of these (``lib/`` is a source
+folder of many plain JavaScript packages, e.g. express)."""
+TS_SOURCES = (".ts", ".tsx", ".mts", ".cts")
+DECLARATIONS = (".d.ts", ".d.mts", ".d.cts")
+JS_OUTPUTS = (".js", ".jsx", ".mjs", ".cjs")
+NEAR_DUPLICATE_JACCARD = 0.8
+"""Two files sharing at least this Jaccard share of their informative lines are near-identical."""
+CONTAINED_SHARE = 0.8
+"""A derived-looking file holding this share of another file's informative lines holds a copy of it."""
+MIN_LINE_CHARS = 8
+"""Normalised lines shorter than this (non-space characters) are not informative."""
+MAX_POSTINGS = 8
+"""A line found in more files than this is boilerplate and pairs nothing."""
+MIN_INFORMATIVE_LINES = 5
+"""Files with fewer informative lines are too small to call duplicates."""
+MAX_MAP_BYTES = 8 * 1024 * 1024
+"""Source maps larger than this are not read."""
+
+_MAP_COMMENT = re.compile(r"[#@]\s*sourceMappingURL=([^\s*'\"]+)")
+_LETTER = re.compile(r"[A-Za-z]")
+_SCHEME = re.compile(r"^[A-Za-z][\w+.-]*://")
+
+
+@dataclass(frozen=True, slots=True)
+class CopyRelation:
+    """``path`` is a copy of the indexed file ``source`` (``reason``: ``compiled``, ``source_map``,
+    ``near_duplicate``, ``contained``); ``rank`` orders several sources of one copy (0 = best);
+    ``similarity`` is the line Jaccard or containment when measured, else ``None``."""
+
+    path: str
+    source: str
+    reason: str
+    rank: int = 0
+    similarity: float | None = None
+
+
+def fingerprint_lines(lines: Iterable[str]) -> np.ndarray:
+    """Sorted unique 64-bit hashes (``uint64``) of the informative normalised lines (module docstring).
+
+    A line's hash is its CRC-32 in the high half and its Adler-32 in the low half (both
+    zlib, stable across processes, unlike ``hash()``; one fifth of BLAKE2b's cost here).
+    Two different lines colliding on both is negligible at repository sizes, and a
+    collision could only add one shared line to a pair of files.
+    """
+    hashes = set()
+    for line in set(lines):
+        norm = " ".join(line.split())
+        if len(norm) - norm.count(" ") < MIN_LINE_CHARS or not _LETTER.search(norm):
+            continue
+        raw = norm.encode("utf-8", "surrogatepass")
+        hashes.add((zlib.crc32(raw) << 32) | zlib.adler32(raw))
+    return np.array(sorted(hashes), dtype=np.uint64)
+
+
+def map_sources(path: str, tail: str, repo_root: Path | None) -> list[str]:
+    """Repository paths a file's source map lists (``[]`` without one, or when it cannot be read).
+
+    ``tail`` is the end of the file (the ``sourceMappingURL`` comment is its last line);
+    a ``data:`` URL is decoded, a relative URL is read beside the file in ``repo_root``.
+    Sources resolve against the map's folder and its ``sourceRoot``; ``webpack://pkg/./src/x``
+    style URLs keep their path part. Paths outside the repository are dropped.
+    """
+    found = _MAP_COMMENT.findall(tail)
+    if not found:
+        return []
+    url = found[-1]
+    folder = posixpath.dirname(path)
+    doc = None
+    try:
+        if url.startswith("data:"):
+            header, _, payload = url.partition(",")
+            raw = base64.b64decode(payload) if header.endswith(";base64") else payload.encode("utf-8")
+            doc = json.loads(raw)
+            map_folder = folder
+        elif repo_root is not None and not _SCHEME.match(url):
+            map_path = posixpath.normpath(posixpath.join(folder, url))
+            if map_path.startswith("../"):
+                return []
+            file = repo_root / map_path
+            if not file.is_file() or file.stat().st_size > MAX_MAP_BYTES:
+                return []
+            doc = json.loads(file.read_text(encoding="utf-8", errors="replace"))
+            map_folder = posixpath.dirname(map_path)
+    except (OSError, ValueError) as exc:
+        log.debug("source map of %s unreadable: %s", path, type(exc).__name__)
+        return []
+    if not isinstance(doc, dict) or not isinstance(doc.get("sources"), list):
+        return []
+    root = doc.get("sourceRoot") if isinstance(doc.get("sourceRoot"), str) else ""
+    out: list[str] = []
+    for source in doc["sources"]:
+        if not isinstance(source, str) or not source:
+            continue
+        candidates = []
+        if _SCHEME.match(source):  # webpack://pkg/./src/x.ts → src/x.ts
+            rest = _SCHEME.sub("", source)
+            parts = rest.split("/")
+            candidates += [posixpath.normpath("/".join(parts[i:])) for i in range(len(parts))]
+        else:
+            candidates.append(posixpath.normpath(posixpath.join(map_folder, root, source)))
+        out += [c for c in candidates if c and not c.startswith("../") and not c.startswith("/") and c != "."]
+    return list(dict.fromkeys(out))
+
+
+def derived_rank(path: str) -> tuple:
+    """A sort key: larger means more likely to be derived (built, generated, packaged) output."""
+    parts = path.split("/")
+    name = parts[-1].lower()
+    score = 0
+    if any(p.lower() in OUTPUT_FOLDERS for p in parts[:-1]):
+        score += 2
+    if name in ("pkg-info", "metadata"):
+        score += 3
+    if name.endswith(DECLARATIONS) or re.search(r"\.(min|bundle|umd|iife|prod|production|development)\.", name):
+        score += 1
+    return (score, len(parts), len(path), path)
+
+
+def _module_key(path: str, suffixes: Sequence[str]) -> str | None:
+    lower = path.lower()
+    for suffix in sorted(suffixes, key=len, reverse=True):
+        if lower.endswith(suffix):
+            return path[: -len(suffix)]
+    return None
+
+
+def _stripped(key: str, folders: frozenset[str], *, repeat: bool) -> list[str]:
+    """``key`` and the keys left after dropping leading ``folders`` (all of them, or one)."""
+    keys = [key]
+    parts = key.split("/")
+    while len(parts) > 1 and parts[0].lower() in folders:
+        parts = parts[1:]
+        keys.append("/".join(parts))
+        if not repeat:
+            break
+    return keys
+
+
+def _compiled(paths: Sequence[str]) -> dict[str, list[str]]:
+    """Rule 1: copy path → TypeScript (or ``src/`` JavaScript) sources with its module path."""
+    ts_keys: dict[str, list[str]] = defaultdict(list)
+    js_keys: dict[str, list[str]] = defaultdict(list)
+    for path in paths:
+        if path.lower().endswith(DECLARATIONS):
+            continue
+        key = _module_key(path, TS_SOURCES)
+        if key is not None:
+            for k in _stripped(key, SOURCE_FOLDERS, repeat=False):
+                ts_keys[k].append(path)
+            continue
+        key = _module_key(path, JS_OUTPUTS)
+        if key is not None and "/" in key and key.split("/", 1)[0].lower() in JS_SOURCE_FOLDERS:
+            js_keys[key.split("/", 1)[1]].append(path)
+    out: dict[str, list[str]] = {}
+    for path in paths:
+        key = _module_key(path, (*DECLARATIONS, *JS_OUTPUTS))
+        if key is None:
+            continue
+        sources: list[str] = []
+        keys = _stripped(key, OUTPUT_FOLDERS, repeat=True)
+        for k in keys:
+            sources += [s for s in ts_keys.get(k, []) if s != path]
+        if not path.lower().endswith(DECLARATIONS) and len(keys) > 1:
+            first = path.split("/", 1)[0].lower()
+            if first not in JS_SOURCE_FOLDERS:
+                for k in keys[1:]:
+                    sources += [s for s in js_keys.get(k, []) if s != path]
+        if sources:
+            out[path] = list(dict.fromkeys(sorted(sources, key=lambda s: (len(s), s))))
+    return out
+
+
+def detect_copies(fingerprints: dict[str, np.ndarray], maps: dict[str, list[str]]) -> list[CopyRelation]:
+    """Every copy relation among the indexed files (rules in the module docstring).
+
+    Args:
+        fingerprints: every indexed path → its line fingerprint (:func:`fingerprint_lines`).
+        maps: path → the repository paths its source map lists (:func:`map_sources`).
+
+    Returns:
+        Relations sorted by copy path, then rank; a copy's sources are indexed files,
+        never the copy itself, and no file is recorded as both a copy and, through a
+        copy relation, its own source.
+    """
+    paths = sorted(fingerprints)
+    known = set(paths)
+    relations: dict[str, list[CopyRelation]] = {}
+    for path, sources in _compiled(paths).items():
+        relations[path] = [CopyRelation(path, s, "compiled", i) for i, s in enumerate(sources)]
+    shared = _shared_lines(fingerprints)
+    for path, listed in sorted(maps.items()):
+        if path in relations:
+            continue
+        sources = [s for s in listed if s in known and s != path]
+        if sources:
+            sources.sort(key=lambda s: (-shared.get(_pair(path, s), 0), s))
+            relations[path] = [CopyRelation(path, s, "source_map", i) for i, s in enumerate(sources)]
+    sizes = {p: len(f) for p, f in fingerprints.items()}
+    near: dict[str, list[tuple[float, str, str]]] = defaultdict(list)
+    for (a, b), common in shared.items():
+        na, nb = sizes[a], sizes[b]
+        if min(na, nb) < MIN_INFORMATIVE_LINES:
+            continue
+        jaccard = common / (na + nb - common)
+        if jaccard >= NEAR_DUPLICATE_JACCARD:
+            copy, source = (a, b) if derived_rank(a) > derived_rank(b) else (b, a)
+            if derived_rank(copy)[0] > derived_rank(source)[0]:  # two hand-written siblings are both sources
+                near[copy].append((common / sizes[copy], jaccard, source, "near_duplicate"))
+            continue
+        for holder, held, n_held in ((a, b, nb), (b, a, na)):
+            if common / n_held >= CONTAINED_SHARE and derived_rank(holder)[0] > derived_rank(held)[0]:
+                near[holder].append((common / sizes[holder], common / n_held, held, "contained"))
+    copy_of = {(r.path, r.source) for rs in relations.values() for r in rs}
+    for path in sorted(near):
+        if path in relations:
+            continue
+        near[path] = [x for x in near[path] if (x[2], path) not in copy_of]  # never the source of its own copy
+        if not near[path]:
+            continue
+        # Best source first: the one explaining the largest share of the copy's lines.
+        found = sorted(near[path], key=lambda x: (-x[0], x[2]))
+        relations[path] = [CopyRelation(path, s, reason, i, round(sim, 4))
+                           for i, (_explained, sim, s, reason) in enumerate(found)]
+    # A source that is itself a copy of the file it would stand for (a cycle of near-duplicates) loses:
+    # the more derived one stays the copy.
+    for path in list(relations):
+        relations[path] = [r for r in relations[path]
+                           if not (r.source in relations and any(x.source == path for x in relations[r.source])
+                                   and derived_rank(path) < derived_rank(r.source))]
+        if not relations[path]:
+            del relations[path]
+    return [r for path in sorted(relations) for r in relations[path]]
+
+
+def _pair(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a < b else (b, a)
+
+
+def _shared_lines(fingerprints: dict[str, np.ndarray]) -> Counter:
+    """``(a, b)`` (sorted pair) → informative lines both hold (lines in more than MAX_POSTINGS files skipped)."""
+    paths = sorted(fingerprints)
+    if not paths:
+        return Counter()
+    arrays = [fingerprints[p] for p in paths]
+    hashes = np.concatenate(arrays) if arrays else np.array([], dtype=np.uint64)
+    owners = np.concatenate([np.full(len(a), i, dtype=np.int64) for i, a in enumerate(arrays)])
+    order = np.argsort(hashes, kind="stable")
+    hashes, owners = hashes[order], owners[order]
+    counts: Counter = Counter()
+    if len(hashes) == 0:
+        return counts
+    boundaries = np.flatnonzero(np.diff(hashes)) + 1
+    starts = np.concatenate(([0], boundaries))
+    ends = np.concatenate((boundaries, [len(hashes)]))
+    sizes = ends - starts
+    n = len(paths)
+    # Lines held by exactly two files (most shared lines): counted in one vectorised pass.
+    two = starts[sizes == 2]
+    if len(two):
+        a, b = owners[two], owners[two + 1]
+        codes, hits = np.unique(np.minimum(a, b) * n + np.maximum(a, b), return_counts=True)
+        for code, hit in zip(codes.tolist(), hits.tolist()):
+            counts[(paths[code // n], paths[code % n])] += hit
+    for i in np.flatnonzero((sizes > 2) & (sizes <= MAX_POSTINGS)):
+        group = sorted(set(owners[starts[i]:ends[i]].tolist()))
+        for x in range(len(group)):
+            for y in range(x + 1, len(group)):
+                counts[(paths[group[x]], paths[group[y]])] += 1
+    return counts
+
+
+def update_copies(conn: sqlite3.Connection, *, repo_root: Path | None, updates: Sequence, removed: Sequence[str],
+                  full: bool) -> int:
+    """Refresh the fingerprints of the files this update wrote and recompute ``file_copies``.
+
+    Runs inside the update's write transaction (:meth:`rag.store.index.Index.apply`), so
+    readers see the copies of the generation they read. Fingerprints of unchanged files are
+    read back from ``file_fingerprints``; those of new or changed files are computed from
+    their chunks (``updates``: :class:`~rag.store.index.FileUpdate`).
+
+    Returns:
+        The number of files recorded as copies.
+    """
+    if full:
+        conn.execute("DELETE FROM file_fingerprints")
+    for path in [*removed, *(u.path for u in updates)]:
+        conn.execute("DELETE FROM file_fingerprints WHERE path=?", (path,))
+    for u in updates:
+        # Overlapping chunks repeat lines; fingerprints are sets, so the chunks' lines are taken as they come.
+        last = max(u.chunks, key=lambda c: (c.end, c.start), default=None)
+        tail = "\n".join(last.text.split("\n")[-5:]) if last is not None else ""
+        listed = map_sources(u.path, tail, repo_root) if "sourceMappingURL" in tail else []
+        # Tests are neither build output nor the sources of any (and they are most of the lines of many
+        # repositories): their fingerprint is left empty, path rules still apply to them.
+        lines = () if u.kind == "test" else (line for c in u.chunks for line in c.text.split("\n"))
+        conn.execute("INSERT INTO file_fingerprints (path, lines, map_sources) VALUES (?,?,?)",
+                     (u.path, fingerprint_lines(lines).tobytes(), json.dumps(listed) if listed else None))
+    conn.execute("DELETE FROM file_fingerprints WHERE path NOT IN (SELECT path FROM files)")
+    fingerprints: dict[str, np.ndarray] = {}
+    maps: dict[str, list[str]] = {}
+    for path, blob, listed in conn.execute("SELECT path, lines, map_sources FROM file_fingerprints"):
+        fingerprints[path] = np.frombuffer(blob, dtype=np.uint64)
+        if listed:
+            maps[path] = json.loads(listed)
+    for (path,) in conn.execute("SELECT path FROM files WHERE path NOT IN (SELECT path FROM file_fingerprints)"):
+        fingerprints[path] = np.array([], dtype=np.uint64)  # written before m008: path rules only
+    relations = detect_copies(fingerprints, maps)
+    conn.execute("DELETE FROM file_copies")
+    conn.executemany("INSERT INTO file_copies (path, source, reason, rank, similarity) VALUES (?,?,?,?,?)",
+                     [(r.path, r.source, r.reason, r.rank, r.similarity) for r in relations])
+    return len({r.path for r in relations})

@@ -1,0 +1,221 @@
+"""Sources over copies (issue 15): copy detection at index time and its use by retrieval and packing.
+
+The fixture tree is an npm package shipping TypeScript sources with their build: compiled
+JavaScript under ``lib/`` and ``esm/``, CommonJS ``.cjs``, declarations, a bundle with a
+source map beside it, a file compiled in place, a Babel-compiled ``src/`` JavaScript file,
+and files that are *not* copies (a hand-written ``lib/`` helper with no source, two
+near-identical hand-written siblings). Everything runs the real engine (walk → chunk →
+index → copies → retrieval → packing).
+"""
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+
+from repo_helpers import indexed_engine, write_repo
+from rag.engine import Engine
+from rag.ingest.copies import derived_rank, detect_copies, fingerprint_lines, map_sources
+
+WIDGET_TS = """\
+export interface WidgetOptions { size: number; colour: string }
+
+export function paintWidget(options: WidgetOptions): string {
+  const shade = options.colour.toUpperCase();
+  return `widget of size ${options.size} painted ${shade}`;
+}
+
+export function varnishWidget(surface: string): string {
+  return surface + ' varnished with linseed';
+}
+"""
+WIDGET_JS = """\
+export function paintWidget(options) {
+  const shade = options.colour.toUpperCase();
+  return `widget of size ${options.size} painted ${shade}`;
+}
+
+export function varnishWidget(surface) {
+  return surface + ' varnished with linseed';
+}
+"""
+WIDGET_CJS = '"use strict";\nObject.defineProperty(exports, "__esModule", { value: true });\n' + \
+    WIDGET_JS.replace("export function", "function") + "exports.paintWidget = paintWidget;\n"
+WIDGET_DTS = """\
+export interface WidgetOptions { size: number; colour: string }
+export declare function paintWidget(options: WidgetOptions): string;
+export declare function varnishWidget(surface: string): string;
+"""
+GEAR_TS = """\
+export function turnGear(teeth: number): number {
+  // each sprocket tooth advances the ratchet once
+  return teeth * 2;
+}
+"""
+GEAR_JS = "export function turnGear(teeth) {\n  // each sprocket tooth advances the ratchet once\n  return teeth * 2;\n}\n"
+BUNDLE = WIDGET_JS + GEAR_JS + "//# sourceMappingURL=bundle.js.map\n"
+BUNDLE_MAP = json.dumps({"version": 3, "sources": ["../src/widget.ts", "../src/parts/gear.ts"], "mappings": ""})
+BABEL_SRC = "export const polishRotor = (rotor) => rotor.shine();\n"
+BABEL_OUT = '"use strict";\nexports.polishRotor = void 0;\nconst polishRotor = rotor => rotor.shine();\n'
+ONLY_LIB = "// a hand-written helper with no TypeScript source\nmodule.exports = function lacquerPanel() {};\n"
+SIBLING = "".join(f"function step{i}(input) {{ return input + {i}; }}\n" for i in range(30))
+
+TREE = {
+    "package.json": '{"name": "widgets", "version": "1.0.0"}',
+    "README.md": "# widgets\n\nPaint widgets.\n",
+    "src/widget.ts": WIDGET_TS,
+    "src/parts/gear.ts": GEAR_TS,
+    "lib/widget.js": WIDGET_JS,                     # tsc outDir
+    "lib/widget.cjs": WIDGET_CJS,                   # CommonJS build
+    "lib/widget.d.ts": WIDGET_DTS,                  # declarations
+    "esm/parts/gear.mjs": GEAR_JS,                  # ESM build, nested folder mirrored
+    "types/parts/gear.d.ts": "export declare function turnGear(teeth: number): number;\n",
+    "inplace/knob.ts": "export const knob = (turns: number) => turns + 1;\n",
+    "inplace/knob.js": "export const knob = (turns) => turns + 1;\n",  # compiled beside its source
+    "browser/bundle.js": BUNDLE,                    # a bundle, source map beside it (not indexed: .map)
+    "browser/bundle.js.map": BUNDLE_MAP,
+    "src/rotor.js": BABEL_SRC,                      # JavaScript source under src/
+    "lib/rotor.js": BABEL_OUT,                      # ... compiled by Babel into lib/
+    "lib/lacquer.js": ONLY_LIB,                     # no source: not a copy
+    "src/alpha.js": "// alpha marmoset\n" + SIBLING,  # near-identical hand-written siblings: both sources
+    "src/beta.js": "// beta toggle\n" + SIBLING,
+}
+COPIES = {
+    "lib/widget.js": ["src/widget.ts"], "lib/widget.cjs": ["src/widget.ts"], "lib/widget.d.ts": ["src/widget.ts"],
+    "esm/parts/gear.mjs": ["src/parts/gear.ts"], "types/parts/gear.d.ts": ["src/parts/gear.ts"],
+    "inplace/knob.js": ["inplace/knob.ts"], "browser/bundle.js": ["src/widget.ts", "src/parts/gear.ts"],
+    "lib/rotor.js": ["src/rotor.js"],
+}
+
+
+def recorded(engine: Engine) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    with engine.index.read() as conn:
+        for path, source, _reason in conn.execute("SELECT path, source, reason FROM file_copies ORDER BY path, rank"):
+            out.setdefault(path, []).append(source)
+    return out
+
+
+def test_build_output_is_recorded_as_copies_of_its_indexed_sources(tmp_path):
+    with indexed_engine(tmp_path, TREE) as engine:
+        assert recorded(engine) == COPIES
+        with engine.index.read() as conn:
+            reasons = dict(conn.execute("SELECT path, reason FROM file_copies WHERE rank = 0"))
+        assert reasons["browser/bundle.js"] == "source_map" and reasons["lib/widget.d.ts"] == "compiled"
+        stats = engine.update(full=True)
+        assert stats.copies == len(COPIES) == 8
+        assert engine.update().copies == 8   # an update with nothing to write still reports them
+
+
+def test_a_copy_ranks_in_its_source_s_place_and_never_beside_it(tmp_path):
+    with indexed_engine(tmp_path, TREE) as engine:
+        for question in ("How is a widget painted and varnished with linseed?", "paintWidget shade colour"):
+            paths = [s.path for s in engine.retrieve(question, limit=10)]
+            assert paths[0] == "src/widget.ts", paths
+            assert not {"lib/widget.js", "lib/widget.cjs", "lib/widget.d.ts", "browser/bundle.js"} & set(paths)
+        paths = [s.path for s in engine.retrieve("which sprocket tooth advances the ratchet?", limit=10)]
+        assert paths[0] == "src/parts/gear.ts" and "esm/parts/gear.mjs" not in paths
+        # Packed context: the copies' symbols and summaries do not come back through the code graph either.
+        sources = engine.retrieve("Where is paintWidget defined?", limit=8)
+        packed = engine.pack_context("Where is paintWidget defined?", sources=sources)
+        assert "src/widget.ts" in packed.files
+        assert not set(packed.files) & set(COPIES)
+
+
+def test_when_the_source_is_not_indexed_the_copy_stays(tmp_path):
+    tree = {k: v for k, v in TREE.items() if k != "src/parts/gear.ts"}
+    with indexed_engine(tmp_path, tree) as engine:
+        assert "esm/parts/gear.mjs" not in recorded(engine)
+        assert recorded(engine)["browser/bundle.js"] == ["src/widget.ts"]   # only the indexed source
+        paths = [s.path for s in engine.retrieve("which sprocket tooth advances the ratchet?", limit=10)]
+        assert paths[0] in ("esm/parts/gear.mjs", "types/parts/gear.d.ts", "browser/bundle.js")
+
+
+def test_copies_follow_incremental_updates(tmp_path):
+    with indexed_engine(tmp_path, TREE) as engine:
+        root = engine.repo_root
+        (root / "src" / "widget.ts").unlink()
+        engine.update()
+        assert not {"lib/widget.js", "lib/widget.cjs", "lib/widget.d.ts"} & set(recorded(engine))
+        assert recorded(engine)["browser/bundle.js"] == ["src/parts/gear.ts"]
+        (root / "src" / "widget.ts").write_text(WIDGET_TS, encoding="utf-8")
+        assert engine.update().copies == 8
+        assert recorded(engine) == COPIES
+
+
+def test_hand_written_near_identical_files_are_both_sources(tmp_path):
+    with indexed_engine(tmp_path, TREE) as engine:
+        assert not {"src/alpha.js", "src/beta.js", "lib/lacquer.js"} & set(recorded(engine))
+        paths = [s.path for s in engine.retrieve("marmoset", limit=5)]
+        assert paths[0] == "src/alpha.js"
+
+
+def test_near_duplicate_build_output_and_pkg_info():
+    readme = [f"Line {i} of the introduction to the widget painting toolkit." for i in range(20)]
+    module = [f"const part{i} = assemble('component number {i}');" for i in range(12)]
+    fingerprints = {
+        "README.md": fingerprint_lines(readme),
+        "PKG-INFO": fingerprint_lines([*(f"Classifier: Topic :: Widgets :: {i}" for i in range(8)), *readme]),
+        "src/parts.js": fingerprint_lines(module),
+        "dist/vendored-parts.js": fingerprint_lines(module[:-1] + ["const part11 = assemble('changed');"]),
+        "docs/parts.js": fingerprint_lines(module[:6]),   # a hand-written file holding half: not a copy
+    }
+    found = [(r.path, r.source, r.reason, r.rank) for r in detect_copies(fingerprints, {})]
+    # The build output holds all of docs/parts.js too: a second source, ranked after the near-identical one;
+    # docs/parts.js itself (hand-written, half of src/parts.js) is nobody's copy.
+    assert found == [("PKG-INFO", "README.md", "contained", 0),
+                     ("dist/vendored-parts.js", "src/parts.js", "near_duplicate", 0),
+                     ("dist/vendored-parts.js", "docs/parts.js", "contained", 1)]
+
+
+def test_source_maps_inline_and_beside(tmp_path):
+    inline = base64.b64encode(json.dumps({"sources": ["webpack://widgets/./src/widget.ts"]}).encode()).decode()
+    tail = f"x();\n//# sourceMappingURL=data:application/json;charset=utf-8;base64,{inline}"
+    assert "src/widget.ts" in map_sources("dist/app.js", tail, None)
+    root = write_repo(tmp_path, {"out/a.js.map": json.dumps({"sourceRoot": "../", "sources": ["src/a.ts"]})})
+    assert map_sources("out/a.js", "//# sourceMappingURL=a.js.map", root) == ["src/a.ts"]
+    assert map_sources("out/a.js", "//# sourceMappingURL=missing.js.map", root) == []
+    assert map_sources("out/a.js", "//# sourceMappingURL=../../../etc/passwd", root) == []   # outside: not read
+    (root / "out" / "bad.js.map").write_text("{not json", encoding="utf-8")
+    assert map_sources("out/bad.js", "//# sourceMappingURL=bad.js.map", root) == []
+
+
+def test_derived_rank_orders_build_output_after_sources():
+    assert derived_rank("dist/x.js") > derived_rank("src/x.js")
+    assert derived_rank("PKG-INFO") > derived_rank("README.md")
+    assert derived_rank("lib/x.min.js")[0] > derived_rank("lib/x.js")[0]
+    assert fingerprint_lines(["}", "", "  });", "ok"]).size == 0              # uninformative lines say nothing
+    assert fingerprint_lines(["const a = 1;  ", "const   a = 1;"]).dtype == np.uint64
+    assert fingerprint_lines(["const a = 1;  ", "const   a = 1;"]).size == 1   # whitespace normalised
+
+
+def test_the_migration_rereads_an_index_written_before_it(tmp_path):
+    root = write_repo(tmp_path / "repo", TREE)
+    index_path = tmp_path / "index.sqlite"
+    engine = Engine.open(root, index_path=index_path)
+    engine.update()
+    engine.close()
+    conn = sqlite3.connect(index_path)   # as an index written before m008: no copies, its migration not applied
+    conn.execute("DROP TABLE file_copies")
+    conn.execute("DROP TABLE file_fingerprints")
+    conn.execute("DELETE FROM migrations WHERE name = 'm008_file_copies'")
+    conn.commit()
+    conn.close()
+    engine = Engine.open(root, index_path=index_path)
+    try:
+        stats = engine.update()
+        assert stats.added == len(TREE) - 1 and stats.copies == 8   # every file re-read (the .map is not indexed)
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("name", ["zod-like"])
+def test_a_package_beside_its_sources_mirrors_without_a_build_folder(tmp_path, name):
+    # zod 4 ships v4/core/api.js, .cjs, .d.ts and .d.cts next to src/v4/core/api.ts.
+    files = {"src/v4/core/api.ts": WIDGET_TS, "v4/core/api.js": WIDGET_JS, "v4/core/api.cjs": WIDGET_CJS,
+             "v4/core/api.d.ts": WIDGET_DTS, "v4/core/api.d.cts": WIDGET_DTS}
+    with indexed_engine(tmp_path, files) as engine:
+        assert recorded(engine) == {p: ["src/v4/core/api.ts"] for p in files if p.startswith("v4/")}
