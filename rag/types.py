@@ -72,7 +72,12 @@ class Chunk:
         file_type: the file's type (see ``WalkedFile.file_type``).
         kind: ``documentation``, ``source``, ``config``, ``example`` or ``test``.
         heading: nearest Markdown heading above or inside the chunk, or ``None``.
-        symbol: name of the code symbol the chunk is aligned to, or ``None``.
+        symbol: the symbol path of a code chunk (``proto.handle``, ``Router.get, Router.post``:
+            the definition enclosing it, or the whole ones it holds; see
+            :mod:`rag.ingest.symbol_chunks`), or ``None``.
+        header: the signature lines of the definitions enclosing the chunk that it does not
+            show itself (``function handle(req, res, out) {``), or ``None``. Indexed and
+            embedded with the chunk, never part of ``text`` or of the cited lines.
     """
 
     path: str
@@ -83,6 +88,7 @@ class Chunk:
     kind: str
     heading: str | None = None
     symbol: str | None = None
+    header: str | None = None
 
 
 @dataclass(slots=True)
@@ -101,12 +107,15 @@ class Source:
     text: str
     heading: str | None = None
     focus: int | None = None
+    symbol: str | None = None
 
     def to_json(self) -> dict:
-        """The CLI/API shape: ``{"path", "start", "end", "score", "type", "heading"}``.
+        """The CLI/API shape: ``{"path", "start", "end", "score", "type", "heading", "symbol"}``.
 
-        ``focus`` (not in the JSON) is the line inside the chunk that best matches
-        the question, used to centre snippets; ``None`` when unknown.
+        ``symbol`` is the chunk's symbol path (:attr:`Chunk.symbol`), ``None`` for chunks
+        that are not code at symbol boundaries. ``focus`` (not in the JSON) is the line
+        inside the chunk that best matches the question, used to centre snippets; ``None``
+        when unknown.
         """
         return {
             "path": self.path,
@@ -115,6 +124,7 @@ class Source:
             "score": round(self.score, 4),
             "type": self.file_type,
             "heading": self.heading,
+            "symbol": self.symbol,
         }
 
 
