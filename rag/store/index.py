@@ -5,8 +5,12 @@ Layout (``<repo>/.rag/index.sqlite`` unless told otherwise)::
     migrations(name, applied_at)          ordered, named schema migrations (llm-style)
     meta(key, value)                      generation counter, repo root, last update
     files(path, size, mtime_ns, hash, file_type, kind, lines, redactions, structure)
-    chunks(id, path, start, end, heading, symbol, file_type, kind, text, hash, stems)
+    chunks(id, path, start, end, heading, symbol, file_type, kind, text, hash, stems, header)
     chunks_fts(body, path, heading, symbols)   FTS5, porter+unicode61, rowid = chunks.id
+
+A chunk's ``symbol`` is its symbol path (``proto.handle``) and ``header`` the enclosing
+signatures it does not show (:class:`rag.types.Chunk`); the header is indexed with the
+body (FTS ``body`` and ``stems``) but ``text`` holds only the chunk's real lines.
     chunk_vectors(chunk_hash, model, dim, vec) embeddings keyed by chunk content hash
 
 Consistency: the database runs in WAL mode. Every update is one ``BEGIN
@@ -101,6 +105,17 @@ def m003_chunk_stems(conn: sqlite3.Connection) -> None:
     """Per-chunk light stems for coverage scoring; existing rows lack them, so they are dropped
     (the next update re-reads every file)."""
     conn.execute("ALTER TABLE chunks ADD COLUMN stems TEXT NOT NULL DEFAULT ''")
+    conn.execute("DELETE FROM chunks")
+    conn.execute("DELETE FROM chunks_fts")
+    conn.execute("DELETE FROM files")
+
+
+@migration
+def m004_chunk_symbol(conn: sqlite3.Connection) -> None:
+    """Symbol-boundary chunks: each chunk's enclosing-signature ``header`` (its ``symbol`` path goes in
+    the column m001 created and nothing filled). Existing rows are line windows without either, so
+    they are dropped (the next update re-reads and re-chunks every file)."""
+    conn.execute("ALTER TABLE chunks ADD COLUMN header TEXT")
     conn.execute("DELETE FROM chunks")
     conn.execute("DELETE FROM chunks_fts")
     conn.execute("DELETE FROM files")
@@ -414,14 +429,14 @@ class Index:
                 path_text = index_text(u.path)
                 symbols = u.chunk_symbols or [""] * len(u.chunks)
                 for chunk, syms in zip(u.chunks, symbols):
-                    body = index_text(chunk.text)
+                    body = index_text(f"{chunk.header}\n{chunk.text}" if chunk.header else chunk.text)
                     heading = index_text(chunk.heading or "")
                     stems = " ".join(sorted({light_stem(w) for w in set(f"{body} {heading}".split())}))
                     cur = conn.execute(
-                        "INSERT INTO chunks (path, start, end, heading, symbol, file_type, kind, text, hash, stems)"
-                        " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                        "INSERT INTO chunks (path, start, end, heading, symbol, file_type, kind, text, hash, stems,"
+                        " header) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                         (chunk.path, chunk.start, chunk.end, chunk.heading, chunk.symbol, chunk.file_type,
-                         chunk.kind, chunk.text, _chunk_hash(chunk.text), stems),
+                         chunk.kind, chunk.text, _chunk_hash(chunk.text), stems, chunk.header),
                     )
                     conn.execute(
                         "INSERT INTO chunks_fts (rowid, body, path, heading, symbols) VALUES (?,?,?,?,?)",
