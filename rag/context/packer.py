@@ -110,7 +110,8 @@ class CodeEntry:
 
 @dataclass(frozen=True, slots=True)
 class PackedItem:
-    """What the packer included: kind, location, score, priority and estimated tokens."""
+    """What the packer included: kind, location, score, priority, estimated tokens and, for a
+    source, its chunk's symbol path (:attr:`rag.types.Source.symbol`)."""
 
     kind: str
     path: str | None
@@ -119,10 +120,12 @@ class PackedItem:
     score: float
     priority: float
     tokens: int
+    symbol: str | None = None
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "path": self.path, "start": self.start, "end": self.end,
-                "score": round(self.score, 4), "priority": round(self.priority, 4), "tokens": self.tokens}
+                "score": round(self.score, 4), "priority": round(self.priority, 4), "tokens": self.tokens,
+                "symbol": self.symbol}
 
 
 @dataclass(slots=True)
@@ -295,6 +298,7 @@ class _Candidate:
     tokens: int
     priority: float
     order: int
+    symbol: str | None = None
 
 
 def _block(kind: str, path: str | None, start: int | None, end: int | None, text: str,
@@ -336,11 +340,11 @@ def pack_context(
         raise UserError(f"The context budget must be a positive number of tokens (got {budget_tokens!r}).")
     candidates: list[_Candidate] = []
     for source in sources:
-        block = _block("source", source.path, source.start, source.end, source.text, source.heading)
+        block = _block("source", source.path, source.start, source.end, source.text, source.heading or source.symbol)
         tokens = estimate_tokens(block + "\n\n")
         score = SOURCE_BASE_SCORE + source.score
         candidates.append(_Candidate("source", source.path, source.start, source.end, score, block, tokens,
-                                     _priority("source", score, tokens), len(candidates)))
+                                     _priority("source", score, tokens), len(candidates), source.symbol))
     for entry in code_entries:
         kind = "structure" if entry.kind == "structure" else "code"
         score = STRUCTURE_SCORE if kind == "structure" else entry.score
@@ -371,6 +375,6 @@ def pack_context(
 
     text = "\n\n".join(c.block for c in taken)
     files = list(dict.fromkeys(c.path for c in taken if c.path))
-    items = [PackedItem(c.kind, c.path, c.start, c.end, c.score, c.priority, c.tokens) for c in taken]
+    items = [PackedItem(c.kind, c.path, c.start, c.end, c.score, c.priority, c.tokens, c.symbol) for c in taken]
     return PackedContext(text=text, tokens_used=estimate_tokens(text), budget=budget_tokens, files=files,
                          code_contexts=sum(1 for c in taken if c.kind != "source"), items=items)
