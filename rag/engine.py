@@ -174,6 +174,8 @@ class Engine:
                 self.scope.apply(report)
             if self.index.meta("parse_version") not in (None, str(PARSE_VERSION)):
                 full = True  # stored structures come from another parser version
+            if self.index.meta("chunker") not in (None, self.chunk_policy.signature()):
+                full = True  # chunked by other rules or sizes
             literals = secret_literals(self.repo_root, report.secret_files)
             self._secret_values = literals
             if self.index.meta("secret_values") not in (None, literals.digest):
@@ -217,7 +219,7 @@ class Engine:
                 stats.generation = self.index.apply(
                     updates=updates, removed=removed, images=report.images, full=full,
                     meta={"repo_root": str(self.repo_root), "parse_version": str(PARSE_VERSION),
-                          "secret_values": literals.digest},
+                          "secret_values": literals.digest, "chunker": self.chunk_policy.signature()},
                     after=record_copies,
                 )
             else:

@@ -72,7 +72,12 @@ class Chunk:
         file_type: the file's type (see ``WalkedFile.file_type``).
         kind: ``documentation``, ``source``, ``config``, ``example`` or ``test``.
         heading: nearest Markdown heading above or inside the chunk, or ``None``.
-        symbol: name of the code symbol the chunk is aligned to, or ``None``.
+        symbol: the symbol path of a code chunk (``proto.handle``, ``Router.get, Router.post``:
+            the definition enclosing it, or the whole ones it holds; see
+            :mod:`rag.ingest.symbol_chunks`), or ``None``.
+        header: the signature lines of the definitions enclosing the chunk that it does not
+            show itself (``function handle(req, res, out) {``), or ``None``. Indexed and
+            embedded with the chunk, never part of ``text`` or of the cited lines.
     """
 
     path: str
@@ -83,6 +88,7 @@ class Chunk:
     kind: str
     heading: str | None = None
     symbol: str | None = None
+    header: str | None = None
 
 
 @dataclass(slots=True)
@@ -110,6 +116,7 @@ class Source:
     focus: int | None = None
     repo: str | None = None
     repo_path: str | None = None
+    symbol: str | None = None
 
     @property
     def relative_path(self) -> str:
@@ -117,11 +124,13 @@ class Source:
         return self.repo_path if self.repo_path is not None else self.path
 
     def to_json(self) -> dict:
-        """The CLI/API shape: ``{"path", "start", "end", "score", "type", "heading", "repo"}``.
+        """The CLI/API shape: ``{"repo", "path", "start", "end", "score", "type", "heading", "symbol"}``.
 
         ``path`` is the path inside the repository ``repo`` (see :attr:`relative_path`).
-        ``focus`` (not in the JSON) is the line inside the chunk that best matches
-        the question, used to centre snippets; ``None`` when unknown.
+        ``symbol`` is the chunk's symbol path (:attr:`Chunk.symbol`), ``None`` for chunks
+        that are not code at symbol boundaries. ``focus`` (not in the JSON) is the line
+        inside the chunk that best matches the question, used to centre snippets; ``None``
+        when unknown.
         """
         return {
             "repo": self.repo,
@@ -131,6 +140,7 @@ class Source:
             "score": round(self.score, 4),
             "type": self.file_type,
             "heading": self.heading,
+            "symbol": self.symbol,
         }
 
 

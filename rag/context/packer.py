@@ -136,7 +136,8 @@ class CodeEntry:
 
 @dataclass(frozen=True, slots=True)
 class PackedItem:
-    """What the packer included: kind, location, score, priority and estimated tokens."""
+    """What the packer included: kind, location, score, priority, estimated tokens and, for a
+    source, its chunk's symbol path (:attr:`rag.types.Source.symbol`)."""
 
     kind: str
     path: str | None
@@ -145,10 +146,12 @@ class PackedItem:
     score: float
     priority: float
     tokens: int
+    symbol: str | None = None
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "path": self.path, "start": self.start, "end": self.end,
-                "score": round(self.score, 4), "priority": round(self.priority, 4), "tokens": self.tokens}
+                "score": round(self.score, 4), "priority": round(self.priority, 4), "tokens": self.tokens,
+                "symbol": self.symbol}
 
 
 @dataclass(slots=True)
@@ -327,6 +330,7 @@ class _Candidate:
     tokens: int
     priority: float
     order: int
+    symbol: str | None = None
 
 
 def _block(kind: str, path: str | None, start: int | None, end: int | None, text: str,
@@ -389,16 +393,26 @@ def pack_context(
     if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens <= 0:
         raise UserError(f"The context budget must be a positive number of tokens (got {budget_tokens!r}).")
     candidates: list[_Candidate] = []
-    headings = {(s.path, s.start): s.heading for s in sources}
+    headings = {(s.path, s.start): s.heading or s.symbol for s in sources}
+
+    def symbol_at(path: str, line: int) -> str | None:
+        """The symbol path of the retrieved chunk holding ``path:line`` (a span's own symbol)."""
+        return next((s.symbol for s in sources if s.path == path and s.start <= line <= s.end and s.symbol), None)
+
     for span in evidence_spans(question, sources=sources, read_lines=read_lines, graph=graph, policy=span_policy):
         kind = "code" if span.callee else "source"
-        label = headings.get((span.path, span.start)) if span.reason == "retrieved" else span.reason
+        symbol = None if span.callee else symbol_at(span.path, span.start)
+        if span.reason == "retrieved":
+            label = headings.get((span.path, span.start))
+        else:  # where the lines live first (the symbol path), then why they were picked
+            label = "; ".join(part for part in (symbol, span.reason) if part)
         block = _block(kind, span.path, span.start, span.end, span.text, label)
         position = (_position("source", file_rank=span.file_rank, order=span.order) if not span.callee
                     else _position("source", file_rank=span.file_rank, order=span.order) + CALLEE_DELAY)
         score = SOURCE_BASE_SCORE + span.score
         candidates.append(_Candidate(kind, span.path, span.start, span.end, score, block,
-                                     estimate_tokens(block + "\n\n"), -position, len(candidates)))
+                                     estimate_tokens(block + "\n\n"), -position, len(candidates),
+                                     symbol))
     code_index = summary_index = 0
     for entry in code_entries:
         kind = "structure" if entry.kind == "structure" else "code"
@@ -435,6 +449,6 @@ def pack_context(
 
     text = "\n\n".join(c.block for c in taken)
     files = list(dict.fromkeys(c.path for c in taken if c.path))
-    items = [PackedItem(c.kind, c.path, c.start, c.end, c.score, c.priority, c.tokens) for c in taken]
+    items = [PackedItem(c.kind, c.path, c.start, c.end, c.score, c.priority, c.tokens, c.symbol) for c in taken]
     return PackedContext(text=text, tokens_used=estimate_tokens(text), budget=budget_tokens, files=files,
                          code_contexts=sum(1 for c in taken if c.kind != "source"), items=items)

@@ -1,11 +1,19 @@
-"""Chunking: split one file's text into overlapping line windows.
+"""Chunking: split one file's text into chunks, at its own boundaries where it has them.
 
-Defaults follow DESIGN.md §3: 60-line windows every 40 lines (20 lines of
-overlap, so a function cut by one window is whole in the next), 1-based
-inclusive line ranges, and for Markdown the nearest heading. No chunk exceeds
-``max_chars``: a window that is too long is cut into fewer lines, and a single
-line longer than the cap (minified code) is cut by characters, each piece
-keeping that line's number.
+:func:`chunk_file` picks the method per file (DESIGN.md §3 "Chunk"):
+
+* code whose structure parsed cleanly (its definitions given): symbol-boundary chunks,
+  :func:`rag.ingest.symbol_chunks.symbol_chunks` — a chunk per function/class/method,
+  large ones split at inner boundaries, small neighbours merged;
+* Markdown: heading sections, :func:`rag.ingest.symbol_chunks.section_chunks`;
+* everything else (config, text, code that did not parse): line windows,
+  :func:`chunk_text` — 60-line windows every 40 lines (20 lines of overlap, so a
+  passage cut by one window is whole in the next), for Markdown-like types with the
+  nearest heading.
+
+All give 1-based inclusive line ranges. No chunk exceeds ``max_chars``: a window that is
+too long is cut into fewer lines, and a single line longer than the cap (minified code)
+is cut by characters, each piece keeping that line's number.
 
 Line numbering matches git and editors: only ``\\n`` (and ``\\r\\n``) end a
 line, so CRLF files give the same numbers as LF files.
@@ -13,15 +21,23 @@ line, so CRLF files give the same numbers as LF files.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from rag.ingest.symbol_chunks import SymbolSpan, cap_pieces, heading_for, section_chunks, symbol_chunks
 from rag.types import Chunk
 
-__all__ = ["ChunkPolicy", "DEFAULT_CHUNK_POLICY", "chunk_text", "split_lines", "markdown_headings"]
+__all__ = ["ChunkPolicy", "DEFAULT_CHUNK_POLICY", "CHUNKER_VERSION", "chunk_file", "chunk_text", "split_lines",
+           "markdown_headings"]
 
 DEFAULT_WINDOW_LINES = 60
 DEFAULT_STEP_LINES = 40
 DEFAULT_MAX_CHARS = 3500
+DEFAULT_MAX_LINES = 60
+DEFAULT_MERGE_LINES = 60
+CHUNKER_VERSION = 2
+"""Bump when the chunking rules change: an index built by another version is rebuilt
+(the engine compares it with :meth:`ChunkPolicy.signature`). 2: symbol and section chunks."""
 
 _MD_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 _MARKDOWN_TYPES = frozenset({"md", "markdown", "mdx", "rst"})
@@ -32,26 +48,40 @@ class ChunkPolicy:
     """Chunk sizes.
 
     Attributes:
-        window: lines per chunk (default 60).
-        step: lines between chunk starts (default 40; ``step < window`` overlaps).
+        window: lines per line window (default 60).
+        step: lines between window starts (default 40; ``step < window`` overlaps).
         max_chars: hard cap on one chunk's text, in characters (default 3,500).
+        max_lines: symbol and section chunks: a definition or section longer than this is
+            split (default 60).
+        merge_lines: symbol and section chunks: small neighbours merge while the merged
+            chunk stays within this many lines (default 60; 0 merges only tiny units).
 
     Example: ``chunk_text(path, text, policy=ChunkPolicy(window=30, step=20))``.
 
     Raises:
-        ValueError: ``window < 1``, ``step`` outside ``1..window`` or ``max_chars < 1``.
+        ValueError: ``window < 1``, ``step`` outside ``1..window``, ``max_chars < 1``,
+            ``max_lines < 1`` or ``merge_lines`` outside ``0..max_lines``.
     """
 
     window: int = DEFAULT_WINDOW_LINES
     step: int = DEFAULT_STEP_LINES
     max_chars: int = DEFAULT_MAX_CHARS
+    max_lines: int = DEFAULT_MAX_LINES
+    merge_lines: int = DEFAULT_MERGE_LINES
 
     def __post_init__(self) -> None:
-        if self.window < 1 or not 1 <= self.step <= self.window or self.max_chars < 1:
+        if (self.window < 1 or not 1 <= self.step <= self.window or self.max_chars < 1 or self.max_lines < 1
+                or not 0 <= self.merge_lines <= self.max_lines):
             raise ValueError(
-                f"invalid chunk policy: need window >= 1, 1 <= step <= window, max_chars >= 1 "
-                f"(got window={self.window}, step={self.step}, max_chars={self.max_chars})"
+                f"invalid chunk policy: need window >= 1, 1 <= step <= window, max_chars >= 1, max_lines >= 1, "
+                f"0 <= merge_lines <= max_lines (got window={self.window}, step={self.step}, "
+                f"max_chars={self.max_chars}, max_lines={self.max_lines}, merge_lines={self.merge_lines})"
             )
+
+    def signature(self) -> str:
+        """The chunker version and every knob, as text: indexes chunked otherwise are rebuilt."""
+        return (f"{CHUNKER_VERSION}:{self.window}/{self.step}/{self.max_chars}/"
+                f"{self.max_lines}/{self.merge_lines}")
 
 
 DEFAULT_CHUNK_POLICY = ChunkPolicy()
@@ -78,32 +108,6 @@ def markdown_headings(lines: list[str]) -> list[tuple[int, str]]:
             match = _MD_HEADING.match(line)
             if match:
                 out.append((number, match.group(2)))
-    return out
-
-
-def _pieces(lines: list[str], first: int, max_chars: int) -> list[tuple[int, int, str]]:
-    """Cut the lines starting at line ``first`` into (start, end, text) pieces ≤ max_chars."""
-    out: list[tuple[int, int, str]] = []
-    buf: list[str] = []
-    size = 0
-    start = first
-    for offset, line in enumerate(lines):
-        number = first + offset
-        if len(line) > max_chars:
-            if buf:
-                out.append((start, number - 1, "\n".join(buf)))
-                buf, size = [], 0
-            for i in range(0, len(line), max_chars):
-                out.append((number, number, line[i : i + max_chars]))
-            start = number + 1
-            continue
-        if buf and size + len(line) + 1 > max_chars:
-            out.append((start, number - 1, "\n".join(buf)))
-            buf, size, start = [], 0, number
-        buf.append(line)
-        size += len(line) + 1
-    if buf:
-        out.append((start, first + len(lines) - 1, "\n".join(buf)))
     return out
 
 
@@ -137,10 +141,10 @@ def chunk_text(
     begin = 0
     while True:
         window = lines[begin : begin + policy.window]
-        for start, end, body in _pieces(window, begin + 1, policy.max_chars):
+        for start, end, body in cap_pieces(window, begin + 1, policy.max_chars):
             if not body.strip():
                 continue
-            heading = _heading_for(headings, start, end)
+            heading = heading_for(headings, start, end)
             chunks.append(Chunk(path, start, end, body, file_type, kind, heading))
         if begin + policy.window >= total:
             break
@@ -148,14 +152,36 @@ def chunk_text(
     return chunks
 
 
-def _heading_for(headings: list[tuple[int, str]], start: int, end: int) -> str | None:
-    """Nearest heading at or above ``start``; else the first one inside the chunk."""
-    best: str | None = None
-    for number, title in headings:
-        if number <= start:
-            best = title
-        elif best is None and number <= end:
-            return title
-        else:
-            break
-    return best
+def chunk_file(
+    path: str,
+    text: str,
+    *,
+    file_type: str,
+    kind: str,
+    definitions: Iterable[SymbolSpan] | None = None,
+    policy: ChunkPolicy = DEFAULT_CHUNK_POLICY,
+) -> list[Chunk]:
+    """Chunk one file by the method that fits it (module docstring).
+
+    Args:
+        path: repository-relative path (copied into each chunk).
+        text: the file's full text (secrets already redacted).
+        file_type: extension-derived type.
+        kind: chunk kind (see :class:`rag.types.Chunk`).
+        definitions: the file's definitions when its structure parsed cleanly (any
+            language: start/end lines, name, kind, parent), an empty list for a parsed file
+            without any; ``None`` when it was not parsed or had syntax errors (line windows).
+        policy: sizes.
+
+    Returns:
+        Chunks in file order; ``[]`` for an empty or all-blank file.
+    """
+    if definitions is not None:
+        return symbol_chunks(path, split_lines(text), definitions, file_type=file_type, kind=kind,
+                             max_lines=policy.max_lines, merge_lines=policy.merge_lines, max_chars=policy.max_chars)
+    if file_type in _MARKDOWN_TYPES:
+        lines = split_lines(text)
+        return section_chunks(path, lines, markdown_headings(lines), file_type=file_type, kind=kind,
+                              max_lines=policy.max_lines, merge_lines=policy.merge_lines, max_chars=policy.max_chars)
+    return chunk_text(path, text, file_type=file_type, kind=kind, policy=policy)
+

@@ -10,11 +10,16 @@ For one walked file :func:`prepare_file` runs, in order (DESIGN.md §3):
    ``data_file``, or ``minified`` for code types (:func:`is_long_line_file`);
 4. redact secrets (:func:`rag.secrets.redact_secrets`), then the literal values of the
    repository's secret files (:func:`secret_literals`);
-5. classify the kind (``source``, ``documentation``, ``test``, …) and chunk
-   (:func:`rag.ingest.chunk.chunk_text`);
-6. parse the files of a supported language (:class:`StructureParser`: JavaScript, TypeScript,
-   Python; definitions only for Go, Java, Rust, Ruby): the structure JSON, and per chunk
-   the symbol text that feeds the FTS5 ``symbols`` column.
+5. parse the structure (:class:`StructureParser`: JavaScript, TypeScript, Python; definitions
+   only for Go, Java, Rust, Ruby; other types get none);
+6. classify the kind (``source``, ``documentation``, ``test``, …) and chunk
+   (:func:`rag.ingest.chunk.chunk_file`): a file whose structure parsed without errors at its
+   definitions (symbol chunks), Markdown by heading sections, the rest in line windows;
+7. per chunk, the symbol text that feeds the FTS5 ``symbols`` column (:func:`chunk_symbol_text`).
+
+Parsing comes before chunking because the chunk boundaries are the definitions' lines.
+The step is a pure function of its inputs (the file on disk, the indexed row, the
+redactor, the parser and the policy), so it can run in worker processes.
 
 It writes nothing: :meth:`rag.engine.Engine.update` walks, loops over this step,
 applies the updates in one transaction and reports an :class:`~rag.ingest.stats.IndexStats`.
@@ -27,7 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy, chunk_text, split_lines
+from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy, chunk_file, split_lines
+from rag.ingest.symbol_chunks import SymbolSpan
 from rag.ingest.walk import classify_kind, decode_text
 from rag.parse.parser import PARSEABLE_EXTENSIONS, CodeParser, FileStructure
 from rag.secrets import LiteralRedactor, redact_secrets, secret_file_values
@@ -35,7 +41,8 @@ from rag.store.index import FileRow, FileUpdate
 from rag.types import Chunk, WalkedFile
 
 __all__ = ["MAX_SECRET_FILE_BYTES", "Prepared", "Unchanged", "Skipped", "StructureParser",
-           "content_hash", "is_long_line_file", "prepare_file", "secret_literals"]
+           "chunk_symbol_text", "content_hash", "is_long_line_file", "prepare_file", "secret_literals",
+           "symbol_spans"]
 
 MAX_SECRET_FILE_BYTES = 256 * 1024
 """Bytes read from the start of each secret file (``.env`` …) when collecting its values."""
@@ -132,34 +139,41 @@ class StructureParser:
         self._parser: CodeParser | None = None
 
     def structure(self, path: str, file_type: str, text: str) -> FileStructure | None:
-        """The :class:`~rag.parse.records.FileStructure` of one file (imports unresolved), or
-        ``None`` unless ``file_type`` is in :data:`rag.parse.parser.PARSEABLE_EXTENSIONS`."""
+        """The structure of one file; ``None`` unless ``file_type`` is in
+        :data:`rag.parse.parser.PARSEABLE_EXTENSIONS`."""
         if file_type not in PARSEABLE_EXTENSIONS:
             return None
         if self._parser is None:
             self._parser = CodeParser()
         return self._parser.parse(path, text)
 
+    parse = structure
+    """The step's name for :meth:`structure` (parse before chunking)."""
+
     @staticmethod
     def chunk_symbols(structure: FileStructure, chunks: Sequence[Chunk]) -> list[str]:
-        """Per chunk, the symbol text of ``structure`` inside it: space-separated, the definitions
-        that start inside it, the env vars it reads and the route paths it declares (the FTS5
-        ``symbols`` column)."""
-        marks: list[tuple[int, str]] = [(d.start, d.name) for d in structure.definitions if d.name]
-        marks += [(e.line, e.name) for e in structure.env_vars]
-        marks += [(r.line, r.path) for r in structure.routes if r.path]
-        return [" ".join(name for line, name in marks if c.start <= line <= c.end) for c in chunks]
+        """Per chunk, its FTS5 ``symbols`` text (:func:`chunk_symbol_text`)."""
+        return chunk_symbol_text(structure, chunks)
 
-    def parse(self, path: str, file_type: str, text: str,
-              chunks: Sequence[Chunk]) -> tuple[dict | None, list[str] | None]:
-        """``(structure JSON, per-chunk symbol text)`` of one file (:meth:`structure`,
-        :meth:`chunk_symbols`); ``(None, None)`` for a type without structure. The JSON is
-        :meth:`rag.parse.records.FileStructure.to_json`.
-        """
-        structure = self.structure(path, file_type, text)
-        if structure is None:
-            return None, None
-        return structure.to_json(), self.chunk_symbols(structure, chunks)
+
+def symbol_spans(structure: FileStructure | None) -> list[SymbolSpan] | None:
+    """The definitions the chunker cuts at: ``None`` (line windows) without a structure or
+    when the file had syntax errors (its definitions may be cut short), else every named
+    definition as a :class:`~rag.ingest.symbol_chunks.SymbolSpan` (possibly none)."""
+    if structure is None or structure.has_error:
+        return None
+    return [SymbolSpan(d.start, d.end, d.name, d.kind, d.parent) for d in structure.definitions if d.name]
+
+
+def chunk_symbol_text(structure: FileStructure, chunks: Sequence[Chunk]) -> list[str]:
+    """Per chunk, the text of its FTS5 ``symbols`` column: the chunk's symbol path, then the
+    names of the definitions that start inside it, the env vars it reads and the route paths
+    it declares, space-separated."""
+    marks: list[tuple[int, str]] = [(d.start, d.name) for d in structure.definitions if d.name]
+    marks += [(e.line, e.name) for e in structure.env_vars]
+    marks += [(r.line, r.path) for r in structure.routes if r.path]
+    return [" ".join([*([c.symbol] if c.symbol else []), *(name for line, name in marks if c.start <= line <= c.end)])
+            for c in chunks]
 
 
 def prepare_file(
@@ -200,11 +214,13 @@ def prepare_file(
     text, redactions = redact_secrets(text, file_type=wf.file_type)
     text, literal_hits = literals.redact(text)
     redactions += literal_hits
-    kind = classify_kind(wf.path)
-    chunks = chunk_text(wf.path, text, file_type=wf.file_type, kind=kind, policy=chunk_policy)
     t0 = time.perf_counter()
-    structure, chunk_symbols = parser.parse(wf.path, wf.file_type, text, chunks)
+    structure = parser.parse(wf.path, wf.file_type, text)
     parse_seconds = time.perf_counter() - t0
-    update = FileUpdate(wf.path, wf.size, wf.mtime_ns, digest, wf.file_type, kind,
-                        len(split_lines(text)), redactions, chunks, structure, chunk_symbols)
+    kind = classify_kind(wf.path)
+    chunks = chunk_file(wf.path, text, file_type=wf.file_type, kind=kind, definitions=symbol_spans(structure),
+                        policy=chunk_policy)
+    chunk_symbols = chunk_symbol_text(structure, chunks) if structure is not None else None
+    update = FileUpdate(wf.path, wf.size, wf.mtime_ns, digest, wf.file_type, kind, len(split_lines(text)),
+                        redactions, chunks, structure.to_json() if structure is not None else None, chunk_symbols)
     return Prepared(update, parse_seconds)

@@ -159,6 +159,7 @@ class Candidate:
     text: str
     bm25: float
     stems: str = ""
+    symbol: str | None = None
     lexical: bool = True
     coverage: float = 0.0
     score: float = 0.0
@@ -478,4 +479,5 @@ def diversify(cands: list[Candidate], *, limit: int, per_file: int, relative_thr
     # Keep file order stable: a file's chunks together, files in score order.
     position = {p: i for i, p in enumerate(order)}
     picked.sort(key=lambda c: (position[c.path], -c.score))
-    return [Source(c.path, c.start, c.end, c.score, c.file_type, c.kind, c.text, c.heading) for c in picked]
+    return [Source(c.path, c.start, c.end, c.score, c.file_type, c.kind, c.text, c.heading, symbol=c.symbol)
+            for c in picked]

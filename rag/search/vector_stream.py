@@ -1,12 +1,15 @@
 """The embeddings stream: vectors for chunks, kept in the index, searched by cosine.
 
-Each chunk is embedded as ``"<path>\\n<first EMBED_TEXT_CHARS chars>"`` (the
-path helps: measured on the dev set, MRR@10 0.68 → 0.73 for vectors alone;
-MiniLM reads 256 word pieces, about 1,000 characters, so longer text would be
-cut by the model anyway). Vectors are keyed by a hash of exactly that text and
-by the model name (``chunk_vectors``): unchanged chunks are never re-embedded,
-identical chunks share a vector, and a model change finds nothing under the
-new name, so everything is re-embedded.
+Each chunk is embedded with its context, so a vector knows where it lives
+(:func:`embed_text`): ``"<path> · <symbol path or Markdown heading>\\n<header>\\n<text>"``
+cut to EMBED_TEXT_CHARS characters of header and text (the path helps: measured on the dev
+set, MRR@10 0.68 → 0.73 for vectors alone; the symbol path and the enclosing signature tell
+the model that a piece of a long function belongs to ``proto.handle``; MiniLM reads 256 word
+pieces, about 1,000 characters, so longer text would be cut by the model anyway). Vectors
+are keyed by a hash of exactly that text, :data:`EMBED_TEXT_VERSION` and the model name
+(``chunk_vectors``): unchanged chunks are never re-embedded, identical chunks share a
+vector, and a model or format change finds nothing under the new key, so everything is
+re-embedded.
 
 Embedding runs after the lexical index is committed, in batches that each
 commit (bumping ``meta.vectors_version``, not the generation), so the bot
@@ -32,25 +35,38 @@ from rag.store import queries
 from rag.store.index import Index
 from rag.store.vectors import EmbedReport, VectorMatrix, embed_missing, load_vectors, prune_vectors, store_vectors, vector_hashes
 
-__all__ = ["EMBED_TEXT_CHARS", "VectorStream", "VectorHit", "embed_key", "embed_text", "safe_query_vector",
-           "safe_search", "above_floor", "top_zscore", "DEFAULT_MIN_VECTOR_Z"]
+__all__ = ["EMBED_TEXT_CHARS", "EMBED_TEXT_VERSION", "VectorStream", "VectorHit", "embed_key", "embed_text",
+           "safe_query_vector", "safe_search", "above_floor", "top_zscore", "DEFAULT_MIN_VECTOR_Z"]
 
 log = logging.getLogger(__name__)
 
 EMBED_TEXT_CHARS = 1200
+EMBED_TEXT_VERSION = 2
+"""Part of every vector's key: bump when :func:`embed_text` changes, so stored vectors are re-embedded.
+2: the symbol path (or heading) and the enclosing signatures of symbol chunks."""
 QUERY_CACHE_SIZE = 256
 QUERY_EMBED_DEADLINE_S = 2.0
 """A question's embedding must not hold up an answer longer than this (then: BM25 only)."""
 
 
-def embed_text(path: str, text: str) -> str:
-    """The text sent to the model for one chunk: its path, a newline, then its start."""
-    return f"{path}\n{text[:EMBED_TEXT_CHARS]}"
+def embed_text(path: str, text: str, *, symbol: str | None = None, header: str | None = None,
+               heading: str | None = None) -> str:
+    """The text sent to the model for one chunk: its context line (the path, then `` · `` and its
+    symbol path, or its Markdown heading when it has no symbol), a newline, then the start of
+    its header (enclosing signatures, :attr:`rag.types.Chunk.header`) and text, at most
+    :data:`EMBED_TEXT_CHARS` characters of them."""
+    label = symbol or heading
+    context = f"{path} · {label}" if label else path
+    body = f"{header}\n{text}" if header else text
+    return f"{context}\n{body[:EMBED_TEXT_CHARS]}"
 
 
-def embed_key(path: str, text: str) -> str:
-    """Content key of a chunk's vector: BLAKE2b-128 of :func:`embed_text`."""
-    return hashlib.blake2b(embed_text(path, text).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+def embed_key(path: str, text: str, *, symbol: str | None = None, header: str | None = None,
+              heading: str | None = None) -> str:
+    """Content key of a chunk's vector: BLAKE2b-128 of :data:`EMBED_TEXT_VERSION` and :func:`embed_text`."""
+    embedded = embed_text(path, text, symbol=symbol, header=header, heading=heading)
+    return hashlib.blake2b(f"{EMBED_TEXT_VERSION}\n{embedded}".encode("utf-8", "surrogatepass"),
+                           digest_size=16).hexdigest()
 
 
 DEFAULT_MIN_VECTOR_Z = 3.0
@@ -132,8 +148,8 @@ class VectorStream:
 
     def _chunk_keys(self, conn: sqlite3.Connection) -> dict[str, list[int]]:
         keys: dict[str, list[int]] = {}
-        for chunk_id, path, text in queries.chunk_ids_paths_texts(conn):
-            keys.setdefault(embed_key(path, text), []).append(chunk_id)
+        for chunk_id, path, text, heading, symbol, header in queries.chunk_embedding_rows(conn):
+            keys.setdefault(embed_key(path, text, symbol=symbol, header=header, heading=heading), []).append(chunk_id)
         return keys
 
     def pending(self) -> int:
@@ -152,11 +168,11 @@ class VectorStream:
         keys: set[str] = set()
         texts: dict[str, str] = {}
         with self.index.read() as conn:
-            for path, text in queries.chunk_paths_texts(conn):
-                key = embed_key(path, text)
+            for _, path, text, heading, symbol, header in queries.chunk_embedding_rows(conn):
+                key = embed_key(path, text, symbol=symbol, header=header, heading=heading)
                 if key not in texts:
                     keys.add(key)
-                    texts[key] = embed_text(path, text)
+                    texts[key] = embed_text(path, text, symbol=symbol, header=header, heading=heading)
         with self.index.write(bump="vectors_version") as conn:
             pruned = prune_vectors(conn, keep_model=self.model, live_hashes=keys)
             have = vector_hashes(conn, model=self.model)

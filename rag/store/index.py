@@ -5,8 +5,12 @@ Layout (``<repo>/.rag/index.sqlite`` unless told otherwise)::
     migrations(name, applied_at)          ordered, named schema migrations (llm-style)
     meta(key, value)                      generation counter, repo root, last update
     files(path, size, mtime_ns, hash, file_type, kind, lines, redactions, structure)
-    chunks(id, path, start, end, heading, symbol, file_type, kind, text, hash, stems)
+    chunks(id, path, start, end, heading, symbol, file_type, kind, text, hash, stems, header)
     chunks_fts(body, path, heading, symbols)   FTS5, porter+unicode61, rowid = chunks.id
+
+A chunk's ``symbol`` is its symbol path (``proto.handle``) and ``header`` the enclosing
+signatures it does not show (:class:`rag.types.Chunk`); the header is indexed with the
+body (FTS ``body`` and ``stems``) but ``text`` holds only the chunk's real lines.
     chunk_vectors(chunk_hash, model, dim, vec) embeddings keyed by chunk content hash
     documents(id, title, text, metadata, created_at, shared, redactions)   rag.documents; chunks "doc:<id>"
     github_items(path, kind, number, title, state, url, updated_at, data)  rag.sources.items; chunks "issue:<n>", "pr:<n>"
@@ -163,6 +167,18 @@ def m008_file_copies(conn: sqlite3.Connection) -> None:
         DELETE FROM files
         """
     )
+
+
+@migration
+def m009_chunk_symbol(conn: sqlite3.Connection) -> None:
+    """Symbol-boundary chunks: each chunk's enclosing-signature ``header`` (its ``symbol`` path goes in
+    the column m001 created and nothing filled). Existing file chunks are line windows without either,
+    so they are dropped (the next update re-reads and re-chunks every file); documents, issues and
+    pull requests are not files: their chunks stay."""
+    conn.execute("ALTER TABLE chunks ADD COLUMN header TEXT")
+    conn.execute("DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE path IN (SELECT path FROM files))")
+    conn.execute("DELETE FROM chunks WHERE path IN (SELECT path FROM files)")
+    conn.execute("DELETE FROM files")
 
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -523,14 +539,15 @@ def insert_chunks(conn: sqlite3.Connection, path: str, chunks: list[Chunk], symb
     """
     path_text = index_text(path)
     for chunk, syms in zip(chunks, symbols or [""] * len(chunks)):
-        body = index_text(chunk.text)
+        header = chunk.header
+        body = index_text(f"{header}\n{chunk.text}" if header else chunk.text)  # the header is searched too
         heading = index_text(chunk.heading or "")
         stems = " ".join(sorted({light_stem(w) for w in set(f"{body} {heading}".split())}))
         cur = conn.execute(
-            "INSERT INTO chunks (path, start, end, heading, symbol, file_type, kind, text, hash, stems)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO chunks (path, start, end, heading, symbol, file_type, kind, text, hash, stems, header)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (chunk.path, chunk.start, chunk.end, chunk.heading, chunk.symbol, chunk.file_type,
-             chunk.kind, chunk.text, _chunk_hash(chunk.text), stems),
+             chunk.kind, chunk.text, _chunk_hash(chunk.text), stems, header),
         )
         conn.execute(
             "INSERT INTO chunks_fts (rowid, body, path, heading, symbols) VALUES (?,?,?,?,?)",

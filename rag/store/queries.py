@@ -19,17 +19,18 @@ __all__ = [
     "CANDIDATE_COLUMNS", "MAX_IDS_PER_STATEMENT",
     "count_chunks", "count_fts_matches", "bm25_candidates", "chunks_by_id", "first_chunks_of",
     "file_paths", "stored_structures", "image_paths", "chunk_lines", "has_file",
-    "chunk_ids_paths_texts", "chunk_paths_texts", "has_model_vectors", "content_versions",
+    "chunk_ids_paths_texts", "chunk_paths_texts", "chunk_embedding_rows", "has_model_vectors", "content_versions",
     "files_by_size", "chunk_symbols", "bm25_chunks_of", "file_copies",
 ]
 
-CANDIDATE_COLUMNS = ("id", "path", "start", "end", "file_type", "kind", "heading", "text", "bm25", "stems")
+CANDIDATE_COLUMNS = ("id", "path", "start", "end", "file_type", "kind", "heading", "text", "bm25", "stems",
+                     "symbol")
 """Column order of a candidate row (the fields of ``rag.search.lexical.Candidate``, in order)."""
 
 MAX_IDS_PER_STATEMENT = 500
 """Ids bound in one ``IN (...)`` list (SQLite's default host-parameter limit is 999 on old builds)."""
 
-CandidateRow = tuple  # (id, path, start, end, file_type, kind, heading, text, bm25, stems)
+CandidateRow = tuple  # (id, path, start, end, file_type, kind, heading, text, bm25, stems, symbol)
 
 
 # -- chunks: counts and lexical candidates -------------------------------------------------------
@@ -57,7 +58,7 @@ def bm25_candidates(conn: sqlite3.Connection, expression: str, *, weights: Seque
     w = weights
     kind_filter = "AND c.kind = ? " if kind else ""
     sql = (
-        "SELECT c.id, c.path, c.start, c.end, c.file_type, c.kind, c.heading, c.text, t.s, c.stems FROM ("
+        "SELECT c.id, c.path, c.start, c.end, c.file_type, c.kind, c.heading, c.text, t.s, c.stems, c.symbol FROM ("
         f"SELECT rowid AS id, -bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}, {w[3]}) AS s FROM chunks_fts "
         "WHERE chunks_fts MATCH ? ORDER BY s DESC LIMIT ?) t JOIN chunks c ON c.id = t.id "
         f"WHERE 1 {kind_filter}ORDER BY t.s DESC"
@@ -95,7 +96,7 @@ def chunks_by_id(conn: sqlite3.Connection, ids: Sequence[int], *, kind: str | No
     for i in range(0, len(ids), MAX_IDS_PER_STATEMENT):
         part = ids[i : i + MAX_IDS_PER_STATEMENT]
         rows += conn.execute(
-            "SELECT id, path, start, end, file_type, kind, heading, text, 0.0, stems FROM chunks "
+            "SELECT id, path, start, end, file_type, kind, heading, text, 0.0, stems, symbol FROM chunks "
             f"WHERE id IN ({','.join('?' * len(part))}) AND (? IS NULL OR kind=?)", (*part, kind, kind),
         ).fetchall()
     return rows
@@ -104,7 +105,7 @@ def chunks_by_id(conn: sqlite3.Connection, ids: Sequence[int], *, kind: str | No
 def first_chunks_of(conn: sqlite3.Connection, path: str, *, kind: str | None = None) -> Iterator[CandidateRow]:
     """Candidate rows (``bm25`` 0.0) of the first three chunks of ``path`` (of ``kind`` if given), by start line."""
     return conn.execute(
-        "SELECT id, path, start, end, file_type, kind, heading, text, 0.0, stems FROM chunks "
+        "SELECT id, path, start, end, file_type, kind, heading, text, 0.0, stems, symbol FROM chunks "
         "WHERE path=? AND (? IS NULL OR kind=?) ORDER BY start LIMIT 3",
         (path, kind, kind),
     )
@@ -147,14 +148,10 @@ def has_file(conn: sqlite3.Connection, path: str) -> bool:
 
 # -- vectors: what to embed, and the cache key ----------------------------------------------------
 
-def chunk_ids_paths_texts(conn: sqlite3.Connection) -> Iterator[tuple[int, str, str]]:
-    """``(id, path, text)`` of every chunk, in table order."""
-    return conn.execute("SELECT id, path, text FROM chunks")
-
-
-def chunk_paths_texts(conn: sqlite3.Connection) -> Iterator[tuple[str, str]]:
-    """``(path, text)`` of every chunk, in table order."""
-    return conn.execute("SELECT path, text FROM chunks")
+def chunk_embedding_rows(conn: sqlite3.Connection) -> Iterator[tuple[int, str, str, str | None, str | None, str | None]]:
+    """``(id, path, text, heading, symbol, header)`` of every chunk, in table order: what its
+    embedding is made of (:func:`rag.search.vector_stream.embed_text`)."""
+    return conn.execute("SELECT id, path, text, heading, symbol, header FROM chunks")
 
 
 def has_model_vectors(conn: sqlite3.Connection, model: str) -> bool:

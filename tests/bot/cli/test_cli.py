@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from fixtures_engine import PLANTED_SECRETS, SECRET_FRAGMENTS, make_sample_repo
 from bot.cli import cli
 
-SOURCE_KEYS = {"path", "start", "end", "score", "type", "heading", "repo"}
+SOURCE_KEYS = {"path", "start", "end", "score", "type", "heading", "repo", "symbol"}
 CLEAN_ENV = {"REPO_PATH": None, "RAG_INDEX_PATH": None, "AI_API_KEY": None, "AI_URL": None, "AI_MODEL": None}
 
 

@@ -67,7 +67,7 @@ def test_python_files_are_parsed_and_the_structure_step_is_separate(tmp_path):
     result = prepare_file(walked(root, "src/app.py"), indexed=None, literals=LiteralRedactor(set()),
                           parser=StructureParser())
     assert isinstance(result, Prepared) and result.update.structure["language"] == "python"
-    assert result.update.chunk_symbols == ["list_items PAGE_SIZE /items"]
+    assert result.update.chunk_symbols == ["list_items list_items PAGE_SIZE /items"]  # symbol path, then names
     parser = StructureParser()
     structure = parser.structure("src/app.py", "py", PY)
     assert [(d.name, d.start, d.end) for d in structure.definitions] == [("list_items", 4, 6)]
@@ -104,3 +104,24 @@ def test_index_stats_counts_skips_and_keeps_its_json_shape():
     assert list(stats.to_json()) == ["files", "chunks", "added", "changed", "removed", "skipped", "seconds",
                                      "redactions", "generation", "parse_seconds", "copies", "problems"]
     assert stats.to_json()["seconds"] == 1.2346 and stats.to_json()["parse_seconds"] == 0.0
+
+
+def test_a_parsed_file_is_chunked_at_its_definitions_and_a_broken_one_in_windows(tmp_path):
+    big = "function handle(req) {\n" + "".join(f"  step{i}(req);\n" for i in range(80)) + "}\n"
+    router = "'use strict';\n\n" + big + "\nmodule.exports = { handle };\n"
+    files = {"src/router.js": router, "src/broken.js": big + "function (((\n",
+             "src/router.crlf.js": router.replace("\n", "\r\n")}
+    root = write_repo(tmp_path, files)
+    kwargs = {"indexed": None, "literals": LiteralRedactor(set()), "parser": StructureParser()}
+    update = prepare_file(walked(root, "src/router.js"), **kwargs).update
+    assert [c.symbol for c in update.chunks] == ["handle", "handle"]
+    assert update.chunks[0].start == 1 and update.chunks[-1].end == update.lines == 86
+    assert update.chunks[1].header == "function handle(req) {"
+    # The FTS symbols column names the chunk's symbol path first, then what starts inside it.
+    assert update.chunk_symbols[0].split()[:2] == ["handle", "handle"] and update.chunk_symbols[1] == "handle"
+    crlf = prepare_file(walked(root, "src/router.crlf.js"), **kwargs).update
+    assert [(c.start, c.end, c.symbol, c.header, c.text) for c in crlf.chunks] == \
+           [(c.start, c.end, c.symbol, c.header, c.text) for c in update.chunks]
+    broken = prepare_file(walked(root, "src/broken.js"), **kwargs).update
+    assert broken.structure["has_error"] is True
+    assert [(c.start, c.end, c.symbol) for c in broken.chunks] == [(1, 60, None), (41, 83, None)]

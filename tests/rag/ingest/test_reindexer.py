@@ -22,6 +22,7 @@ from repo_helpers import result_paths, write_repo
 
 from rag.engine import Engine
 from rag.ingest.prepare import StructureParser
+from rag.parse.records import FileStructure
 from rag.errors import RagError, UserError
 from rag.ingest.reindexer import (
     IndexBuildingError,
@@ -64,14 +65,14 @@ def reindexer(repo, tmp_path):
 
 
 class _HookParser(StructureParser):
-    """The ingest step's structure parser, replaced by a hook ``(path, file_type, text, chunks) → result``."""
+    """The ingest step's structure parser, replaced by a hook ``(path, file_type, text) → structure``."""
 
     def __init__(self, hook) -> None:
         super().__init__()
         self.hook = hook
 
-    def parse(self, path, file_type, text, chunks):
-        return self.hook(path, file_type, text, chunks)
+    def parse(self, path, file_type, text):
+        return self.hook(path, file_type, text)
 
 
 class HookEngine(Engine):
@@ -87,12 +88,12 @@ class GateEngine(HookEngine):
 
     block_at = 1
 
-    def _structure(self, path, file_type, text, chunks):
+    def _structure(self, path, file_type, text):
         self.calls = getattr(self, "calls", 0) + 1
         if self.calls == self.block_at:
             self.entered.set()
             assert self.gate.wait(30), "test gate never opened"
-        return None, None
+        return None
 
 
 def gate_reindexer(repo: Path, index: Path, *, block_at: int = 1) -> Reindexer:
@@ -218,13 +219,14 @@ CHILD_HOLDS_LOCK = """
 import sys, time, pathlib
 from rag.engine import Engine
 from rag.ingest.prepare import StructureParser
+from rag.parse.records import FileStructure
 from rag.ingest.reindexer import Reindexer
 
 class Slow(StructureParser):
-    def parse(self, path, file_type, text, chunks):
+    def parse(self, path, file_type, text):
         pathlib.Path(sys.argv[3]).touch()
         time.sleep(120)
-        return None, None
+        return None
 
 engine = Engine.open(sys.argv[1], index_path=sys.argv[2])
 engine._parser = Slow()
@@ -257,16 +259,23 @@ def test_update_in_another_process_is_reported_and_its_death_frees_the_lock(repo
 # -- failures -----------------------------------------------------------------------------------
 
 
+class _UnstorableStructure(FileStructure):
+    """A structure whose JSON cannot be serialised."""
+
+    def to_json(self):
+        return {"unserialisable": object()}
+
+
 class PoisonEngine(HookEngine):
     """A file containing POISON yields a structure that cannot be stored: ``Index.apply``
     raises inside its write transaction, after the other files' rows were written."""
 
-    def _structure(self, path, file_type, text, chunks):
+    def _structure(self, path, file_type, text):
         if "POISON" in text:
-            return {"unserialisable": object()}, None
+            return _UnstorableStructure(path=path, language="javascript")
         if "EXPLODE" in text:
             raise RuntimeError("parser crashed near xoxb-123456789012-123456789012-abcdefghijABCDEFGHIJabcd\nline 2")
-        return None, None
+        return None
 
 
 def test_exception_inside_the_transaction_keeps_the_previous_generation(repo, tmp_path):
@@ -482,9 +491,9 @@ class _SlowParser:
     def __init__(self, real) -> None:
         self.real = real
 
-    def parse(self, path, file_type, text, chunks):
+    def parse(self, path, file_type, text):
         time.sleep(0.2)
-        return self.real.parse(path, file_type, text, chunks)
+        return self.real.parse(path, file_type, text)
 
 
 def _slow_engine(tmp_path):

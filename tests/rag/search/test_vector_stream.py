@@ -90,7 +90,8 @@ REPO_FILES = {
     "src/scheduler.js": _js("Run periodic tasks on a cron-like timetable.", "nextRun", "cron, now",
                             "return now + cron.intervalMs;"),
 }
-# 130 lines → chunks 1-60, 41-100, 81-130: an edit on line 10 touches only the first.
+# 130 one-line functions → symbol chunks 1-60, 61-120, 121-130 (neighbours merged up to
+# 60 lines): an edit on line 10 touches only the first.
 BIG_JS = "".join(f"function step{i}() {{ return {i}; }}\n" for i in range(1, 131))
 
 
@@ -135,13 +136,22 @@ def paths(sources) -> list[str]:
     return [s.path for s in sources]
 
 
-def chunk_rows(engine: Engine) -> list[tuple[int, str, int, int, str]]:
+def chunk_rows(engine: Engine) -> list[tuple[int, str, int, int, str, dict]]:
+    """``(id, path, start, end, text, context)`` of every chunk; ``context`` holds the keyword
+    arguments of ``embed_text``/``embed_key`` (symbol, header, heading)."""
     with engine.index.read() as conn:
-        return conn.execute("SELECT id, path, start, end, text FROM chunks ORDER BY path, start").fetchall()
+        rows = conn.execute("SELECT id, path, start, end, text, symbol, header, heading FROM chunks "
+                            "ORDER BY path, start").fetchall()
+    return [(i, p, s, e, t, {"symbol": sym, "header": head, "heading": heading})
+            for i, p, s, e, t, sym, head, heading in rows]
+
+
+def embedded(path: str, text: str, context: dict) -> str:
+    return embed_text(path, text, **context)
 
 
 def live_keys(engine: Engine) -> set[str]:
-    return {embed_key(path, text) for _, path, _, _, text in chunk_rows(engine)}
+    return {embed_key(path, text, **context) for _, path, _, _, text, context in chunk_rows(engine)}
 
 
 def vector_rows(engine: Engine) -> dict[str, int]:
@@ -273,7 +283,7 @@ def test_lexical_index_serves_while_embedding_runs_after_it(repo, open_engine, s
     assert {k: v for k, v in record.embeddings.items() if k != "seconds"} == {
         "model": "openai:bow-v1", "planned": n, "embedded": n, "error": None, "rejected": 0}
     assert isinstance(record.embeddings["seconds"], float) and record.embeddings["seconds"] >= 0
-    assert sorted(server.texts()) == sorted(embed_text(p, t) for _, p, _, _, t in chunk_rows(engine))
+    assert sorted(server.texts()) == sorted(embedded(p, t, c) for _, p, _, _, t, c in chunk_rows(engine))
     assert vector_rows(engine) == {"openai:bow-v1": n}
 
 
@@ -298,10 +308,10 @@ def test_unchanged_chunks_are_never_re_embedded_and_an_edit_re_embeds_only_its_c
     (repo / "src/big.js").write_text("".join(lines), encoding="utf-8")
     third = reindexer.run(trigger="cli")
     assert third.stats.changed == 1
-    edited = [(p, t) for _, p, s, e, t in chunk_rows(engine) if p == "src/big.js" and s <= 10 <= e]
-    assert len(edited) == 1                               # only the 1-60 window holds line 10
+    edited = [(p, t, c) for _, p, s, e, t, c in chunk_rows(engine) if p == "src/big.js" and s <= 10 <= e]
+    assert len(edited) == 1                               # only the 1-60 chunk holds line 10
     assert (third.embeddings["planned"], third.embeddings["embedded"]) == (1, 1)
-    assert server.texts()[sent:] == [embed_text(*edited[0])]
+    assert server.texts()[sent:] == [embedded(*edited[0])]
     assert stored_hashes(engine, "openai:bow-v1") == live_keys(engine)   # the old window's vector is gone
 
 
@@ -334,7 +344,7 @@ def test_a_model_change_re_embeds_everything_and_prunes_the_old_model(repo, open
     report = new.embed_pending()
     assert (report.model, report.planned, report.embedded, report.error) == (
         "openai:bow-v2", len(REPO_FILES), len(REPO_FILES), None)
-    assert sorted(server.texts()[sent:]) == sorted(embed_text(p, t) for _, p, _, _, t in chunk_rows(new))
+    assert sorted(server.texts()[sent:]) == sorted(embedded(p, t, c) for _, p, _, _, t, c in chunk_rows(new))
     assert {r["body"]["model"] for r in server.requests[-report.batches:]} == {"bow-v2"}
     assert vector_rows(new) == {"openai:bow-v2": len(REPO_FILES)}
     assert ANSWER in paths(new.retrieve(PARAPHRASE)[:3])
