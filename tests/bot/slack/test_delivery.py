@@ -369,6 +369,13 @@ async def test_answers_cut_by_kill_9_are_marked_interrupted_when_serve_starts_ag
             assert line, "serve exited before serving"
         raise AssertionError("serve did not start")
 
+    from rag.engine import Engine
+
+    # Built first: serve's start-up update runs in a child process (bot.isolated_update), and a question
+    # arriving while an index is still being built for the first time is refused, not answered.
+    engine = Engine.open(bot_repo, index_path=tmp_path / "index.sqlite")
+    engine.update()
+    engine.close()
     async with FakeOpenAIServer() as model:
         env["AI_URL"] = model.base_url
         model.script(text_reply("The first part of the answer streams, and then the process dies. " * 3,
