@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from itertools import accumulate
 from dataclasses import dataclass, field
 
 from rag.types import Chunk
@@ -133,11 +134,8 @@ class _Sizes:
     character cap: a longer line is cut by :func:`cap_pieces` anyway) and non-blank lines."""
 
     def __init__(self, lines: Sequence[str], max_chars: int) -> None:
-        self.chars = [0]
-        self.solid = [0]
-        for line in lines:
-            self.chars.append(self.chars[-1] + min(len(line), max_chars) + 1)
-            self.solid.append(self.solid[-1] + (1 if line.strip() else 0))
+        self.chars = list(accumulate((min(len(line), max_chars) + 1 for line in lines), initial=0))
+        self.solid = list(accumulate((1 if line.strip() else 0 for line in lines), initial=0))
 
     def char_count(self, start: int, end: int) -> int:
         return self.chars[end] - self.chars[start - 1] - 1
@@ -195,10 +193,9 @@ def _tree(spans: Iterable[SymbolSpan], lines: Sequence[str]) -> list[_Node]:
     as the previous sibling's end (or the parent's signature).
     """
     total = len(lines)
-    clean = sorted(
-        ((max(1, s.start), min(total, s.end), s) for s in spans if s.name and s.start <= s.end and s.start <= total),
-        key=lambda item: (item[0], -item[1]),
-    )
+    clipped = ((max(1, s.start), min(total, s.end), s) for s in spans if s.name)
+    clean = sorted(((start, end, s) for start, end, s in clipped if start <= end),
+                   key=lambda item: (item[0], -item[1]))
     roots: list[_Node] = []
     stack: list[_Node] = []
     for start, end, span in clean:
@@ -444,7 +441,10 @@ def _emit(units: list[_Unit], lines: Sequence[str], *, path: str, file_type: str
     for unit in units:
         symbol = _symbol(unit) if with_symbols else None
         header = _header(unit, lines) if with_symbols else None
-        for start, end, text in cap_pieces(lines[unit.start - 1 : unit.end], unit.start, max_chars):
+        body = lines[unit.start - 1 : unit.end]
+        text = "\n".join(body)
+        pieces = [(unit.start, unit.end, text)] if len(text) <= max_chars else cap_pieces(body, unit.start, max_chars)
+        for start, end, text in pieces:
             heading = heading_for(headings, start, end) if headings else None
             chunks.append(Chunk(path, start, end, text, file_type, kind, heading, symbol, header))
     return chunks

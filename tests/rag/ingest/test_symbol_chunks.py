@@ -193,11 +193,12 @@ def test_a_long_line_is_cut_by_characters_and_keeps_its_number():
 def test_odd_spans_are_clipped_or_dropped_and_every_line_is_still_covered():
     text = "\n".join(f"line {i}" for i in range(1, 21)) + "\n"
     spans = [SymbolSpan(5, 50, "pastTheEnd"), SymbolSpan(8, 7, "backwards"), SymbolSpan(3, 4, ""),
-             SymbolSpan(6, 30, "overlapsItsParent"), SymbolSpan(5, 50, "sameRange"), SymbolSpan(40, 45, "outside")]
+             SymbolSpan(6, 30, "overlapsItsParent"), SymbolSpan(5, 50, "sameRange"), SymbolSpan(40, 45, "outside"),
+             SymbolSpan(-5, -2, "beforeTheStart"), SymbolSpan(0, 2, "fromLineZero")]
     chunks = symbol_chunks("a.js", split_lines(text), spans, file_type="js", kind="source",
                            max_lines=8, merge_lines=8, max_chars=3500)
     assert_tiles(chunks, text)
-    assert {c.symbol for c in chunks} <= {None, "pastTheEnd", "pastTheEnd.overlapsItsParent"}
+    assert {c.symbol for c in chunks} <= {None, "fromLineZero", "pastTheEnd", "pastTheEnd.overlapsItsParent"}
 
 
 def test_random_definition_trees_always_tile_the_file():
