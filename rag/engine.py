@@ -7,7 +7,8 @@
 Wiring only; each stage owns its logic:
 
 - ``update`` walks (:func:`rag.ingest.walk.walk`), runs the per-file ingest step
-  (:func:`rag.ingest.prepare.prepare_file`) and applies the result in one transaction
+  (:func:`rag.ingest.prepare.prepare_file`, in worker processes for large updates:
+  :mod:`rag.ingest.pool`) and applies the result in one transaction
   (:meth:`rag.store.index.Index.apply`), reporting an :class:`~rag.ingest.stats.IndexStats`;
 - ``retrieve``, ``retrieve_images``, ``structures`` and ``code_graph`` delegate to the
   :class:`~rag.search.retriever.Retriever`, which owns the caches keyed by the index
@@ -29,9 +30,10 @@ from pathlib import Path
 from rag.context import packer as _context
 from rag.context.codegraph import CodeGraph
 from rag.context.packer import CodeEntry, PackedContext
-from rag.errors import RepoNotFoundError, UpdateCancelledError
+from rag.errors import RepoNotFoundError
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy
-from rag.ingest.prepare import Skipped, StructureParser, Unchanged, prepare_file, secret_literals
+from rag.ingest.pool import DEFAULT_POOL_POLICY, PoolPolicy, prepare_files
+from rag.ingest.prepare import Skipped, StructureParser, Unchanged, secret_literals
 from rag.ingest.stats import IndexStats
 from rag.ingest.walk import DEFAULT_WALK_POLICY, WalkPolicy, walk
 from rag.parse.parser import PARSE_VERSION, FileStructure
@@ -71,6 +73,7 @@ class Engine:
         walk_policy: WalkPolicy = DEFAULT_WALK_POLICY,
         chunk_policy: ChunkPolicy = DEFAULT_CHUNK_POLICY,
         retrieval_policy: RetrievalPolicy = DEFAULT_RETRIEVAL_POLICY,
+        pool_policy: PoolPolicy = DEFAULT_POOL_POLICY,
         embeddings: EmbeddingProvider | None = None,
         reranker: Reranker | None = None,
     ) -> None:
@@ -78,6 +81,7 @@ class Engine:
         self.index = index
         self.walk_policy = walk_policy
         self.chunk_policy = chunk_policy
+        self.pool_policy = pool_policy
         self._update_lock = threading.Lock()
         self._secret_values: LiteralRedactor | None = None
         self._parser = StructureParser()
@@ -95,7 +99,8 @@ class Engine:
                 ``$REPO_PATH``/``$RAG_INDEX_PATH`` are applied by :mod:`rag.config` and passed in by
                 the caller (``EngineConfig.repo``/``.index_path``, the CLI's ``--repo``/``--index``).
             index_path: index file; default ``<repo>/.rag/index.sqlite``.
-            **policies: ``walk_policy``, ``chunk_policy``, ``retrieval_policy`` overrides, and
+            **policies: ``walk_policy``, ``chunk_policy``, ``retrieval_policy``, ``pool_policy`` (a
+                :class:`~rag.ingest.pool.PoolPolicy`: worker processes for preparing files) overrides, and
                 ``embeddings`` (an :class:`~rag.providers.embeddings.EmbeddingProvider`) for the vector stream,
                 ``reranker`` (a :class:`~rag.providers.rerank.Reranker`) to reorder the fused top candidates.
 
@@ -152,6 +157,7 @@ class Engine:
         Raises:
             IndexUnavailableError: the index cannot be written; the previous generation stays.
             UpdateCancelledError: ``should_stop`` returned true; the previous generation stays.
+            IndexWorkerError: a worker process preparing files died; the previous generation stays.
         """
         started = time.perf_counter()
         with self._update_lock:
@@ -167,16 +173,11 @@ class Engine:
                                problems=[{"path": path, "reason": reason} for path, reason in report.problems])
             updates: list[FileUpdate] = []
             seen: set[str] = set()
-            total = len(report.files)
-            for done, wf in enumerate(report.files, 1):
-                if should_stop is not None and should_stop():
-                    raise UpdateCancelledError(f"the update was stopped after {done - 1} of {total} files; "
-                                               "the previous index is unchanged")
-                if progress and (done % 25 == 0 or done == total):
-                    progress(done, total)
+            results = prepare_files(report.files, known=known, literals=literals, parser=self._parser,
+                                    chunk_policy=self.chunk_policy, policy=self.pool_policy, progress=progress,
+                                    should_stop=should_stop)
+            for wf, result in zip(report.files, results, strict=True):
                 old = known.get(wf.path)
-                result = prepare_file(wf, indexed=old, literals=literals, parser=self._parser,
-                                      chunk_policy=self.chunk_policy)
                 if isinstance(result, Skipped):
                     stats.skip(result.reason, wf.path)
                     continue

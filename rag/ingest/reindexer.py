@@ -24,8 +24,14 @@ thread (``asyncio.to_thread``) with its own SQLite connection
 (:class:`rag.store.index.Index` keeps one per thread). Measured here during full
 reindexes of eslint 9.39.5 (425 files, 2 busy shared cores): an aiohttp
 ``/healthz`` on the same loop, polled every 10 ms from another process,
-answered with p95 6-15 ms (p50 1-3 ms), tree-sitter parsing included; a
-process pool was not needed.
+answered with p95 6-15 ms (p50 1-3 ms), tree-sitter parsing included.
+
+**Worker processes.** A large update prepares its files in a process pool
+(:mod:`rag.ingest.pool`, ``INDEX_WORKERS``); the update's thread only waits for
+results and writes them, in one transaction as before. The deadline and shutdown
+still apply (``should_stop`` is polled while waiting; stuck workers are
+terminated), and a worker that dies fails the run with
+:class:`~rag.errors.IndexWorkerError`, nothing written.
 """
 from __future__ import annotations
 

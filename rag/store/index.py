@@ -20,6 +20,7 @@ than this code knows is moved aside and rebuilt (never fatal).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -33,10 +34,10 @@ from pathlib import Path
 
 from rag.errors import IndexUnavailableError
 from rag.store import queries
-from rag.text import index_text, light_stem
+from rag.text import index_text, stem_set
 from rag.types import Chunk
 
-__all__ = ["Index", "FileRow", "FileUpdate", "SCHEMA_VERSION"]
+__all__ = ["Index", "FileRow", "FileUpdate", "ChunkTerms", "chunk_terms", "SCHEMA_VERSION"]
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +130,8 @@ class FileUpdate:
         chunks: its chunks (text already redacted).
         structure: parsed code structure as a JSON-ready dict, or ``None``.
         chunk_symbols: per chunk, space-separated names of symbols defined in it.
+        terms: per chunk, its :class:`ChunkTerms` when already computed (by an indexing worker
+            process, :mod:`rag.ingest.pool`), else ``None``: :meth:`Index.apply` computes them.
     """
 
     path: str
@@ -142,6 +145,32 @@ class FileUpdate:
     chunks: list[Chunk]
     structure: dict | None = None
     chunk_symbols: list[str] | None = None
+    terms: list[ChunkTerms] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkTerms:
+    """What the index stores for one chunk besides its text: the FTS5 columns (``body``,
+    ``heading``, ``symbols``: :func:`rag.text.index_text` output), the light stems for
+    coverage scoring (``stems``) and the content hash of its text (``hash``)."""
+
+    body: str
+    heading: str
+    symbols: str
+    stems: str
+    hash: str
+
+
+def chunk_terms(update: FileUpdate) -> list[ChunkTerms]:
+    """The :class:`ChunkTerms` of every chunk of ``update``, in order (pure CPU: tokenising and
+    hashing, the part of writing a file that needs no database, so it can run in a worker)."""
+    symbols = update.chunk_symbols or [""] * len(update.chunks)
+    out = []
+    for chunk, syms in zip(update.chunks, symbols):
+        body = index_text(chunk.text)
+        heading = index_text(chunk.heading or "")
+        out.append(ChunkTerms(body, heading, index_text(syms), stem_set(f"{body} {heading}"), _chunk_hash(chunk.text)))
+    return out
 
 
 class Index:
@@ -412,20 +441,17 @@ class Index:
                      json.dumps(u.structure, separators=(",", ":")) if u.structure is not None else None),
                 )
                 path_text = index_text(u.path)
-                symbols = u.chunk_symbols or [""] * len(u.chunks)
-                for chunk, syms in zip(u.chunks, symbols):
-                    body = index_text(chunk.text)
-                    heading = index_text(chunk.heading or "")
-                    stems = " ".join(sorted({light_stem(w) for w in set(f"{body} {heading}".split())}))
+                terms = u.terms if u.terms is not None else chunk_terms(u)
+                for chunk, t in zip(u.chunks, terms, strict=True):
                     cur = conn.execute(
                         "INSERT INTO chunks (path, start, end, heading, symbol, file_type, kind, text, hash, stems)"
                         " VALUES (?,?,?,?,?,?,?,?,?,?)",
                         (chunk.path, chunk.start, chunk.end, chunk.heading, chunk.symbol, chunk.file_type,
-                         chunk.kind, chunk.text, _chunk_hash(chunk.text), stems),
+                         chunk.kind, chunk.text, t.hash, t.stems),
                     )
                     conn.execute(
                         "INSERT INTO chunks_fts (rowid, body, path, heading, symbols) VALUES (?,?,?,?,?)",
-                        (cur.lastrowid, body, path_text, heading, index_text(syms)),
+                        (cur.lastrowid, t.body, path_text, t.heading, t.symbols),
                     )
             if images is not None:
                 conn.execute("DELETE FROM images")
@@ -507,8 +533,6 @@ def _may_be_index(path: Path) -> bool:
 
 
 def _chunk_hash(text: str) -> str:
-    import hashlib
-
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 

@@ -21,6 +21,7 @@ import pytest
 from repo_helpers import result_paths, write_repo
 
 from rag.engine import Engine
+from rag.ingest.pool import PoolPolicy
 from rag.ingest.prepare import StructureParser
 from rag.errors import RagError, UserError
 from rag.ingest.reindexer import (
@@ -75,9 +76,11 @@ class _HookParser(StructureParser):
 
 
 class HookEngine(Engine):
-    """An engine whose update calls its ``_structure`` hook instead of parsing each file."""
+    """An engine whose update calls its ``_structure`` hook instead of parsing each file (in this
+    process: a worker pool would build its own parser, so these engines prepare files here)."""
 
     def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("pool_policy", PoolPolicy(workers=1))
         super().__init__(*args, **kwargs)
         self._parser = _HookParser(self._structure)
 
@@ -217,6 +220,7 @@ def test_another_file_lock_holder_blocks_run(reindexer):
 CHILD_HOLDS_LOCK = """
 import sys, time, pathlib
 from rag.engine import Engine
+from rag.ingest.pool import PoolPolicy
 from rag.ingest.prepare import StructureParser
 from rag.ingest.reindexer import Reindexer
 
@@ -226,7 +230,7 @@ class Slow(StructureParser):
         time.sleep(120)
         return None, None
 
-engine = Engine.open(sys.argv[1], index_path=sys.argv[2])
+engine = Engine.open(sys.argv[1], index_path=sys.argv[2], pool_policy=PoolPolicy(workers=1))
 engine._parser = Slow()
 Reindexer(engine).run(trigger="cli", user="U_CHILD")
 """
@@ -494,8 +498,8 @@ def _slow_engine(tmp_path):
     (repo / "src").mkdir(parents=True)
     for i in range(40):
         (repo / "src" / f"m{i}.js").write_text(f"export const v{i} = {i};\n")
-    engine = Engine.open(repo, index_path=tmp_path / "slow-idx" / "index.sqlite")
-    engine._parser = _SlowParser(engine._parser)
+    engine = Engine.open(repo, index_path=tmp_path / "slow-idx" / "index.sqlite", pool_policy=PoolPolicy(workers=1))
+    engine._parser = _SlowParser(engine._parser)  # in this process (the pool's case: test_pool.py)
     return engine
 
 
