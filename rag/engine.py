@@ -21,6 +21,7 @@ cross-process file lock used by the bot.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -43,7 +44,7 @@ from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
 from rag.search.retriever import MAX_QUESTION_CHARS, Retriever
 from rag.search.vector_stream import VectorStream
 from rag.secrets import LiteralRedactor
-from rag.store.index import FileUpdate, Index
+from rag.store.index import Index, IndexWriter
 from rag.types import ImageHit, Source
 
 __all__ = ["Engine", "IndexStats", "default_index_path", "MAX_QUESTION_CHARS"]
@@ -171,37 +172,49 @@ class Engine:
             known = {} if full else self.index.file_rows()
             stats = IndexStats(skipped=dict(report.skipped),
                                problems=[{"path": path, "reason": reason} for path, reason in report.problems])
-            updates: list[FileUpdate] = []
             seen: set[str] = set()
-            results = prepare_files(report.files, known=known, literals=literals, parser=self._parser,
-                                    chunk_policy=self.chunk_policy, policy=self.pool_policy, progress=progress,
-                                    should_stop=should_stop)
-            for wf, result in zip(report.files, results, strict=True):
-                old = known.get(wf.path)
-                if isinstance(result, Skipped):
-                    stats.skip(result.reason, wf.path)
-                    continue
-                seen.add(wf.path)
-                if isinstance(result, Unchanged):
-                    continue
-                updates.append(result.update)
-                stats.redactions += result.update.redactions
-                stats.parse_seconds += result.parse_seconds
-                if old is None:
-                    stats.added += 1
-                else:
-                    stats.changed += 1
-            removed = [p for p in known if p not in seen]
-            stats.removed = len(removed)
             images_changed = sorted(report.images) != self.index.image_paths()
-            if updates or removed or full or images_changed or self.index.generation() == 0:
-                stats.generation = self.index.apply(
-                    updates=updates, removed=removed, images=report.images, full=full,
-                    meta={"repo_root": str(self.repo_root), "parse_version": str(PARSE_VERSION),
-                          "secret_values": literals.digest},
-                )
-            else:
-                stats.generation = self.index.generation()
+            with contextlib.ExitStack() as stack:
+                # One transaction, opened at the first change (at once for a full rebuild) and written
+                # as files come back from prepare_files, so writing overlaps preparing in a pool.
+                writer: IndexWriter | None = None
+
+                def writing() -> IndexWriter:
+                    nonlocal writer
+                    if writer is None:
+                        writer = stack.enter_context(self.index.writer(full=full))
+                    return writer
+
+                if full:
+                    writing()
+                results = stack.enter_context(contextlib.closing(prepare_files(
+                    report.files, known=known, literals=literals, parser=self._parser,
+                    chunk_policy=self.chunk_policy, policy=self.pool_policy, progress=progress,
+                    should_stop=should_stop)))
+                for wf, result in zip(report.files, results, strict=True):
+                    old = known.get(wf.path)
+                    if isinstance(result, Skipped):
+                        stats.skip(result.reason, wf.path)
+                        continue
+                    seen.add(wf.path)
+                    if isinstance(result, Unchanged):
+                        continue
+                    writing().add(result.update)
+                    stats.redactions += result.update.redactions
+                    stats.parse_seconds += result.parse_seconds
+                    if old is None:
+                        stats.added += 1
+                    else:
+                        stats.changed += 1
+                removed = [p for p in known if p not in seen]
+                stats.removed = len(removed)
+                if writer is not None or removed or images_changed or self.index.generation() == 0:
+                    w = writing()
+                    w.remove(removed)
+                    w.set_images(report.images)
+                    w.set_meta({"repo_root": str(self.repo_root), "parse_version": str(PARSE_VERSION),
+                                "secret_values": literals.digest})
+            stats.generation = self.index.generation()
             stats.files, stats.chunks = self.index.counts()
             stats.seconds = time.perf_counter() - started
             log.info("index update", extra={"stats": stats.to_json()})

@@ -1,8 +1,8 @@
 """Preparing many files at once: a process pool sized to the machine, one writer.
 
-    results = prepare_files(report.files, known=known, literals=literals, parser=parser,
-                            chunk_policy=chunk_policy, policy=PoolPolicy(), should_stop=should_stop)
-    for wf, result in zip(report.files, results): ...          # walk order, as in-process
+    with contextlib.closing(prepare_files(report.files, known=known, literals=literals, parser=parser,
+                                          policy=PoolPolicy(), should_stop=should_stop)) as results:
+        for wf, result in zip(report.files, results): ...     # walk order, as they come back
 
 The per-file step (:func:`rag.ingest.prepare.prepare_file`: read, hash, decode, redact, chunk,
 parse) and the tokenising of its chunks (:func:`rag.store.index.chunk_terms`) are pure-Python
@@ -11,10 +11,11 @@ worker gets batches of files, runs ``prepare_file`` unchanged on each, tokenises
 prepared and sends the results back (everything pickles: :class:`~rag.types.WalkedFile`,
 :class:`~rag.store.index.FileRow`, the :class:`~rag.ingest.prepare.PrepareResult` classes).
 
-**One writer.** Results come back to the calling process, in walk order whatever order the
-workers finish in, and :meth:`rag.store.index.Index.apply` writes them in one SQLite transaction
-as before: the index is byte-for-byte what the in-process path writes (chunk ids included), and
-crash-safety is unchanged — nothing is written before every file has come back.
+**One writer.** Results come back to the calling process as they are ready, in walk order
+whatever order the workers finish in, and the engine writes each one at once into one SQLite
+transaction (:meth:`rag.store.index.Index.writer`), so writing overlaps preparing: the index is
+byte-for-byte what the in-process path writes (chunk ids included), and crash-safety is
+unchanged — the transaction commits only after every file has come back.
 
 **When.** ``policy.workers`` (``INDEX_WORKERS``; ``None`` = the CPUs this process may run on,
 at most :data:`MAX_AUTO_WORKERS`) processes, but only when at least ``policy.min_files`` files
@@ -42,7 +43,7 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -148,7 +149,7 @@ def prepare_files(
     policy: PoolPolicy = DEFAULT_POOL_POLICY,
     progress: ProgressFn | None = None,
     should_stop: Callable[[], bool] | None = None,
-) -> list[PrepareResult]:
+) -> Iterator[PrepareResult]:
     """:func:`~rag.ingest.prepare.prepare_file` for every file, in this process or in a pool.
 
     Args:
@@ -163,9 +164,11 @@ def prepare_files(
             seconds (pool); true → stop.
 
     Returns:
-        One result per file, in the order of ``files``. Results of a pool carry their chunks'
-        :class:`~rag.store.index.ChunkTerms` (``update.terms``); in-process ones leave that to
-        the writer. Either way the index written is the same.
+        An iterator of one result per file, in the order of ``files``, each as soon as it is
+        ready. Results of a pool carry their chunks' :class:`~rag.store.index.ChunkTerms`
+        (``update.terms``); in-process ones leave that to the writer. Either way the index
+        written is the same. Close it (``contextlib.closing``) if it may be left unfinished:
+        closing terminates the pool's workers.
 
     Raises:
         UpdateCancelledError: ``should_stop`` returned true (workers are terminated).
@@ -190,17 +193,16 @@ def _cancelled(done: int, total: int) -> UpdateCancelledError:
                                 "the previous index is unchanged")
 
 
-def _prepare_here(files, *, known, literals, parser, chunk_policy, progress, should_stop) -> list[PrepareResult]:
+def _prepare_here(files, *, known, literals, parser, chunk_policy, progress,
+                  should_stop) -> Iterator[PrepareResult]:
     total = len(files)
-    out: list[PrepareResult] = []
     for done, wf in enumerate(files, 1):
         if should_stop is not None and should_stop():
             raise _cancelled(done - 1, total)
         if progress and (done % 25 == 0 or done == total):
             progress(done, total)
-        out.append(prepare_file(wf, indexed=known.get(wf.path), literals=literals, parser=parser,
-                                chunk_policy=chunk_policy))
-    return out
+        yield prepare_file(wf, indexed=known.get(wf.path), literals=literals, parser=parser,
+                           chunk_policy=chunk_policy)
 
 
 def _batches(files: Sequence[WalkedFile], known: dict[str, FileRow],
@@ -222,28 +224,30 @@ def _batches(files: Sequence[WalkedFile], known: dict[str, FileRow],
 
 
 def _prepare_in_pool(files, *, known, literals, chunk_policy, workers, ctx, progress,
-                     should_stop) -> list[PrepareResult]:
+                     should_stop) -> Iterator[PrepareResult]:
     total = len(files)
     batches = _batches(files, known, workers)
     started = time.perf_counter()
     executor = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_start_worker,
                                    initargs=(literals, chunk_policy))
     finished = False
-    out: list[PrepareResult] = []
     try:
-        futures = [executor.submit(_prepare_batch, batch) for batch in batches]
-        reported = 0
-        for batch, future in zip(batches, futures):
-            out.extend(_result(future, batch, done=len(out), total=total, should_stop=should_stop))
-            if progress and (len(out) // 25 > reported // 25 or len(out) == total):
-                progress(len(out), total)
-                reported = len(out)
+        futures: list[Future | None] = [executor.submit(_prepare_batch, batch) for batch in batches]
+        done = reported = 0
+        for number, batch in enumerate(batches):
+            results = _result(futures[number], batch, done=done, total=total, should_stop=should_stop)
+            futures[number] = None  # the writer holds what it needs; free the rest as we go
+            for result in results:
+                done += 1
+                if progress and (done // 25 > reported // 25 or done == total):
+                    progress(done, total)
+                    reported = done
+                yield result
         finished = True
     finally:
         _shutdown(executor, graceful=finished)
     log.debug("prepared %d files in %d batches with %d %s workers in %.3f s", total, len(batches), workers,
               ctx.get_start_method(), time.perf_counter() - started)
-    return out
 
 
 def _result(future: Future, batch: list[tuple[WalkedFile, FileRow | None]], *, done: int, total: int,

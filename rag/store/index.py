@@ -27,7 +27,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +37,7 @@ from rag.store import queries
 from rag.text import index_text, stem_set
 from rag.types import Chunk
 
-__all__ = ["Index", "FileRow", "FileUpdate", "ChunkTerms", "chunk_terms", "SCHEMA_VERSION"]
+__all__ = ["Index", "IndexWriter", "FileRow", "FileUpdate", "ChunkTerms", "chunk_terms", "SCHEMA_VERSION"]
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +171,67 @@ def chunk_terms(update: FileUpdate) -> list[ChunkTerms]:
         heading = index_text(chunk.heading or "")
         out.append(ChunkTerms(body, heading, index_text(syms), stem_set(f"{body} {heading}"), _chunk_hash(chunk.text)))
     return out
+
+
+class IndexWriter:
+    """The rows of one open write transaction (:meth:`Index.writer`); not for use after it ends.
+
+    ``add`` replaces a file (its old rows, if any, are deleted first; after a full rebuild's
+    delete-all there are none to look for); ``insert`` writes a file known to have no rows;
+    ``remove`` forgets paths. Chunk rowids are assigned in call order.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, *, full: bool) -> None:
+        self.conn = conn
+        self.full = full
+
+    def remove(self, paths: Iterable[str]) -> None:
+        """Delete the file rows, chunks and FTS rows of ``paths`` (absent paths are ignored)."""
+        conn = self.conn
+        for path in paths:
+            ids = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE path=?", (path,))]
+            if ids:
+                conn.executemany("DELETE FROM chunks_fts WHERE rowid=?", [(i,) for i in ids])
+                conn.execute("DELETE FROM chunks WHERE path=?", (path,))
+            conn.execute("DELETE FROM files WHERE path=?", (path,))
+
+    def add(self, update: FileUpdate) -> None:
+        """Write a new or changed file, replacing what the index held for its path."""
+        if not self.full:
+            self.remove([update.path])
+        self.insert(update)
+
+    def insert(self, u: FileUpdate) -> None:
+        """Write one file's row, chunks and FTS rows (``u.terms``, or computed now: :func:`chunk_terms`)."""
+        conn = self.conn
+        conn.execute(
+            "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?)",
+            (u.path, u.size, u.mtime_ns, u.hash, u.file_type, u.kind, u.lines, u.redactions,
+             json.dumps(u.structure, separators=(",", ":")) if u.structure is not None else None),
+        )
+        path_text = index_text(u.path)
+        terms = u.terms if u.terms is not None else chunk_terms(u)
+        for chunk, t in zip(u.chunks, terms, strict=True):
+            cur = conn.execute(
+                "INSERT INTO chunks (path, start, end, heading, symbol, file_type, kind, text, hash, stems)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (chunk.path, chunk.start, chunk.end, chunk.heading, chunk.symbol, chunk.file_type,
+                 chunk.kind, chunk.text, t.hash, t.stems),
+            )
+            conn.execute(
+                "INSERT INTO chunks_fts (rowid, body, path, heading, symbols) VALUES (?,?,?,?,?)",
+                (cur.lastrowid, t.body, path_text, t.heading, t.symbols),
+            )
+
+    def set_images(self, images: list[str]) -> None:
+        """Replace the image list with ``images``."""
+        self.conn.execute("DELETE FROM images")
+        self.conn.executemany("INSERT INTO images VALUES (?)", [(p,) for p in images])
+
+    def set_meta(self, meta: dict[str, str]) -> None:
+        """Set ``meta`` keys."""
+        for key, value in meta.items():
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
 
 class Index:
@@ -423,43 +484,39 @@ class Index:
             full: drop everything first (a full rebuild).
             meta: extra ``meta`` keys to set.
         """
+        with self.writer(full=full) as writer:
+            writer.remove([*removed, *(u.path for u in updates)])
+            for u in updates:
+                writer.insert(u)
+            if images is not None:
+                writer.set_images(images)
+            writer.set_meta(meta or {})
+        return self.generation()
+
+    @contextmanager
+    def writer(self, *, full: bool = False) -> Iterator[IndexWriter]:
+        """One update written as it is produced, in a single transaction (:meth:`write`): the
+        :class:`IndexWriter` adds files one by one, and the generation is bumped and committed when
+        the block ends (rolled back, nothing visible, on any exception); then the WAL is checkpointed.
+
+        Example::
+
+            with index.writer(full=True) as w:      # BEGIN IMMEDIATE; every row deleted
+                for update in prepared:             # e.g. as worker processes return them
+                    w.add(update)
+                w.set_images(images)
+            index.generation()                      # the new generation
+
+        Args:
+            full: drop every file, chunk and FTS row first (a full rebuild).
+        """
         with self.write() as conn:
             if full:
                 conn.execute("DELETE FROM files")
                 conn.execute("DELETE FROM chunks")
                 conn.execute("DELETE FROM chunks_fts")
-            for path in [*removed, *(u.path for u in updates)]:
-                ids = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE path=?", (path,))]
-                if ids:
-                    conn.executemany("DELETE FROM chunks_fts WHERE rowid=?", [(i,) for i in ids])
-                    conn.execute("DELETE FROM chunks WHERE path=?", (path,))
-                conn.execute("DELETE FROM files WHERE path=?", (path,))
-            for u in updates:
-                conn.execute(
-                    "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?)",
-                    (u.path, u.size, u.mtime_ns, u.hash, u.file_type, u.kind, u.lines, u.redactions,
-                     json.dumps(u.structure, separators=(",", ":")) if u.structure is not None else None),
-                )
-                path_text = index_text(u.path)
-                terms = u.terms if u.terms is not None else chunk_terms(u)
-                for chunk, t in zip(u.chunks, terms, strict=True):
-                    cur = conn.execute(
-                        "INSERT INTO chunks (path, start, end, heading, symbol, file_type, kind, text, hash, stems)"
-                        " VALUES (?,?,?,?,?,?,?,?,?,?)",
-                        (chunk.path, chunk.start, chunk.end, chunk.heading, chunk.symbol, chunk.file_type,
-                         chunk.kind, chunk.text, t.hash, t.stems),
-                    )
-                    conn.execute(
-                        "INSERT INTO chunks_fts (rowid, body, path, heading, symbols) VALUES (?,?,?,?,?)",
-                        (cur.lastrowid, t.body, path_text, t.heading, t.symbols),
-                    )
-            if images is not None:
-                conn.execute("DELETE FROM images")
-                conn.executemany("INSERT INTO images VALUES (?)", [(p,) for p in images])
-            for key, value in (meta or {}).items():
-                conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+            yield IndexWriter(conn, full=full)
         self.checkpoint()
-        return self.generation()
 
     def checkpoint(self) -> bool:
         """Copy the WAL into the database and truncate it (``PRAGMA wal_checkpoint(TRUNCATE)``).
