@@ -31,6 +31,7 @@ from bot.settings import Settings
 from bot.slack.app import SLACK_EVENTS_PATH
 from rag.providers.embeddings import build_embeddings
 from rag.engine import Engine
+from rag.ingest.pool import PoolPolicy
 from rag.errors import ProviderError
 from rag.providers.rerank import build_reranker
 
@@ -104,7 +105,8 @@ async def start(settings: Settings, *, engine: Engine | None = None, runtime: Ru
     runtime.install_log_handler()
     if engine is None:
         engine = await asyncio.to_thread(Engine.open, settings.repo_path, index_path=settings.rag_index_path,
-                                         embeddings=embeddings_provider(settings), reranker=reranker(settings))
+                                         embeddings=embeddings_provider(settings), reranker=reranker(settings),
+                                         pool_policy=PoolPolicy(workers=settings.engine.indexing.workers))
     bot = compose(settings, engine=engine, runtime=runtime, schedule=True)
     web_app = bot.app.web_app(path=SLACK_EVENTS_PATH, port=settings.port)
     runner = web.AppRunner(web_app, shutdown_timeout=SHUTDOWN_TIMEOUT_S, access_log=None)

@@ -25,8 +25,8 @@ from rag.errors import EmptyQuestionError, RagError
 
 __all__ = [
     "EXIT_FAILURE", "EXIT_USAGE", "bot_core", "check_question", "emit", "embeddings_provider", "fail",
-    "friendly_errors", "index_option", "json_option", "open_engine", "printable", "progress_bar", "repo_option",
-    "reranker", "run_update",
+    "friendly_errors", "index_option", "json_option", "open_engine", "pool_policy", "printable", "progress_bar",
+    "repo_option", "reranker", "run_update",
 ]
 
 EXIT_USAGE = 2
@@ -115,7 +115,8 @@ def open_engine(repo: Path | None, index_path: Path | None, *, update: bool = Tr
     With an embeddings provider configured, retrieval also uses the vectors already
     stored (``slackzilla index`` computes missing ones; questions do not wait for that).
     """
-    engine = Engine.open(repo, index_path=index_path, embeddings=embeddings_provider(), reranker=reranker())
+    engine = Engine.open(repo, index_path=index_path, embeddings=embeddings_provider(), reranker=reranker(),
+                         pool_policy=pool_policy())
     if update:
         run_update(engine, full=False, quiet=quiet)
     return engine
@@ -165,6 +166,19 @@ def reranker():
     from rag.providers.rerank import build_reranker
 
     return _build_or_warn("reranking", lambda: build_reranker(RerankConfig.from_env()))
+
+
+def pool_policy():
+    """How updates prepare files (``INDEX_WORKERS``: worker processes, ``auto`` by default), as a
+    :class:`rag.ingest.pool.PoolPolicy`; a bad value is reported on stderr and the default used."""
+    from rag.config import ConfigError, IndexingConfig
+    from rag.ingest.pool import DEFAULT_POOL_POLICY, PoolPolicy
+
+    try:
+        return PoolPolicy(workers=IndexingConfig.from_env().workers)
+    except ConfigError as exc:
+        click.echo(f"warning: {'; '.join(exc.problems)} (using auto)", err=True)
+        return DEFAULT_POOL_POLICY
 
 
 def _build_or_warn(what: str, build: Callable):

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import click
 
-from bot.cli.common import (embeddings_provider, emit, fail, friendly_errors, index_option, json_option, printable,
-                             progress_bar, repo_option)
+from bot.cli.common import (embeddings_provider, emit, fail, friendly_errors, index_option, json_option, pool_policy,
+                             printable, progress_bar, repo_option)
 from rag.engine import Engine
 
 __all__ = ["index_cmd"]
@@ -22,7 +22,7 @@ def index_cmd(repo: Path | None, index_path: Path | None, full: bool, as_json: b
     """Build or update the index (incremental by content hash)."""
     from rag.ingest.reindexer import Reindexer, empty_index_message
 
-    engine = Engine.open(repo, index_path=index_path, embeddings=embeddings_provider())
+    engine = Engine.open(repo, index_path=index_path, embeddings=embeddings_provider(), pool_policy=pool_policy())
     try:
         # The same lock as the bot's scheduler and /sz-reindex (in-process and a file lock):
         # a concurrent update raises ReindexBusyError, printed as one line.

@@ -38,6 +38,7 @@ least every :data:`POLL_S` seconds even while no result arrives, so the reindexe
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import multiprocessing
 import os
@@ -124,12 +125,25 @@ class PoolPolicy:
         workers = self.workers if self.workers is not None else min(usable_cpus(), MAX_AUTO_WORKERS)
         return max(1, min(workers, to_read))
 
+    def chosen_start_method(self) -> str:
+        """``start_method``, or the one chosen now: ``fork`` when this process runs one thread, else
+        ``forkserver`` (``spawn`` where neither exists)."""
+        if self.start_method is not None:
+            return self.start_method
+        methods = multiprocessing.get_all_start_methods()
+        if threading.active_count() == 1 and "fork" in methods:
+            return "fork"
+        return "forkserver" if "forkserver" in methods else "spawn"
+
+    def resolved(self) -> PoolPolicy:
+        """This policy with the start method fixed as :meth:`chosen_start_method` chooses it now (a
+        benchmark resolves it before starting its memory-sampling thread, so it measures the pool
+        the CLI would start)."""
+        return dataclasses.replace(self, start_method=self.chosen_start_method())
+
     def context(self) -> multiprocessing.context.BaseContext:
         """The multiprocessing context of the pool (see ``start_method``)."""
-        method = self.start_method
-        if method is None:
-            method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() \
-                else "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+        method = self.chosen_start_method()
         ctx = multiprocessing.get_context(method)
         if method == "forkserver":
             ctx.set_forkserver_preload([__name__])  # the server imports the ingest modules once
