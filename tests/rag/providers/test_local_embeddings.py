@@ -194,3 +194,17 @@ def test_local_directory_without_a_model_fails_with_one_line(tmp_path):
     with pytest.raises(ProviderError, match="could not load the local embeddings model") as info:
         LocalEmbeddings(path=tmp_path).embed(["x"])
     assert "\n" not in str(info.value)
+
+
+def test_model_names_cover_what_changes_their_vectors(tmp_path):
+    (tmp_path / "model.onnx").write_bytes(b"onnx bytes")
+    (tmp_path / "tokenizer.json").write_text('{"version": "1"}')
+    (tmp_path / "config.json").write_text('{"hidden_size": 384}')
+    onnx_before, torch_before = OnnxEmbeddings(path=tmp_path).name, LocalEmbeddings(path=tmp_path).name
+    (tmp_path / "tokenizer.json").write_text('{"version": "2"}')
+    # The ONNX provider tokenises with tokenizer.json; sentence-transformers' names stay as they were
+    # before the ONNX provider existed (so their stored vectors stay valid).
+    assert OnnxEmbeddings(path=tmp_path).name != onnx_before
+    assert LocalEmbeddings(path=tmp_path).name == torch_before
+    (tmp_path / "config.json").write_text('{"hidden_size": 768}')
+    assert LocalEmbeddings(path=tmp_path).name != torch_before
