@@ -223,8 +223,7 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
     from rag.memory import PeakRss, children_peak_mb
 
     say = progress or (lambda _msg: None)
-    # The start method is chosen before the memory sampler's thread exists: the CLI's (fork).
-    policy = (pool_policy or DEFAULT_POOL_POLICY).resolved()
+    policy = pool_policy or DEFAULT_POOL_POLICY
     phases: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="sz-bench-") as tmp:
         copy = Path(tmp) / "repo"

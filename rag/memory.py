@@ -2,91 +2,78 @@
 
 ``resource.getrusage(...).ru_maxrss`` is the high-water mark of the whole process lifetime, so
 it cannot say what one phase (indexing, loading a model, querying) needed once an earlier phase
-was larger. :class:`PeakRss` samples the current resident set size from ``/proc/self/statm``
-(Linux; ``proc(5)``: the second field is resident pages) in a background thread while a block
-runs and keeps the largest value::
+was larger. Linux can reset that mark: writing ``5`` to ``/proc/self/clear_refs`` sets the peak
+(``VmHWM`` in ``/proc/self/status``) back to the current resident size (``proc(5)``, Linux ≥ 4.0).
+:class:`PeakRss` resets it when a block starts and reads it when the block ends::
 
     with PeakRss() as peak:
         engine.update(full=True)
-    peak.mb          # highest RSS seen during the update, in MiB
+    peak.mb          # highest RSS during the update, in MiB
 
-Where ``/proc`` is missing (macOS), ``mb`` is the lifetime ``ru_maxrss`` instead
-(``sampled`` is then ``False``). Worker processes are not included: see :func:`children_peak_mb`.
+No thread samples anything (a sampling thread would compete for the GIL and slow the very code
+being measured). Where ``/proc`` cannot do this (macOS, old kernels), ``mb`` is the lifetime
+peak instead and ``exact`` is ``False``. Worker processes are not included: see
+:func:`children_peak_mb`.
 """
 from __future__ import annotations
 
-import os
+import re
 import resource
 import sys
-import threading
 from pathlib import Path
 
-__all__ = ["PeakRss", "current_rss_mb", "children_peak_mb", "DEFAULT_INTERVAL_S"]
+__all__ = ["PeakRss", "children_peak_mb", "lifetime_peak_mb"]
 
-DEFAULT_INTERVAL_S = 0.005
-"""Sampling period (seconds): short enough to catch a model load's peak, cheap (one small read)."""
-_STATM = Path("/proc/self/statm")
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-_MIB = 1024 * 1024
+_STATUS = Path("/proc/self/status")
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+_HWM = re.compile(r"^VmHWM:\s+(\d+)\s+kB", re.MULTILINE)
 
 
-def current_rss_mb() -> float | None:
-    """This process's resident set size now, in MiB; ``None`` without ``/proc/self/statm``."""
+def _hwm_mb() -> float | None:
     try:
-        return int(_STATM.read_text().split()[1]) * _PAGE / _MIB
-    except (OSError, IndexError, ValueError):
+        found = _HWM.search(_STATUS.read_text())
+    except OSError:
         return None
+    return int(found.group(1)) / 1024 if found else None
 
 
-def _lifetime_peak_mb(who: int = resource.RUSAGE_SELF) -> float:
-    # ru_maxrss is in KiB on Linux, in bytes on macOS (getrusage(2) on each).
+def _reset_hwm() -> bool:
+    try:
+        _CLEAR_REFS.write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def lifetime_peak_mb(who: int = resource.RUSAGE_SELF) -> float:
+    """The peak RSS of the process lifetime (``RUSAGE_SELF``) or of its largest finished child
+    (``RUSAGE_CHILDREN``), in MiB (``ru_maxrss`` is KiB on Linux, bytes on macOS)."""
     raw = resource.getrusage(who).ru_maxrss
-    return raw / _MIB if sys.platform == "darwin" else raw / 1024
+    return raw / (1024 * 1024) if sys.platform == "darwin" else raw / 1024
 
 
 def children_peak_mb() -> float:
     """The largest peak RSS of any finished, waited-for child process (e.g. an indexing worker), MiB."""
-    return _lifetime_peak_mb(resource.RUSAGE_CHILDREN)
+    return lifetime_peak_mb(resource.RUSAGE_CHILDREN)
 
 
 class PeakRss:
     """Context manager: the highest resident set size of this process while the block runs (MiB).
 
-    Args:
-        interval_s: sampling period (default :data:`DEFAULT_INTERVAL_S`).
-
     Attributes:
-        mb: the peak in MiB (after the block; while it runs, the peak so far).
-        sampled: whether ``/proc`` sampling was available (else ``mb`` is the lifetime peak).
+        mb: the peak in MiB, set when the block ends.
+        exact: whether the kernel's peak could be reset at the start (else ``mb`` is the
+            lifetime peak, an upper bound).
     """
 
-    def __init__(self, *, interval_s: float = DEFAULT_INTERVAL_S) -> None:
-        self.interval_s = interval_s
+    def __init__(self) -> None:
         self.mb = 0.0
-        self.sampled = current_rss_mb() is not None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def _sample(self) -> None:
-        now = current_rss_mb()
-        if now is not None and now > self.mb:
-            self.mb = now
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self._sample()
+        self.exact = False
 
     def __enter__(self) -> PeakRss:
-        if self.sampled:
-            self._sample()
-            self._thread = threading.Thread(target=self._run, name="peak-rss", daemon=True)
-            self._thread.start()
+        self.exact = _reset_hwm() and _hwm_mb() is not None
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-            self._sample()
-        else:
-            self.mb = _lifetime_peak_mb()
+        peak = _hwm_mb() if self.exact else None
+        self.mb = peak if peak is not None else lifetime_peak_mb()

@@ -38,7 +38,6 @@ least every :data:`POLL_S` seconds even while no result arrives, so the reindexe
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import multiprocessing
 import os
@@ -134,12 +133,6 @@ class PoolPolicy:
         if threading.active_count() == 1 and "fork" in methods:
             return "fork"
         return "forkserver" if "forkserver" in methods else "spawn"
-
-    def resolved(self) -> PoolPolicy:
-        """This policy with the start method fixed as :meth:`chosen_start_method` chooses it now (a
-        benchmark resolves it before starting its memory-sampling thread, so it measures the pool
-        the CLI would start)."""
-        return dataclasses.replace(self, start_method=self.chosen_start_method())
 
     def context(self) -> multiprocessing.context.BaseContext:
         """The multiprocessing context of the pool (see ``start_method``)."""
