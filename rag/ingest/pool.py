@@ -27,7 +27,9 @@ module imported already and starts in milliseconds. Otherwise (the bot: event lo
 worker threads) ``forkserver``, since forking a process whose other threads may hold a lock can
 deadlock the child (Python 3.12 warns about it); the fork server is started once per process with
 this module preloaded, so later pools fork from it cheaply. Each worker builds one
-:class:`~rag.ingest.prepare.StructureParser` (grammars and queries compiled once per process).
+:class:`~rag.ingest.prepare.StructureParser`; the grammars and queries the files need are compiled
+once in this process before the pool starts (:func:`rag.parse.parser.warm_grammars`), so forked
+workers inherit them and this process has them for its own later small updates.
 
 **Failures.** An exception raised by ``prepare_file`` in a worker is re-raised here, as in-process.
 A worker that dies (killed, out of memory, a native crash) breaks the pool: an
@@ -51,6 +53,7 @@ from dataclasses import dataclass
 from rag.errors import IndexWorkerError, UpdateCancelledError
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy
 from rag.ingest.prepare import Prepared, PrepareResult, StructureParser, prepare_file
+from rag.parse.parser import warm_grammars
 from rag.secrets import LiteralRedactor
 from rag.store.index import FileRow, chunk_terms
 from rag.types import WalkedFile
@@ -235,6 +238,8 @@ def _prepare_in_pool(files, *, known, literals, chunk_policy, workers, ctx, prog
     total = len(files)
     batches = _batches(files, known, workers)
     started = time.perf_counter()
+    # Compiled here once: forked workers inherit the queries, and later small updates parse here.
+    warm_grammars(wf.path for wf in files if _may_have_changed(wf, known.get(wf.path)))
     executor = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_start_worker,
                                    initargs=(literals, chunk_policy))
     finished = False

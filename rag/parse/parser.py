@@ -67,6 +67,7 @@ __all__ = [
     "FileStructure",
     "JsParser",
     "language_for_path",
+    "warm_grammars",
     "parse_source",
     "resolve_relative",
     "resolve_imports",
@@ -127,6 +128,14 @@ def _compiled(name: str) -> tuple[Language, Query]:
     """
     language = Language(_language_capsule(name))
     return language, Query(language, _query_source(name))
+
+
+def warm_grammars(paths: Iterable[str]) -> None:
+    """Build the grammars and queries the files at ``paths`` need now (:func:`_compiled`), e.g. before
+    an indexing pool forks its workers: they inherit them instead of each compiling its own, and this
+    process has them for the small updates it parses itself."""
+    for language in {language_for_path(path) for path in paths} - {None}:
+        _compiled(language)
 
 
 def language_for_path(path: str) -> str | None:
