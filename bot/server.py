@@ -47,6 +47,7 @@ from bot.slack.app import SLACK_EVENTS_PATH
 from bot.slack.health import SlackHealth, check_credentials, watch_slack
 from rag.providers.embeddings import build_embeddings
 from rag.engine import Engine
+from rag.ingest.pool import PoolPolicy
 from rag.errors import ProviderError
 from rag.providers.rerank import build_reranker
 

@@ -1,5 +1,5 @@
 """The engine's configuration: the one place that reads ``REPO_PATH``, ``RAG_INDEX_PATH``,
-``AI_*``, ``EMBEDDINGS*`` and ``RERANK_*`` (DESIGN.md section 5).
+``AI_*``, ``EMBEDDINGS*``, ``RERANK_*`` and ``INDEX_WORKERS`` (DESIGN.md section 5).
 
 One parser, :func:`parse_engine_config`, turns a mapping of variables (default
 ``os.environ``) into typed frozen records and reports every bad variable at once,
@@ -7,12 +7,14 @@ one line each (``VARIABLE: what is wrong``), in a :class:`ConfigError`::
 
     EngineConfig                 repo, index_path
     ├── model: ModelConfig       AI_URL, AI_API_KEY, AI_MODEL, AI_TIMEOUT_S
-    ├── embeddings: EmbeddingsConfig   EMBEDDINGS, EMBEDDINGS_URL, _API_KEY, _MODEL, _LOCAL_PATH
+    ├── embeddings: EmbeddingsConfig   EMBEDDINGS, EMBEDDINGS_URL, _API_KEY, _MODEL, _LOCAL_PATH,
+    │                                  _QUERY_PREFIX, _PASSAGE_PREFIX, _BATCH_SIZE, _TIMEOUT_S
     ├── rerank: RerankConfig     RERANK_URL, RERANK_API_KEY, RERANK_MODEL, RERANK_MIN_SCORE
+    ├── indexing: IndexingConfig INDEX_WORKERS
     └── github: GitHubConfig     GITHUB_REPOSITORY, GITHUB_TOKEN, GITHUB_API_URL, GITHUB_ITEMS, GITHUB_COMMENTS
 
 Each section also parses alone (``ModelConfig.from_env``, ``EmbeddingsConfig.from_env``,
-``RerankConfig.from_env``), for callers that turn one bad section off instead of
+``RerankConfig.from_env``, ``IndexingConfig.from_env``), for callers that turn one bad section off instead of
 refusing to start (the CLI: a bad ``RERANK_URL`` disables reranking with a warning).
 :func:`engine_paths` reads ``REPO_PATH``/``RAG_INDEX_PATH`` without checking them,
 for the CLI's ``--repo``/``--index`` defaults (``Engine.open`` then checks the repository).
@@ -39,10 +41,11 @@ from urllib.parse import urlsplit
 from rag.errors import UserError
 
 __all__ = [
-    "ConfigError", "EnvReader", "EngineConfig", "ModelConfig", "EmbeddingsConfig", "RerankConfig", "GitHubConfig",
-    "parse_engine_config", "read_engine_config", "engine_paths", "normalize_base_url",
+    "ConfigError", "EnvReader", "EngineConfig", "ModelConfig", "EmbeddingsConfig", "RerankConfig", "IndexingConfig",
+    "GitHubConfig", "parse_engine_config", "read_engine_config", "engine_paths", "normalize_base_url",
     "DEFAULT_AI_URL", "DEFAULT_AI_MODEL", "DEFAULT_AI_TIMEOUT_S", "DEFAULT_MAX_RETRIES",
-    "http_url", "existing_dir", "positive_seconds", "finite_float", "embeddings_mode", "github_repository",
+    "http_url", "existing_dir", "positive_seconds", "finite_float", "embeddings_mode", "index_workers",
+    "github_repository", "DEFAULT_EMBEDDINGS_BATCH_SIZE", "DEFAULT_EMBEDDINGS_TIMEOUT_S", "MAX_INDEX_WORKERS",
     "DEFAULT_GITHUB_API_URL", "DEFAULT_GITHUB_ITEMS", "DEFAULT_GITHUB_COMMENTS",
 ]
 
@@ -67,6 +70,12 @@ DEFAULT_GITHUB_ITEMS = 100
 """Most recently updated issues, and as many pull requests, kept per repository (``GITHUB_ITEMS``; issue #19)."""
 DEFAULT_GITHUB_COMMENTS = 0
 """Comments fetched per issue or pull request (``GITHUB_COMMENTS``): none unless asked."""
+DEFAULT_EMBEDDINGS_BATCH_SIZE = 64
+"""Texts per request to an OpenAI-compatible ``/embeddings`` endpoint (``EMBEDDINGS_BATCH_SIZE``)."""
+DEFAULT_EMBEDDINGS_TIMEOUT_S = 30.0
+"""Timeout of one ``/embeddings`` HTTP attempt in seconds (``EMBEDDINGS_TIMEOUT_S``)."""
+MAX_INDEX_WORKERS = 64
+"""Largest ``INDEX_WORKERS`` accepted."""
 
 T = TypeVar("T")
 
@@ -208,6 +217,18 @@ def embeddings_mode(raw: str) -> str:
     raise ValueError("expected auto or off")
 
 
+def index_workers(raw: str) -> int | None:
+    """``auto`` → ``None`` (one worker per usable CPU, capped: :mod:`rag.ingest.pool`), else a whole
+    number from 1 (prepare files in the indexing process) to :data:`MAX_INDEX_WORKERS`.
+    Raises ``ValueError``."""
+    if raw.strip().lower() == "auto":
+        return None
+    try:
+        return int_range(1, MAX_INDEX_WORKERS)(raw)
+    except ValueError:
+        raise ValueError(f"expected auto or a whole number from 1 to {MAX_INDEX_WORKERS}, got {raw[:40]!r}") from None
+
+
 def normalize_base_url(url: str | None) -> str:
     """Apply the seed's ``AI_URL`` normalisation.
 
@@ -309,7 +330,13 @@ class EmbeddingsConfig:
         url: OpenAI-compatible endpoint root (``EMBEDDINGS_URL``), or ``None``.
         api_key: bearer key for ``url`` (never shown: ``repr`` says ``'***'``).
         model: model name for ``url``; ``None`` → the provider's default.
-        local_path: a sentence-transformers model directory (resolved), or ``None``.
+        local_path: a local model directory (resolved): a sentence-embedding ONNX export with its
+            ``tokenizer.json``, or a sentence-transformers model; ``None`` → the packaged model.
+        query_prefix, passage_prefix: text put before every question / every chunk before it is
+            embedded (``EMBEDDINGS_QUERY_PREFIX``, ``EMBEDDINGS_PASSAGE_PREFIX``; e5-style models want
+            ``"query: "`` and ``"passage: "``). Read as given, spaces included; ``""`` → none.
+        batch_size: texts per ``/embeddings`` request (``EMBEDDINGS_BATCH_SIZE``).
+        timeout_s: timeout of one ``/embeddings`` HTTP attempt (``EMBEDDINGS_TIMEOUT_S``).
     """
 
     mode: str = "auto"
@@ -317,17 +344,24 @@ class EmbeddingsConfig:
     api_key: str | None = None
     model: str | None = None
     local_path: Path | None = None
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    batch_size: int = DEFAULT_EMBEDDINGS_BATCH_SIZE
+    timeout_s: float = DEFAULT_EMBEDDINGS_TIMEOUT_S
 
     def __repr__(self) -> str:
         return (f"EmbeddingsConfig(mode={self.mode!r}, url={self.url!r}, api_key={_masked(self.api_key)}, "
-                f"model={self.model!r}, local_path={self.local_path!r})")
+                f"model={self.model!r}, local_path={self.local_path!r}, query_prefix={self.query_prefix!r}, "
+                f"passage_prefix={self.passage_prefix!r}, batch_size={self.batch_size!r}, "
+                f"timeout_s={self.timeout_s!r})")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> EmbeddingsConfig:
         """Read the ``EMBEDDINGS*`` variables alone (default ``os.environ``).
 
         Raises:
-            ConfigError: a bad ``EMBEDDINGS``, ``EMBEDDINGS_URL`` or ``EMBEDDINGS_LOCAL_PATH``, one line each.
+            ConfigError: a bad ``EMBEDDINGS``, ``EMBEDDINGS_URL``, ``EMBEDDINGS_LOCAL_PATH``,
+                ``EMBEDDINGS_BATCH_SIZE`` or ``EMBEDDINGS_TIMEOUT_S``, one line each.
         """
         reader = EnvReader(os.environ if env is None else env)
         config = _embeddings(reader)
@@ -421,6 +455,31 @@ class GitHubConfig:
 
 
 @dataclass(frozen=True)
+class IndexingConfig:
+    """How updates prepare files (``INDEX_WORKERS``); turned into a
+    :class:`rag.ingest.pool.PoolPolicy` by the caller.
+
+    Attributes:
+        workers: worker processes for large updates; ``None`` (``auto``, the default): one per
+            usable CPU, at most 8; ``1``: everything in the indexing process.
+    """
+
+    workers: int | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> IndexingConfig:
+        """Read ``INDEX_WORKERS`` alone (default ``os.environ``).
+
+        Raises:
+            ConfigError: ``INDEX_WORKERS`` is neither ``auto`` nor a whole number from 1 to 64.
+        """
+        reader = EnvReader(os.environ if env is None else env)
+        config = _indexing(reader)
+        reader.raise_problems()
+        return config
+
+
+@dataclass(frozen=True)
 class EngineConfig:
     """Everything the engine reads from the environment.
 
@@ -431,6 +490,7 @@ class EngineConfig:
             ``<repo>/.rag/index.sqlite``.
         model, embeddings, rerank: the provider sections.
         github: the issues and pull requests section (:class:`GitHubConfig`).
+        indexing: how updates prepare files.
     """
 
     repo: Path = field(default_factory=Path.cwd)
@@ -439,6 +499,7 @@ class EngineConfig:
     embeddings: EmbeddingsConfig = field(default_factory=EmbeddingsConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
     github: GitHubConfig = field(default_factory=GitHubConfig)
+    indexing: IndexingConfig = field(default_factory=IndexingConfig)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> EngineConfig:
@@ -467,7 +528,20 @@ def _embeddings(reader: EnvReader) -> EmbeddingsConfig:
         api_key=reader.get("EMBEDDINGS_API_KEY"),
         model=reader.get("EMBEDDINGS_MODEL"),
         local_path=reader.convert("EMBEDDINGS_LOCAL_PATH", None, existing_dir),
+        query_prefix=_raw(reader, "EMBEDDINGS_QUERY_PREFIX"),
+        passage_prefix=_raw(reader, "EMBEDDINGS_PASSAGE_PREFIX"),
+        batch_size=reader.convert("EMBEDDINGS_BATCH_SIZE", DEFAULT_EMBEDDINGS_BATCH_SIZE, int_range(1, 2048)),
+        timeout_s=reader.convert("EMBEDDINGS_TIMEOUT_S", DEFAULT_EMBEDDINGS_TIMEOUT_S, positive_seconds),
     )
+
+
+def _raw(reader: EnvReader, name: str) -> str:
+    """A prefix variable as given: not stripped (``"query: "`` keeps its space); unset → ``""``."""
+    return reader.env.get(name) or ""
+
+
+def _indexing(reader: EnvReader) -> IndexingConfig:
+    return IndexingConfig(workers=reader.convert("INDEX_WORKERS", None, index_workers))
 
 
 def _rerank(reader: EnvReader) -> RerankConfig:
@@ -499,6 +573,7 @@ def read_engine_config(reader: EnvReader) -> EngineConfig:
         embeddings=_embeddings(reader),
         rerank=_rerank(reader),
         github=_github(reader),
+        indexing=_indexing(reader),
     )
 
 

@@ -7,7 +7,8 @@
 Wiring only; each stage owns its logic:
 
 - ``update`` walks (:func:`rag.ingest.walk.walk`), runs the per-file ingest step
-  (:func:`rag.ingest.prepare.prepare_file`) and applies the result in one transaction
+  (:func:`rag.ingest.prepare.prepare_file`, in worker processes for large updates:
+  :mod:`rag.ingest.pool`) and applies the result in one transaction
   (:meth:`rag.store.index.Index.apply`), copy detection included
   (:func:`rag.ingest.copies.update_copies`), reporting an :class:`~rag.ingest.stats.IndexStats`;
 - ``retrieve``, ``retrieve_images``, ``structures`` and ``code_graph`` delegate to the
@@ -21,6 +22,7 @@ cross-process file lock used by the bot.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -30,11 +32,12 @@ from pathlib import Path
 from rag.context import packer as _context
 from rag.context.codegraph import CodeGraph
 from rag.context.packer import CodeEntry, PackedContext
-from rag.errors import RepoNotFoundError, UpdateCancelledError
+from rag.errors import RepoNotFoundError
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy
 from rag.ingest.copies import update_copies
+from rag.ingest.pool import DEFAULT_POOL_POLICY, PoolPolicy, prepare_files
 from rag.ingest.scope import PathScope
-from rag.ingest.prepare import Skipped, StructureParser, Unchanged, prepare_file, secret_literals
+from rag.ingest.prepare import Skipped, StructureParser, Unchanged, secret_literals
 from rag.ingest.stats import IndexStats
 from rag.ingest.walk import DEFAULT_WALK_POLICY, WalkPolicy, walk
 from rag.parse.parser import PARSE_VERSION, FileStructure
@@ -74,6 +77,7 @@ class Engine:
         walk_policy: WalkPolicy = DEFAULT_WALK_POLICY,
         chunk_policy: ChunkPolicy = DEFAULT_CHUNK_POLICY,
         retrieval_policy: RetrievalPolicy = DEFAULT_RETRIEVAL_POLICY,
+        pool_policy: PoolPolicy = DEFAULT_POOL_POLICY,
         embeddings: EmbeddingProvider | None = None,
         reranker: Reranker | None = None,
         name: str | None = None,
@@ -85,6 +89,7 @@ class Engine:
         self.index = index
         self.walk_policy = walk_policy
         self.chunk_policy = chunk_policy
+        self.pool_policy = pool_policy
         self._update_lock = threading.Lock()
         self._secret_values: LiteralRedactor | None = None
         self._parser = StructureParser()
@@ -102,7 +107,8 @@ class Engine:
                 ``$REPO_PATH``/``$RAG_INDEX_PATH`` are applied by :mod:`rag.config` and passed in by
                 the caller (``EngineConfig.repo``/``.index_path``, the CLI's ``--repo``/``--index``).
             index_path: index file; default ``<repo>/.rag/index.sqlite``.
-            **policies: ``walk_policy``, ``chunk_policy``, ``retrieval_policy`` overrides,
+            **policies: ``walk_policy``, ``chunk_policy``, ``retrieval_policy``, ``pool_policy`` (a
+                :class:`~rag.ingest.pool.PoolPolicy`: worker processes for preparing files) overrides,
                 ``name`` (the repository's name, default the folder's; sources carry it),
                 ``scope`` (a :class:`~rag.ingest.scope.PathScope` of include/exclude patterns), and
                 ``embeddings`` (an :class:`~rag.providers.embeddings.EmbeddingProvider`) for the vector stream,
@@ -166,6 +172,7 @@ class Engine:
         Raises:
             IndexUnavailableError: the index cannot be written; the previous generation stays.
             UpdateCancelledError: ``should_stop`` returned true; the previous generation stays.
+            IndexWorkerError: a worker process preparing files died; the previous generation stays.
         """
         started = time.perf_counter()
         with self._update_lock:
@@ -183,34 +190,30 @@ class Engine:
             known = {} if full else self.index.file_rows()
             stats = IndexStats(skipped=dict(report.skipped),
                                problems=[{"path": path, "reason": reason} for path, reason in report.problems])
-            updates: list[FileUpdate] = []
             seen: set[str] = set()
-            total = len(report.files)
-            for done, wf in enumerate(report.files, 1):
-                if should_stop is not None and should_stop():
-                    raise UpdateCancelledError(f"the update was stopped after {done - 1} of {total} files; "
-                                               "the previous index is unchanged")
-                if progress and (done % 25 == 0 or done == total):
-                    progress(done, total)
-                old = known.get(wf.path)
-                result = prepare_file(wf, indexed=old, literals=literals, parser=self._parser,
-                                      chunk_policy=self.chunk_policy)
-                if isinstance(result, Skipped):
-                    stats.skip(result.reason, wf.path)
-                    continue
-                seen.add(wf.path)
-                if isinstance(result, Unchanged):
-                    continue
-                updates.append(result.update)
-                stats.redactions += result.update.redactions
-                stats.parse_seconds += result.parse_seconds
-                if old is None:
-                    stats.added += 1
-                else:
-                    stats.changed += 1
+            images_changed = sorted(report.images) != self.index.image_paths()
+            updates: list[FileUpdate] = []
+            with contextlib.closing(prepare_files(
+                    report.files, known=known, literals=literals, parser=self._parser,
+                    chunk_policy=self.chunk_policy, policy=self.pool_policy, progress=progress,
+                    should_stop=should_stop)) as results:
+                for wf, result in zip(report.files, results, strict=True):
+                    old = known.get(wf.path)
+                    if isinstance(result, Skipped):
+                        stats.skip(result.reason, wf.path)
+                        continue
+                    seen.add(wf.path)
+                    if isinstance(result, Unchanged):
+                        continue
+                    updates.append(result.update)
+                    stats.redactions += result.update.redactions
+                    stats.parse_seconds += result.parse_seconds
+                    if old is None:
+                        stats.added += 1
+                    else:
+                        stats.changed += 1
             removed = [p for p in known if p not in seen]
             stats.removed = len(removed)
-            images_changed = sorted(report.images) != self.index.image_paths()
             if updates or removed or full or images_changed or self.index.generation() == 0:
                 def record_copies(conn) -> None:
                     stats.copies = update_copies(conn, repo_root=self.repo_root, updates=updates,

@@ -5,6 +5,7 @@
     │   ├── EmptyQuestionError    the question is empty or only white space
     │   └── RepoNotFoundError     the repository path does not exist or is not a directory
     ├── IndexUnavailableError     the index file cannot be created, opened or written
+    ├── IndexWorkerError          an indexing worker process died; nothing was written
     └── ProviderError             the model / embeddings provider failed (reason is user-facing)
 
 Everything under ``UserError`` carries a message written for a person: the CLI
@@ -18,6 +19,7 @@ __all__ = [
     "EmptyQuestionError",
     "RepoNotFoundError",
     "IndexUnavailableError",
+    "IndexWorkerError",
     "ProviderError",
 ]
 
@@ -43,6 +45,12 @@ class RepoNotFoundError(UserError):
 
 class IndexUnavailableError(RagError):
     """The index location cannot be created, opened or written (permissions, disk full)."""
+
+
+class IndexWorkerError(RagError):
+    """A worker process of the indexing pool (:mod:`rag.ingest.pool`) died (killed, out of memory,
+    a crash in a native library) before it returned its files; the update wrote nothing, the
+    previous generation is unchanged. ``str(err)`` names the files it was preparing and how it ended."""
 
 
 class ProviderError(RagError):

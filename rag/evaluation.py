@@ -92,6 +92,8 @@ def run_eval(
     index_dir: Path | None = None,
     results_out: Path | None = None,
     embeddings=None,
+    reranker=None,
+    pool_policy=None,
     progress=None,
     streams: frozenset[str] | None = None,
 ) -> dict:
@@ -99,11 +101,14 @@ def run_eval(
 
     With ``embeddings`` (an :class:`~rag.providers.embeddings.EmbeddingProvider`) the
     chunks are embedded first and retrieval is hybrid; vectors stored in a
-    reused ``index_dir`` are not recomputed. ``progress(message)`` is told
+    reused ``index_dir`` are not recomputed. With ``reranker`` (a
+    :class:`~rag.providers.rerank.Reranker`) retrieval reorders its fused top candidates
+    as ``slackzilla retrieve`` does; ``pool_policy`` sets the indexing workers. ``progress(message)`` is told
     each stage. ``streams`` (a subset of :data:`rag.search.lexical.STREAMS`) runs only
     those retrieval streams (``{"lexical", "structure"}``: BM25 + structure; ``{"vectors"}``:
     the vector ranking alone); ``None`` runs every configured one. Returns the
-    :func:`score_results` dict plus ``"questions"``, ``"seconds"``, ``"hybrid"`` and ``"streams"``.
+    :func:`score_results` dict plus ``"questions"``, ``"seconds"``, ``"hybrid"``, ``"streams"`` and
+    ``"reranker"``.
 
     Raises:
         FileNotFoundError: a corpus directory is missing.
@@ -137,7 +142,10 @@ def run_eval(
                 raise FileNotFoundError(f"corpus directory not found: {root} (fetch it with shared/eval/fetch_corpora.sh)")
             policies = {} if streams is None else {
                 "retrieval_policy": dataclasses.replace(DEFAULT_RETRIEVAL_POLICY, streams=frozenset(streams))}
-            engine = Engine.open(root, index_path=base / f"{corpus}.sqlite", embeddings=embeddings, **policies)
+            if pool_policy is not None:
+                policies["pool_policy"] = pool_policy
+            engine = Engine.open(root, index_path=base / f"{corpus}.sqlite", embeddings=embeddings, reranker=reranker,
+                                 **policies)
             try:
                 engine.update(full=True)
                 if embeddings is not None:
@@ -159,6 +167,7 @@ def run_eval(
     result["seconds"] = round(time.perf_counter() - started, 2)
     result["hybrid"] = embeddings.name if embeddings is not None else None
     result["streams"] = sorted(streams) if streams is not None else None
+    result["reranker"] = reranker.name if reranker is not None else None
     return result
 
 
@@ -178,8 +187,13 @@ class BenchResult:
     parse_s: float = 0.0
     embed_full_s: float | None = None
     embed_one_file_s: float | None = None
+    embed_chunks_per_s: float | None = None
     hybrid_query_p50_ms: float | None = None
     hybrid_query_p95_ms: float | None = None
+    workers_peak_rss_mb: float | None = None
+    phase_peak_rss_mb: dict | None = None
+    reranker: str | None = None
+    scale: dict | None = None
 
     def to_json(self) -> dict:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in
@@ -212,31 +226,45 @@ def _timed_queries(engine: Engine, qs: list[str]) -> list[float]:
 
 
 def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None] | None = None,
-              embeddings=None) -> BenchResult:
+              embeddings=None, reranker=None, pool_policy=None, scale_chunks: int = 0) -> BenchResult:
     """Benchmark indexing and querying on a scratch copy of ``repo`` (the original is never touched).
 
     Measures: full index, no-op update, one-file update (one source file edited
     in the copy), and ``queries`` retrievals mixing generic questions with
     identifiers and file names sampled from the index (seeded, repeatable).
     With ``embeddings`` (a provider) it also times embedding every chunk, the
-    re-embedding after the one-file edit, and hybrid query latency.
-    Peak RSS is the process's high-water mark (``getrusage``), model included.
+    re-embedding after the one-file edit, and hybrid query latency. With ``reranker``
+    every query is reranked, as ``slackzilla retrieve`` does. ``pool_policy`` sets the
+    indexing workers. With ``scale_chunks`` it then times queries on a synthetic index of
+    that many chunks (:func:`rag.scale_bench.run_scale_bench`, as ``"scale"``).
+    Peak RSS is the process's high-water mark (``getrusage``), model included;
+    ``phase_peak_rss_mb`` the peak of each phase (:class:`rag.memory.PeakRss`), and
+    ``workers_peak_rss_mb`` the largest indexing worker's.
     """
+    from rag.ingest.pool import DEFAULT_POOL_POLICY
+    from rag.memory import PeakRss, children_peak_mb
+
     say = progress or (lambda _msg: None)
+    policy = pool_policy or DEFAULT_POOL_POLICY
+    phases: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="sz-bench-") as tmp:
         copy = Path(tmp) / "repo"
         say(f"copying {repo} to a scratch directory")
         shutil.copytree(repo, copy, symlinks=True, ignore=shutil.ignore_patterns(".git", ".rag", "node_modules"))
-        engine = Engine.open(copy, index_path=Path(tmp) / "index.sqlite")
+        engine = Engine.open(copy, index_path=Path(tmp) / "index.sqlite", reranker=reranker, pool_policy=policy)
         try:
             say("full index")
-            t0 = time.perf_counter()
-            stats = engine.update(full=True)
-            full_s = time.perf_counter() - t0
+            with PeakRss() as peak:
+                t0 = time.perf_counter()
+                stats = engine.update(full=True)
+                full_s = time.perf_counter() - t0
+            phases["full_index"] = peak.mb
             say("no-op update")
-            t0 = time.perf_counter()
-            engine.update()
-            noop_s = time.perf_counter() - t0
+            with PeakRss() as peak:
+                t0 = time.perf_counter()
+                engine.update()
+                noop_s = time.perf_counter() - t0
+            phases["noop_update"] = peak.mb
             rows = index_queries.files_by_size(engine.index.conn)
             total_bytes = sum(size for _, size in rows)
             target = next((p for p, _ in rows if p.endswith((".js", ".ts", ".py"))), rows[0][0] if rows else None)
@@ -245,9 +273,11 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
                 say(f"one-file update ({target})")
                 with open(copy / target, "a", encoding="utf-8") as fh:
                     fh.write("\n// bench edit\n")
-                t0 = time.perf_counter()
-                engine.update()
-                one_s = time.perf_counter() - t0
+                with PeakRss() as peak:
+                    t0 = time.perf_counter()
+                    engine.update()
+                    one_s = time.perf_counter() - t0
+                phases["one_file_update"] = peak.mb
             rng = random.Random(7)
             words = index_queries.chunk_symbols(engine.index.conn, limit=500)
             paths = [p for p, _ in rows]
@@ -258,18 +288,27 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
                                       f"How does {Path(p).stem.replace('-', ' ')} work?"] +
                                      ([f"Where is {rng.choice(words)} defined?"] if words else [])))
             say(f"{len(qs[:queries])} queries")
-            p50, p95 = _percentiles(_timed_queries(engine, qs[:queries]))
+            with PeakRss() as peak:
+                p50, p95 = _percentiles(_timed_queries(engine, qs[:queries]))
+            phases["queries"] = peak.mb
             result = BenchResult(stats.files, stats.chunks, total_bytes, full_s, noop_s, one_s, p50, p95, 0.0,
                                  stats.parse_seconds)
+            result.workers_peak_rss_mb = children_peak_mb() or None
+            result.reranker = reranker.name if reranker is not None else None
             if embeddings is not None:
-                hybrid = Engine.open(copy, index_path=Path(tmp) / "index.sqlite", embeddings=embeddings)
+                hybrid = Engine.open(copy, index_path=Path(tmp) / "index.sqlite", embeddings=embeddings,
+                                     reranker=reranker, pool_policy=policy)
                 try:
                     say(f"embedding {hybrid.vectors.pending()} chunks with {embeddings.name}")
-                    t0 = time.perf_counter()
-                    report = hybrid.embed_pending()
-                    result.embed_full_s = time.perf_counter() - t0
+                    with PeakRss() as peak:
+                        t0 = time.perf_counter()
+                        report = hybrid.embed_pending()
+                        result.embed_full_s = time.perf_counter() - t0
+                    phases["embed"] = peak.mb
                     if report.error:
                         raise RuntimeError(f"embedding failed: {report.error}")
+                    if result.embed_full_s > 0:
+                        result.embed_chunks_per_s = report.embedded / result.embed_full_s
                     if target:
                         with open(copy / target, "a", encoding="utf-8") as fh:
                             fh.write("\n// second bench edit\n")
@@ -279,11 +318,19 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
                         result.embed_one_file_s = time.perf_counter() - t0
                     hybrid.retrieve("warm up the model")
                     say(f"{len(qs[:queries])} hybrid queries")
-                    result.hybrid_query_p50_ms, result.hybrid_query_p95_ms = _percentiles(
-                        _timed_queries(hybrid, qs[:queries]))
+                    with PeakRss() as peak:
+                        result.hybrid_query_p50_ms, result.hybrid_query_p95_ms = _percentiles(
+                            _timed_queries(hybrid, qs[:queries]))
+                    phases["hybrid_queries"] = peak.mb
                 finally:
                     hybrid.close()
+            if scale_chunks:
+                from rag.scale_bench import run_scale_bench
+
+                result.scale = run_scale_bench(engine, work_dir=Path(tmp), questions=qs[:queries], chunks=scale_chunks,
+                                               embeddings=embeddings, reranker=reranker, progress=say)
             result.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+            result.phase_peak_rss_mb = {phase: round(mb, 1) for phase, mb in phases.items()}
             return result
         finally:
             engine.close()

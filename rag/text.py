@@ -16,8 +16,8 @@ same word in the code meet in the index:
 """
 from __future__ import annotations
 
-import functools
 import re
+from collections.abc import Callable
 
 __all__ = [
     "STOPWORDS",
@@ -26,6 +26,7 @@ __all__ = [
     "index_text",
     "query_terms",
     "light_stem",
+    "stem_set",
     "synonyms_of",
     "words",
 ]
@@ -104,9 +105,35 @@ def identifier_parts(token: str) -> list[str]:
     return parts
 
 
-@functools.lru_cache(maxsize=262_144)
-def _expand(token: str) -> tuple[str, ...]:
-    """Index terms of one word: its parts, plus the joined lower-case form for compounds (memoised)."""
+MEMO_MAX_WORDS = 262_144
+"""Distinct words a tokeniser memo holds before it starts afresh (bounds its memory to a few tens
+of MB; eslint 9.39.5's 2,785 chunks have 11,239 distinct words in 428,220)."""
+
+
+class _Memo(dict):
+    """``word → compute(word)``, computed on a miss (``dict.__missing__``) and remembered, so a hit is
+    one C-level dict lookup with no Python frame; emptied once it holds :data:`MEMO_MAX_WORDS`.
+
+    Per process, like the ``functools.lru_cache`` it replaces (which cost a Python call, a lock
+    and a linked-list update per word)."""
+
+    __slots__ = ("compute",)
+
+    def __init__(self, compute: Callable) -> None:
+        super().__init__()
+        self.compute = compute
+
+    def __missing__(self, word):
+        if len(self) >= MEMO_MAX_WORDS:
+            self.clear()
+        value = self[word] = self.compute(word)
+        return value
+
+
+def _expand_uncached(token: str) -> tuple[str, ...]:
+    """Index terms of one word: its parts, plus the joined lower-case form for compounds."""
+    if token.isdigit() or (token.isalpha() and token.islower()):
+        return (token,)  # one part, equal to the word (the common case: 3/4 of the words of code)
     parts = identifier_parts(token)
     joined = re.sub(r"[_$]+", "", token.lower())
     if len(parts) > 1 and joined:
@@ -114,16 +141,38 @@ def _expand(token: str) -> tuple[str, ...]:
     return tuple(parts) or ((joined,) if joined else ())
 
 
+_EXPANSIONS = _Memo(_expand_uncached)
+# ASCII bytes of one word (``_WORD``'s alphabet) → its terms, space-joined ("" for ``$``, ``__``).
+_EXPANDED_BYTES = _Memo(lambda word: " ".join(_expand_uncached(word.decode("ascii"))))
+# bytes.translate table: ``_WORD``'s characters stay, every other byte becomes a space.
+_NON_WORD_TO_SPACE = bytes(b if chr(b) in "_$" or (chr(b).isascii() and chr(b).isalnum()) else 0x20
+                           for b in range(256))
+
+
+def _expand(token: str) -> tuple[str, ...]:
+    """Index terms of one word (:func:`_expand_uncached`, memoised)."""
+    return _EXPANSIONS[token]
+
+
 def index_text(text: str) -> str:
     """The FTS5 body for ``text``: every word, plus identifier parts and joined forms.
 
     ``const getUserById = x`` → ``"const getuserbyid get user by id x"``.
     Output is space-separated lower-case tokens; FTS5 then applies Porter stemming.
+
+    This is the hot loop of indexing (every chunk, heading, path and symbol list), so the words
+    are found without a regex: the text is encoded as UTF-8 and ``bytes.translate`` turns every
+    byte outside ``[A-Za-z0-9_$]`` into a space before ``bytes.split()``. That gives exactly the
+    words of ``_WORD.findall(text)``: ``_WORD`` matches ASCII only, and in UTF-8 every byte of a
+    non-ASCII character is ≥ 0x80. Each word's space-joined terms are memoised (:class:`_Memo`),
+    so a repeated word costs one dict lookup inside ``map``; words without terms (``$``, ``__``)
+    give ``""`` and are dropped, so spaces are never doubled. Measured on eslint 9.39.5's 2,785
+    chunks (4.3 MB, one core, best of 9): 0.21 s → 0.12 s on first sight of the words, 0.16 s →
+    0.07 s once they are known; ``tests/rag/test_text.py`` checks the output against the
+    word-by-word definition over real files.
     """
-    out: list[str] = []
-    for token in _WORD.findall(text):
-        out.extend(_expand(token))
-    return " ".join(out)
+    words_ = text.encode("utf-8", "surrogatepass").translate(_NON_WORD_TO_SPACE).split()
+    return " ".join(filter(None, map(_EXPANDED_BYTES.__getitem__, words_)))
 
 
 def synonyms_of(term: str) -> frozenset[str]:
@@ -149,13 +198,17 @@ def query_terms(question: str) -> list[str]:
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "es", "ed", "ly", "s")
 
 
-@functools.lru_cache(maxsize=262_144)
 def light_stem(word: str) -> str:
     """A light English suffix stripper (S-stemmer-like, Harman 1991, extended).
 
     Used outside FTS5 for path and heading comparisons. ``routes`` → ``rout``,
     ``routing`` → ``rout``, ``parsers`` → ``pars``; words of ≤ 4 letters are kept.
+    Memoised per word (:data:`_STEMS`).
     """
+    return _STEMS[word]
+
+
+def _light_stem_uncached(word: str) -> str:
     if len(word) <= 4:
         return word
     for suffix in _SUFFIXES:
@@ -165,3 +218,12 @@ def light_stem(word: str) -> str:
                 stem += "y"
             return stem.rstrip("e") if len(stem) > 3 else stem
     return word.rstrip("e") if len(word) > 4 else word
+
+
+_STEMS = _Memo(_light_stem_uncached)
+
+
+def stem_set(text: str) -> str:
+    """The sorted, space-joined distinct :func:`light_stem` of the space-separated words of ``text``
+    (the index's per-chunk ``stems`` column, used for coverage scoring)."""
+    return " ".join(sorted(set(map(_STEMS.__getitem__, set(text.split())))))

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from bot.cli.common import EXIT_FAILURE, embeddings_provider, emit, friendly_errors, json_option, repo_option
+from bot.cli.common import (EXIT_FAILURE, embeddings_provider, emit, friendly_errors, json_option, pool_policy,
+                             repo_option, reranker)
 
 __all__ = ["bench_cmd"]
 
@@ -18,6 +19,8 @@ __all__ = ["bench_cmd"]
 @click.option("--queries", default=200, show_default=True, type=click.IntRange(1, 10000))
 @click.option("--embeddings", "use_embeddings", type=click.Choice(["auto", "off"]), default="off", show_default=True,
               help="auto: also time embedding and hybrid queries with the configured provider.")
+@click.option("--scale", "scale_chunks", type=click.IntRange(0, 10_000_000), default=100_000, show_default=True,
+              help="Also time queries on a synthetic index of this many chunks built from the repository's (0: skip).")
 @click.option("--healthz", "healthz_rounds", type=click.IntRange(0, 20), default=0, show_default=True,
               help="Also measure GET /healthz latency on the bot's event loop during N full reindexes.")
 @click.option("--load", "load", is_flag=True,
@@ -41,10 +44,14 @@ __all__ = ["bench_cmd"]
                                             "no answer lost or duplicated) is missed.")
 @json_option
 @friendly_errors
-def bench_cmd(repo, queries, use_embeddings, healthz_rounds, load, asks, files, token_delay_ms, answer_tokens,
-              probe_interval_ms, reindex, profile, check, as_json) -> None:
+def bench_cmd(repo, queries, use_embeddings, scale_chunks, healthz_rounds, load, asks, files, token_delay_ms,
+              answer_tokens, probe_interval_ms, reindex, profile, check, as_json) -> None:
     """Benchmark indexing and query latency on a scratch copy of the repository (or, with --load, the
-    bot's ack latency under load)."""
+    bot's ack latency under load).
+
+    Queries are reranked when ``RERANK_URL`` is set (as ``slackzilla retrieve`` does); indexing uses
+    ``INDEX_WORKERS``. ``--scale`` adds query latency (lexical, and hybrid with ``--embeddings auto``)
+    on a synthetic index of that many chunks, embedding throughput, and each phase's peak memory."""
     from rag.errors import RepoNotFoundError
 
     if load:
@@ -60,7 +67,8 @@ def bench_cmd(repo, queries, use_embeddings, healthz_rounds, load, asks, files, 
     if use_embeddings == "auto" and provider is None:
         raise click.UsageError("--embeddings auto: no embeddings provider is configured or installed")
     result = run_bench(root, queries=queries, progress=None if as_json else (lambda m: click.echo(m, err=True)),
-                       embeddings=provider).to_json()
+                       embeddings=provider, reranker=reranker(), pool_policy=pool_policy(),
+                       scale_chunks=scale_chunks).to_json()
     if healthz_rounds:
         from bot.cli.loopbench import healthz_during_reindex
 

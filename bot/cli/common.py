@@ -25,8 +25,8 @@ from rag.errors import EmptyQuestionError, RagError
 
 __all__ = [
     "EXIT_FAILURE", "EXIT_USAGE", "bot_core", "check_question", "emit", "embeddings_provider", "fail",
-    "friendly_errors", "index_option", "json_option", "open_engine", "printable", "progress_bar", "repo_option",
-    "reranker", "run_update",
+    "friendly_errors", "index_option", "json_option", "open_engine", "pool_policy", "printable", "progress_bar",
+    "repo_option", "reranker", "run_update",
 ]
 
 EXIT_USAGE = 2
@@ -131,7 +131,7 @@ def open_engine(repo: Path | None, index_path: Path | None, *, update: bool = Tr
     for config in configs:
         try:
             engine = Engine.open(config.path, index_path=config.index_path, embeddings=embeddings, reranker=rerank,
-                                 name=config.name, scope=None if config.scope.empty else config.scope)
+                                 pool_policy=pool_policy(), name=config.name, scope=None if config.scope.empty else config.scope)
         except RagError as exc:
             if len(configs) == 1:
                 raise
@@ -193,6 +193,19 @@ def reranker():
     from rag.providers.rerank import build_reranker
 
     return _build_or_warn("reranking", lambda: build_reranker(RerankConfig.from_env()))
+
+
+def pool_policy():
+    """How updates prepare files (``INDEX_WORKERS``: worker processes, ``auto`` by default), as a
+    :class:`rag.ingest.pool.PoolPolicy`; a bad value is reported on stderr and the default used."""
+    from rag.config import ConfigError, IndexingConfig
+    from rag.ingest.pool import DEFAULT_POOL_POLICY, PoolPolicy
+
+    try:
+        return PoolPolicy(workers=IndexingConfig.from_env().workers)
+    except ConfigError as exc:
+        click.echo(f"warning: {'; '.join(exc.problems)} (using auto)", err=True)
+        return DEFAULT_POOL_POLICY
 
 
 def _build_or_warn(what: str, build: Callable):

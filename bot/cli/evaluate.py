@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from bot.cli.common import embeddings_provider, emit, fail, friendly_errors, json_option
+from bot.cli.common import embeddings_provider, emit, fail, friendly_errors, json_option, pool_policy, reranker
 
 __all__ = ["eval_cmd", "STREAM_CHOICES"]
 
@@ -32,7 +32,10 @@ STREAM_CHOICES: dict[str, frozenset[str] | None] = {
 @json_option
 @friendly_errors
 def eval_cmd(set_path, corpora, limit, results, index_dir, use_embeddings, streams, as_json) -> None:
-    """Score retrieval on an eval set: R@1, R@5, MRR@10 per kind, abstain rate."""
+    """Score retrieval on an eval set: R@1, R@5, MRR@10 per kind, abstain rate.
+
+    Retrieval is what ``slackzilla retrieve`` does: hybrid with the configured embeddings
+    provider (unless ``--embeddings off``), reranked when ``RERANK_URL`` is set."""
     from rag.evaluation import run_eval
 
     provider = embeddings_provider() if use_embeddings == "auto" and streams != "lexical" else None
@@ -42,8 +45,8 @@ def eval_cmd(set_path, corpora, limit, results, index_dir, use_embeddings, strea
     if index_dir is not None:
         index_dir.mkdir(parents=True, exist_ok=True)
     result = run_eval(set_path, corpora, limit=limit, results_out=results, index_dir=index_dir,
-                      embeddings=provider, progress=lambda m: click.echo(m, err=True),
-                      streams=STREAM_CHOICES[streams])
+                      embeddings=provider, reranker=reranker(), pool_policy=pool_policy(),
+                      progress=lambda m: click.echo(m, err=True), streams=STREAM_CHOICES[streams])
     if as_json:
         emit(result)
         return

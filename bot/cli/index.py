@@ -5,8 +5,8 @@ from pathlib import Path
 
 import click
 
-from bot.cli.common import (embeddings_provider, emit, fail, friendly_errors, index_option, json_option, printable,
-                             progress_bar, repo_option)
+from bot.cli.common import (embeddings_provider, emit, fail, friendly_errors, index_option, json_option, pool_policy,
+                             printable, progress_bar, repo_option)
 from rag.engine import Engine
 
 __all__ = ["index_cmd"]
@@ -42,7 +42,7 @@ def _index_one(config, *, full: bool, as_json: bool, single: bool = False) -> di
 
     try:
         engine = Engine.open(config.path, index_path=config.index_path, embeddings=embeddings_provider(),
-                             name=config.name, scope=None if config.scope.empty else config.scope)
+                             pool_policy=pool_policy(), name=config.name, scope=None if config.scope.empty else config.scope)
     except RagError as exc:
         if single:
             raise

@@ -28,6 +28,13 @@ answered with p95 6-15 ms (p50 1-3 ms), tree-sitter parsing included. With
 dozens of questions answered at the same time the thread's share of the GIL
 delayed Slack's acks by seconds, so the bot hands in an ``update`` that runs
 ``Engine.update`` in a child process (the lock and the record stay here).
+
+**Worker processes.** A large update prepares its files in a process pool
+(:mod:`rag.ingest.pool`, ``INDEX_WORKERS``); the update's thread only waits for
+results and writes them, in one transaction as before. The deadline and shutdown
+still apply (``should_stop`` is polled while waiting; stuck workers are
+terminated), and a worker that dies fails the run with
+:class:`~rag.errors.IndexWorkerError`, nothing written.
 """
 from __future__ import annotations
 

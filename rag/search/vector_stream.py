@@ -134,7 +134,8 @@ class VectorStream:
             if cached is not None:
                 self._query_vectors.move_to_end(question)
                 return cached
-        vector = self.provider.embed([question], deadline_s=QUERY_EMBED_DEADLINE_S)[0]
+        embed = getattr(self.provider, "embed_queries", None) or self.provider.embed  # query prefix, if any
+        vector = embed([question], deadline_s=QUERY_EMBED_DEADLINE_S)[0]
         with self._lock:
             self._query_vectors[question] = vector
             while len(self._query_vectors) > QUERY_CACHE_SIZE:

@@ -29,23 +29,25 @@ than this code knows is moved aside and rebuilt (never fatal).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from rag.errors import IndexUnavailableError
 from rag.store import queries
-from rag.text import index_text, light_stem
+from rag.text import index_text, stem_set
 from rag.types import Chunk
 
-__all__ = ["Index", "FileRow", "FileUpdate", "SCHEMA_VERSION", "insert_chunks", "delete_chunks"]
+__all__ = ["Index", "IndexWriter", "FileRow", "FileUpdate", "ChunkTerms", "chunk_terms", "SCHEMA_VERSION",
+           "insert_chunks", "delete_chunks"]
 
 log = logging.getLogger(__name__)
 
@@ -207,6 +209,8 @@ class FileUpdate:
         chunks: its chunks (text already redacted).
         structure: parsed code structure as a JSON-ready dict, or ``None``.
         chunk_symbols: per chunk, space-separated names of symbols defined in it.
+        terms: per chunk, its :class:`ChunkTerms` when already computed (by an indexing worker
+            process, :mod:`rag.ingest.pool`), else ``None``: :meth:`Index.apply` computes them.
     """
 
     path: str
@@ -220,6 +224,81 @@ class FileUpdate:
     chunks: list[Chunk]
     structure: dict | None = None
     chunk_symbols: list[str] | None = None
+    terms: list[ChunkTerms] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkTerms:
+    """What the index stores for one chunk besides its text: the FTS5 columns (``body``,
+    ``heading``, ``symbols``: :func:`rag.text.index_text` output), the light stems for
+    coverage scoring (``stems``) and the content hash of its text (``hash``)."""
+
+    body: str
+    heading: str
+    symbols: str
+    stems: str
+    hash: str
+
+
+def chunk_terms(update: FileUpdate) -> list[ChunkTerms]:
+    """The :class:`ChunkTerms` of every chunk of ``update``, in order (pure CPU: tokenising and
+    hashing, the part of writing a file that needs no database, so it can run in a worker)."""
+    symbols = update.chunk_symbols or [""] * len(update.chunks)
+    out = []
+    for chunk, syms in zip(update.chunks, symbols):
+        body = index_text(f"{chunk.header}\n{chunk.text}" if chunk.header else chunk.text)  # the header is searched too
+        heading = index_text(chunk.heading or "")
+        out.append(ChunkTerms(body, heading, index_text(syms), stem_set(f"{body} {heading}"), _chunk_hash(chunk.text)))
+    return out
+
+
+class IndexWriter:
+    """The rows of one open write transaction (:meth:`Index.writer`); not for use after it ends.
+
+    ``add`` replaces a file (its old rows, if any, are deleted first; after a full rebuild's
+    delete-all there are none to look for); ``insert`` writes a file known to have no rows;
+    ``remove`` forgets paths. Chunk rowids are assigned in call order.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, *, full: bool) -> None:
+        self.conn = conn
+        self.full = full
+
+    def remove(self, paths: Iterable[str]) -> None:
+        """Delete the file rows, chunks and FTS rows of ``paths`` (absent paths are ignored)."""
+        conn = self.conn
+        for path in paths:
+            ids = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE path=?", (path,))]
+            if ids:
+                conn.executemany("DELETE FROM chunks_fts WHERE rowid=?", [(i,) for i in ids])
+                conn.execute("DELETE FROM chunks WHERE path=?", (path,))
+            conn.execute("DELETE FROM files WHERE path=?", (path,))
+
+    def add(self, update: FileUpdate) -> None:
+        """Write a new or changed file, replacing what the index held for its path."""
+        if not self.full:
+            self.remove([update.path])
+        self.insert(update)
+
+    def insert(self, u: FileUpdate) -> None:
+        """Write one file's row, chunks and FTS rows (``u.terms``, or computed now: :func:`chunk_terms`)."""
+        conn = self.conn
+        conn.execute(
+            "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?)",
+            (u.path, u.size, u.mtime_ns, u.hash, u.file_type, u.kind, u.lines, u.redactions,
+             json.dumps(u.structure, separators=(",", ":")) if u.structure is not None else None),
+        )
+        _insert_chunk_rows(conn, u.path, u.chunks, u.terms if u.terms is not None else chunk_terms(u))
+
+    def set_images(self, images: list[str]) -> None:
+        """Replace the image list with ``images``."""
+        self.conn.execute("DELETE FROM images")
+        self.conn.executemany("INSERT INTO images VALUES (?)", [(p,) for p in images])
+
+    def set_meta(self, meta: dict[str, str]) -> None:
+        """Set ``meta`` keys."""
+        for key, value in meta.items():
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
 
 class Index:
@@ -481,6 +560,34 @@ class Index:
                 transaction (derived tables such as ``file_copies``: readers see them with
                 the generation they belong to).
         """
+        with self.writer(full=full) as writer:
+            writer.remove([*removed, *(u.path for u in updates)])
+            for u in updates:
+                writer.insert(u)
+            if images is not None:
+                writer.set_images(images)
+            writer.set_meta(meta or {})
+            if after is not None:
+                after(writer.conn)
+        return self.generation()
+
+    @contextmanager
+    def writer(self, *, full: bool = False) -> Iterator[IndexWriter]:
+        """One update written as it is produced, in a single transaction (:meth:`write`): the
+        :class:`IndexWriter` adds files one by one, and the generation is bumped and committed when
+        the block ends (rolled back, nothing visible, on any exception); then the WAL is checkpointed.
+
+        Example::
+
+            with index.writer(full=True) as w:      # BEGIN IMMEDIATE; every row deleted
+                for update in prepared:             # e.g. as worker processes return them
+                    w.add(update)
+                w.set_images(images)
+            index.generation()                      # the new generation
+
+        Args:
+            full: drop every file, chunk and FTS row first (a full rebuild).
+        """
         with self.write() as conn:
             if full:
                 conn.execute("DELETE FROM files")
@@ -491,28 +598,8 @@ class Index:
                     conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE path NOT IN "
                                  f"({DOCUMENT_PATHS}))")
                     conn.execute(f"DELETE FROM chunks WHERE path NOT IN ({DOCUMENT_PATHS})")
-            for path in [*removed, *(u.path for u in updates)]:
-                ids = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE path=?", (path,))]
-                if ids:
-                    conn.executemany("DELETE FROM chunks_fts WHERE rowid=?", [(i,) for i in ids])
-                    conn.execute("DELETE FROM chunks WHERE path=?", (path,))
-                conn.execute("DELETE FROM files WHERE path=?", (path,))
-            for u in updates:
-                conn.execute(
-                    "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?)",
-                    (u.path, u.size, u.mtime_ns, u.hash, u.file_type, u.kind, u.lines, u.redactions,
-                     json.dumps(u.structure, separators=(",", ":")) if u.structure is not None else None),
-                )
-                insert_chunks(conn, u.path, u.chunks, u.chunk_symbols)
-            if images is not None:
-                conn.execute("DELETE FROM images")
-                conn.executemany("INSERT INTO images VALUES (?)", [(p,) for p in images])
-            for key, value in (meta or {}).items():
-                conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
-            if after is not None:
-                after(conn)
+            yield IndexWriter(conn, full=full)
         self.checkpoint()
-        return self.generation()
 
     def checkpoint(self) -> bool:
         """Copy the WAL into the database and truncate it (``PRAGMA wal_checkpoint(TRUNCATE)``).
@@ -532,27 +619,30 @@ class Index:
         return busy == 0
 
 
+def _insert_chunk_rows(conn: sqlite3.Connection, path: str, chunks: Sequence[Chunk],
+                       terms: Sequence[ChunkTerms]) -> None:
+    """Insert ``chunks`` of ``path`` with their precomputed ``terms`` into ``chunks`` and ``chunks_fts``."""
+    path_text = index_text(path)
+    for chunk, t in zip(chunks, terms, strict=True):
+        cur = conn.execute(
+            "INSERT INTO chunks (path, start, end, heading, symbol, file_type, kind, text, hash, stems, header)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (chunk.path, chunk.start, chunk.end, chunk.heading, chunk.symbol, chunk.file_type,
+             chunk.kind, chunk.text, t.hash, t.stems, chunk.header),
+        )
+        conn.execute(
+            "INSERT INTO chunks_fts (rowid, body, path, heading, symbols) VALUES (?,?,?,?,?)",
+            (cur.lastrowid, t.body, path_text, t.heading, t.symbols),
+        )
+
+
 def insert_chunks(conn: sqlite3.Connection, path: str, chunks: list[Chunk], symbols: list[str] | None = None) -> None:
     """Insert ``chunks`` of ``path`` into ``chunks`` and ``chunks_fts`` (inside the caller's write transaction).
 
     ``symbols``: per chunk, space-separated names of symbols defined in it (the FTS ``symbols`` column).
     """
-    path_text = index_text(path)
-    for chunk, syms in zip(chunks, symbols or [""] * len(chunks)):
-        header = chunk.header
-        body = index_text(f"{header}\n{chunk.text}" if header else chunk.text)  # the header is searched too
-        heading = index_text(chunk.heading or "")
-        stems = " ".join(sorted({light_stem(w) for w in set(f"{body} {heading}".split())}))
-        cur = conn.execute(
-            "INSERT INTO chunks (path, start, end, heading, symbol, file_type, kind, text, hash, stems, header)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (chunk.path, chunk.start, chunk.end, chunk.heading, chunk.symbol, chunk.file_type,
-             chunk.kind, chunk.text, _chunk_hash(chunk.text), stems, header),
-        )
-        conn.execute(
-            "INSERT INTO chunks_fts (rowid, body, path, heading, symbols) VALUES (?,?,?,?,?)",
-            (cur.lastrowid, body, path_text, heading, index_text(syms)),
-        )
+    update = FileUpdate(path, 0, 0, "", "", "", 0, 0, list(chunks), None, symbols)
+    _insert_chunk_rows(conn, path, chunks, chunk_terms(update))
 
 
 def delete_chunks(conn: sqlite3.Connection, path: str) -> int:
@@ -618,8 +708,6 @@ def _may_be_index(path: Path) -> bool:
 
 
 def _chunk_hash(text: str) -> str:
-    import hashlib
-
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 

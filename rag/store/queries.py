@@ -19,8 +19,8 @@ __all__ = [
     "CANDIDATE_COLUMNS", "MAX_IDS_PER_STATEMENT",
     "count_chunks", "count_fts_matches", "bm25_candidates", "chunks_by_id", "first_chunks_of",
     "file_paths", "stored_structures", "image_paths", "chunk_lines", "has_file",
-    "chunk_ids_paths_texts", "chunk_paths_texts", "chunk_embedding_rows", "has_model_vectors", "content_versions",
-    "files_by_size", "chunk_symbols", "bm25_chunks_of", "file_copies",
+    "chunk_ids_paths_texts", "chunk_embedding_rows", "has_model_vectors", "content_versions",
+    "files_by_size", "chunk_symbols", "bm25_chunks_of", "file_copies", "all_file_rows", "all_chunk_rows",
 ]
 
 CANDIDATE_COLUMNS = ("id", "path", "start", "end", "file_type", "kind", "heading", "text", "bm25", "stems",
@@ -176,3 +176,18 @@ def files_by_size(conn: sqlite3.Connection) -> list[tuple[str, int]]:
 def chunk_symbols(conn: sqlite3.Connection, *, limit: int = 500) -> list[str]:
     """Up to ``limit`` chunk symbol names (chunks that have one), in table order."""
     return [w for (w,) in conn.execute(f"SELECT symbol FROM chunks WHERE symbol IS NOT NULL LIMIT {int(limit)}")]
+
+
+def all_file_rows(conn: sqlite3.Connection) -> list[tuple]:
+    """Every ``files`` row ``(path, size, mtime_ns, hash, file_type, kind, lines, redactions, structure)``,
+    by path (to copy an index's files into a synthetic one: ``rag.scale_bench``)."""
+    return conn.execute("SELECT path, size, mtime_ns, hash, file_type, kind, lines, redactions, structure "
+                        "FROM files ORDER BY path").fetchall()
+
+
+def all_chunk_rows(conn: sqlite3.Connection) -> list[tuple]:
+    """Every chunk with its FTS columns, by id: ``(path, start, end, heading, symbol, file_type, kind, text,
+    hash, stems, body, fts_heading, symbols)``."""
+    return conn.execute(
+        "SELECT c.path, c.start, c.end, c.heading, c.symbol, c.file_type, c.kind, c.text, c.hash, c.stems, "
+        "f.body, f.heading, f.symbols FROM chunks c JOIN chunks_fts f ON f.rowid = c.id ORDER BY c.id").fetchall()

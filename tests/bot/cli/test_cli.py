@@ -431,7 +431,7 @@ def test_eval_with_a_malformed_set_line_is_one_error_line(tmp_path):
 
 
 def test_bench_json_shape(repo):
-    result = run("bench", "--repo", repo, "--queries", "5", "--json")
+    result = run("bench", "--repo", repo, "--queries", "5", "--scale", "0", "--json")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert {"files", "chunks", "bytes", "full_index_s", "noop_update_s", "one_file_update_s",

@@ -21,6 +21,7 @@ import pytest
 from repo_helpers import result_paths, write_repo
 
 from rag.engine import Engine
+from rag.ingest.pool import PoolPolicy
 from rag.ingest.prepare import StructureParser
 from rag.parse.records import FileStructure
 from rag.errors import RagError, UserError
@@ -76,9 +77,11 @@ class _HookParser(StructureParser):
 
 
 class HookEngine(Engine):
-    """An engine whose update calls its ``_structure`` hook instead of parsing each file."""
+    """An engine whose update calls its ``_structure`` hook instead of parsing each file (in this
+    process: a worker pool would build its own parser, so these engines prepare files here)."""
 
     def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("pool_policy", PoolPolicy(workers=1))
         super().__init__(*args, **kwargs)
         self._parser = _HookParser(self._structure)
 
@@ -218,6 +221,7 @@ def test_another_file_lock_holder_blocks_run(reindexer):
 CHILD_HOLDS_LOCK = """
 import sys, time, pathlib
 from rag.engine import Engine
+from rag.ingest.pool import PoolPolicy
 from rag.ingest.prepare import StructureParser
 from rag.parse.records import FileStructure
 from rag.ingest.reindexer import Reindexer
@@ -228,7 +232,7 @@ class Slow(StructureParser):
         time.sleep(120)
         return None
 
-engine = Engine.open(sys.argv[1], index_path=sys.argv[2])
+engine = Engine.open(sys.argv[1], index_path=sys.argv[2], pool_policy=PoolPolicy(workers=1))
 engine._parser = Slow()
 Reindexer(engine).run(trigger="cli", user="U_CHILD")
 """
@@ -503,8 +507,8 @@ def _slow_engine(tmp_path):
     (repo / "src").mkdir(parents=True)
     for i in range(40):
         (repo / "src" / f"m{i}.js").write_text(f"export const v{i} = {i};\n")
-    engine = Engine.open(repo, index_path=tmp_path / "slow-idx" / "index.sqlite")
-    engine._parser = _SlowParser(engine._parser)
+    engine = Engine.open(repo, index_path=tmp_path / "slow-idx" / "index.sqlite", pool_policy=PoolPolicy(workers=1))
+    engine._parser = _SlowParser(engine._parser)  # in this process (the pool's case: test_pool.py)
     return engine
 
 

@@ -3,11 +3,11 @@
 The OpenAI-compatible provider talks real HTTP to a local server on
 127.0.0.1 (port 0) that answers ``POST /v1/embeddings`` like OpenAI, with
 vectors derived from a hash of each text, so results are deterministic and
-checkable. The local sentence-transformers test runs only when the optional
-``local-embeddings`` extra is installed.
+checkable. The local models are tested in ``test_local_embeddings.py``.
 """
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import subprocess
 import sys
@@ -20,11 +20,14 @@ import pytest
 from embeddings_server import DIM, EmbeddingsServer, hash_vector
 from rag.providers.embeddings import (
     LOCAL_EXTRA_HINT,
+    TORCH_EXTRA_HINT,
     EmbeddingProvider,
     LocalEmbeddings,
+    OnnxEmbeddings,
     OpenAIEmbeddings,
     build_embeddings,
     local_extra_installed,
+    torch_extra_installed,
 )
 from rag.config import ConfigError, EmbeddingsConfig
 from rag.errors import ProviderError
@@ -188,18 +191,61 @@ def test_provider_from_env_choices(server, tmp_path):
     with pytest.raises(ProviderError, match="EMBEDDINGS_URL must be an http"):
         build_embeddings(EmbeddingsConfig(url="ftp://example/v1"))
     default = provider_from_env({})
-    if local_extra_installed():
+    if local_extra_installed():  # the ONNX default, no PyTorch
+        assert isinstance(default, OnnxEmbeddings) and default.name.startswith("local:all-MiniLM-L6-v2-int8@")
+    elif torch_extra_installed():
         assert isinstance(default, LocalEmbeddings) and default.name.startswith("local:all-MiniLM-L6-v2@")
     else:
         assert default is None
 
 
-def test_choosing_a_provider_does_not_import_torch():
+def test_batch_size_and_timeout_come_from_the_environment(server):
+    provider = provider_from_env({"EMBEDDINGS_URL": server.url, "EMBEDDINGS_BATCH_SIZE": "4",
+                                  "EMBEDDINGS_TIMEOUT_S": "0.3"})
+    assert (provider.batch_size, provider.request_timeout_s) == (4, 0.3)
+    provider.embed([f"text {i}" for i in range(10)])
+    assert [len(r["body"]["input"]) for r in server.requests] == [4, 4, 2]
+    server.script.extend(["hang"] * 3)
+    provider.retry = dataclasses.replace(provider.retry, max_retries=1)  # keep the test short
+    started = time.monotonic()
+    with pytest.raises(ProviderError, match="timed out"):
+        provider.embed(["slow"])
+    assert time.monotonic() - started < 3  # two attempts of 0.3 s, not the 30 s default
+    with pytest.raises(ConfigError, match="EMBEDDINGS_BATCH_SIZE: must be between 1 and 2048"):
+        provider_from_env({"EMBEDDINGS_URL": server.url, "EMBEDDINGS_BATCH_SIZE": "0"})
+
+
+def test_query_and_passage_prefixes_are_sent_and_key_the_vectors(server):
+    plain = provider_from_env({"EMBEDDINGS_URL": server.url})
+    prefixed = provider_from_env({"EMBEDDINGS_URL": server.url, "EMBEDDINGS_QUERY_PREFIX": "query: ",
+                                  "EMBEDDINGS_PASSAGE_PREFIX": "passage: "})
+    prefixed.embed(["def parse(): pass"])
+    prefixed.embed_queries(["how is it parsed?"])
+    plain.embed_queries(["how is it parsed?"])
+    assert server.texts() == ["passage: def parse(): pass", "query: how is it parsed?", "how is it parsed?"]
+    assert prefixed.name.startswith("openai:text-embedding-3-small+p") and plain.name == "openai:text-embedding-3-small"
+    # Only the passage prefix changes the stored vectors, so only it changes the name.
+    assert provider_from_env({"EMBEDDINGS_URL": server.url, "EMBEDDINGS_QUERY_PREFIX": "q: "}).name == plain.name
+
+
+def test_one_rejected_text_with_small_provider_batches_keeps_every_other_vector(server, db):
+    """A provider batch smaller than the embedding loop's: the refused request still costs only its one text."""
+    provider = provider_from_env({"EMBEDDINGS_URL": server.url, "EMBEDDINGS_BATCH_SIZE": "4"})
+    texts = {f"h{i:03d}": f"chunk body {i}" for i in range(40)}
+    texts["h017"] = "POISON " * 5
+    server.reject_if = lambda text: "POISON" in text
+    report = run_embedding(provider, db, texts, batch_size=32)
+    assert (report.planned, report.embedded, report.rejected, report.error) == (40, 39, 1, None)
+    assert "maximum context length" in report.rejected_reason
+    assert vector_hashes(db, model=provider.name) == set(texts) - {"h017"}
+
+
+def test_choosing_a_provider_does_not_import_torch_or_onnxruntime():
     code = ("import sys; from rag.config import EmbeddingsConfig; from rag.providers.embeddings import build_embeddings; "
             "p = build_embeddings(EmbeddingsConfig.from_env({})); "
-            "print(type(p).__name__, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)")
+            "print(type(p).__name__, *(m in sys.modules for m in ('torch', 'sentence_transformers', 'onnxruntime')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out[1:] == ["False", "False"]
+    assert out[1:] == ["False", "False", "False"]
 
 
 def test_local_fingerprint_changes_when_the_model_changes(tmp_path):
@@ -209,36 +255,9 @@ def test_local_fingerprint_changes_when_the_model_changes(tmp_path):
     assert LocalEmbeddings(path=tmp_path).name != before
 
 
-# --------------------------------------------------------------------------- local model (optional extra)
-
-needs_local = pytest.mark.skipif(not local_extra_installed(), reason="local-embeddings extra not installed")
-
-
-@needs_local
-def test_packaged_minilm_loads_offline_and_ranks_by_meaning(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    provider = LocalEmbeddings(batch_size=4)
-    vectors = provider.embed([
-        "The server rejects a request body that is larger than the configured limit.",
-        "bodyLimit: maximum payload size in bytes; a bigger body gets 413 Payload Too Large",
-        "Write log lines to a file destination asynchronously.",
-    ])
-    assert provider.dim == 384 and vectors.shape == (3, 384) and vectors.dtype == np.float32
-    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.1
-    assert np.allclose(provider.embed(["Write log lines to a file destination asynchronously."])[0],
-                       vectors[2], atol=1e-5)
-
-
-@needs_local
-def test_local_directory_without_a_model_fails_with_one_line(tmp_path):
-    with pytest.raises(ProviderError, match="could not load the local embeddings model") as info:
-        LocalEmbeddings(path=tmp_path).embed(["x"])
-    assert "\n" not in str(info.value)
-
-
-def test_extra_hint_names_the_extra():
+def test_extra_hints_name_the_extras():
     assert "slackzilla[local-embeddings]" in LOCAL_EXTRA_HINT
+    assert "slackzilla[local-embeddings-torch]" in TORCH_EXTRA_HINT
 
 
 # --------------------------------------------------------------------------- embed_missing against SQLite
