@@ -127,34 +127,37 @@ class BudgetRateLimitRetryHandler(_Shared, AsyncRateLimitErrorRetryHandler):
         return retry
 
 
-class BudgetServerErrorRetryHandler(_Shared, AsyncServerErrorRetryHandler):
+class _UnlessSheddable(_Shared):
+    """A slack-sdk retry handler that never retries a sheddable call (a later state replaces it)
+    and counts each retry it grants (``slackzilla_slack_retries_total{method,reason}``)."""
+
+    def __init__(self, *, max_retry_count: int = DEFAULT_MAX_RETRIES, metrics=None) -> None:
+        super().__init__(max_retry_count=max_retry_count)
+        self._metrics = metrics
+
+    def _reason(self, response, error) -> str:  # pragma: no cover - each handler names its own
+        raise NotImplementedError
+
+    async def _can_retry_async(self, *, state, request, response=None, error=None) -> bool:
+        retry = not is_sheddable_call() and await super()._can_retry_async(state=state, request=request,
+                                                                          response=response, error=error)
+        if retry and self._metrics is not None:
+            self._metrics.record_slack_retry(method_of(request.url), self._reason(response, error))
+        return retry
+
+
+class BudgetServerErrorRetryHandler(_UnlessSheddable, AsyncServerErrorRetryHandler):
     """slack-sdk's 500/503 handler, except for sheddable calls."""
 
-    def __init__(self, *, max_retry_count: int = DEFAULT_MAX_RETRIES, metrics=None) -> None:
-        super().__init__(max_retry_count=max_retry_count)
-        self._metrics = metrics
-
-    async def _can_retry_async(self, *, state, request, response=None, error=None) -> bool:
-        retry = not is_sheddable_call() and await super()._can_retry_async(state=state, request=request,
-                                                                          response=response, error=error)
-        if retry and self._metrics is not None:
-            self._metrics.record_slack_retry(method_of(request.url), f"http_{response.status_code}")
-        return retry
+    def _reason(self, response, error) -> str:
+        return f"http_{response.status_code}"
 
 
-class BudgetConnectionErrorRetryHandler(_Shared, AsyncConnectionErrorRetryHandler):
+class BudgetConnectionErrorRetryHandler(_UnlessSheddable, AsyncConnectionErrorRetryHandler):
     """slack-sdk's connection-reset handler, except for sheddable calls."""
 
-    def __init__(self, *, max_retry_count: int = DEFAULT_MAX_RETRIES, metrics=None) -> None:
-        super().__init__(max_retry_count=max_retry_count)
-        self._metrics = metrics
-
-    async def _can_retry_async(self, *, state, request, response=None, error=None) -> bool:
-        retry = not is_sheddable_call() and await super()._can_retry_async(state=state, request=request,
-                                                                          response=response, error=error)
-        if retry and self._metrics is not None:
-            self._metrics.record_slack_retry(method_of(request.url), type(error).__name__)
-        return retry
+    def _reason(self, response, error) -> str:
+        return type(error).__name__
 
 
 def retry_handlers(budget: SlackBudget, *, metrics=None, max_retry_count: int = DEFAULT_MAX_RETRIES) -> list:
