@@ -28,7 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rag.ingest.manifests import is_manifest
-from rag.search.query import Query, fts_expression
+from rag.search.bm25_topk import top_bm25
+from rag.search.query import Query, fts_expression, fts_phrases
 from rag.store import queries
 from rag.text import index_text, light_stem, synonyms_of
 from rag.types import Source
@@ -177,6 +178,14 @@ def _document_frequencies(conn: sqlite3.Connection, terms: list[str], cache: dic
     return out
 
 
+def _phrase_frequency(conn: sqlite3.Connection, phrase: str, cache: dict) -> int:
+    """Chunks matching one quoted FTS5 phrase (cached in the per-generation ``cache``)."""
+    key = ("__phrase_df__", phrase)
+    if key not in cache:
+        cache[key] = queries.count_fts_matches(conn, phrase)
+    return cache[key]
+
+
 def _bm25_idf(df: int, total: int) -> float:
     """BM25 IDF, ``log((N - df + 0.5) / (df + 0.5) + 1)`` (Robertson & Zaragoza 2009)."""
     return math.log((total - df + 0.5) / (df + 0.5) + 1.0)
@@ -224,15 +233,20 @@ def rank_chunks(
     Returns:
         ``(candidates sorted by score desc, Evidence)``; empty when nothing matches.
     """
-    expr = fts_expression(query.terms)
-    if not expr:
+    phrases = fts_phrases(query.terms)
+    if not phrases:
         return [], NO_EVIDENCE
     if total_chunks is None:
         total_chunks = queries.count_chunks(conn)
-    # Ranked inside FTS5, then joined; with a kind filter, read deeper so the filter still
+    cache = idf_cache if idf_cache is not None else {}
+    # Ranked inside FTS5 (the commonest phrases left out when they cannot change the top:
+    # rag.search.bm25_topk), then joined; with a kind filter, read deeper so the filter still
     # leaves enough candidates.
-    rows = queries.bm25_candidates(conn, expr, weights=policy.fts_weights,
-                                   limit=policy.candidate_chunks * (4 if kind else 1), kind=kind)
+    scored, kept = top_bm25(conn, phrases, weights=policy.fts_weights,
+                            limit=policy.candidate_chunks * (4 if kind else 1),
+                            df=lambda phrase: _phrase_frequency(conn, phrase, cache), total=total_chunks)
+    expr = " OR ".join(kept)
+    rows = queries.scored_chunks(conn, scored, kind=kind)
     explicit = explicit_paths(query, known_paths or [])
     vector_rows: list = []
     if extra_ids:
@@ -265,21 +279,24 @@ def rank_chunks(
         have = {c.path for c in cands}
         wanted = dict.fromkeys(s for p in have if p in copies for s in copies[p] if s not in have)
         for source_path in wanted:
-            rows_of = queries.bm25_chunks_of(conn, expr, source_path, weights=policy.fts_weights, kind=kind) \
-                or list(queries.first_chunks_of(conn, source_path, kind=kind))
+            rows_of = (queries.bm25_chunks_of(conn, expr, source_path, weights=policy.fts_weights, kind=kind)
+                       if expr else []) or list(queries.first_chunks_of(conn, source_path, kind=kind))
             cands += [Candidate(*row) for row in rows_of]
     best_bm25 = max((c.bm25 for c in cands), default=0.0) or 1.0
     path_cache: dict[str, tuple[float, set[str]]] = {}
     best_cov = 0.0
     best_matched = 0
-    cache = idf_cache if idf_cache is not None else {}
+    # A chunk's ``stems`` column is its distinct stems, space-joined: a stem is one of them when
+    # " stem " occurs in " stems " (cheaper than building a set of hundreds of words per chunk).
+    needles = {t: tuple(f" {s} " for s in stems[t]) for t in topical}
+    priors: dict[tuple[str, str, str], float] = {}
     for c in cands:
-        chunk_stems = set(c.stems.split())
+        padded = f" {c.stems} "
         c.stems = ""
         if c.path not in path_cache:
             path_cache[c.path] = _path_match(c.path, topical, stems, path_idf, path_total, cache)
         path_cov, matched_path = path_cache[c.path]
-        matched = {t for t in topical if stems[t] & chunk_stems}
+        matched = {t for t in topical if any(n in padded for n in needles[t])}
         c.matched = matched | matched_path
         c.coverage = sum(idf[t] for t in c.matched) / idf_total
         evident = [t for t in evidence_terms if t in c.matched]
@@ -287,7 +304,10 @@ def rank_chunks(
         if evidence_cov > best_cov or (evidence_cov == best_cov and len(evident) > best_matched):
             best_cov, best_matched = evidence_cov, len(evident)
         c.score = 0.45 * (c.bm25 / best_bm25) + 0.55 * c.coverage + 0.35 * path_cov
-        c.score *= _prior(c, query)
+        prior_key = (c.path, c.kind, c.file_type)
+        if prior_key not in priors:
+            priors[prior_key] = _prior(c, query)
+        c.score *= priors[prior_key]
         if symbol_files and c.path in symbol_files:
             c.score += symbol_files[c.path]
         if c.path in explicit:
@@ -393,10 +413,19 @@ def focus_line(text: str, start: int, query: Query) -> int | None:
     wanted = {t: {light_stem(x) for x in synonyms_of(t)} for t in query.terms if t not in META_TERMS}
     if not wanted:
         return None
+    # Every index term of a line is a substring of the line lower-cased with "_" and "$" taken out
+    # (rag.text.index_text), and its light stem a prefix of the term but for a final "y" ("queries"
+    # → "query"): a line holding none of these cores matches nothing and is not tokenised.
+    cores = {stem[:-1] if stem.endswith("y") else stem for group in wanted.values() for stem in group}
     best, best_hits = None, 0
     for offset, line in enumerate(text.split("\n")):
-        if not line.strip():
-            continue
+        if "" in cores:
+            if not line.strip():
+                continue
+        else:
+            flat = line.lower().replace("_", "").replace("$", "")
+            if not any(core in flat for core in cores):
+                continue
         stems = {light_stem(w) for w in index_text(line).split()}
         hits = sum(1 for group in wanted.values() if group & stems)
         if hits > best_hits:

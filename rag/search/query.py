@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from rag.text import STOPWORDS, light_stem, query_terms, synonyms_of
 
-__all__ = ["Query", "analyze", "fts_expression", "MAX_QUERY_TERMS"]
+__all__ = ["Query", "analyze", "fts_expression", "fts_phrases", "MAX_QUERY_TERMS"]
 
 MAX_QUERY_TERMS = 40
 
@@ -111,15 +111,22 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def fts_expression(terms: list[str]) -> str:
-    """An FTS5 MATCH expression: every term and its synonyms quoted, OR-ed.
+def fts_phrases(terms: list[str]) -> list[str]:
+    """The quoted FTS5 phrases of ``terms``: every term and its synonyms, once each, in order.
 
-    ``["db", "pool"]`` → ``"database" OR "db" OR "pool"``. Quoting makes FTS5
+    ``["db", "pool"]`` → ``['"database"', '"db"', '"pool"']``. Quoting makes FTS5
     syntax in user text (``NEAR``, ``*``, ``:``, ``-``, parentheses) inert.
-    Returns ``""`` for no terms.
     """
     seen: dict[str, None] = {}
     for term in terms:
         for t in sorted(synonyms_of(term)):
             seen.setdefault(t, None)
-    return " OR ".join(_quote(t) for t in seen)
+    return [_quote(t) for t in seen]
+
+
+def fts_expression(terms: list[str]) -> str:
+    """An FTS5 MATCH expression: :func:`fts_phrases` OR-ed.
+
+    ``["db", "pool"]`` → ``"database" OR "db" OR "pool"``. Returns ``""`` for no terms.
+    """
+    return " OR ".join(fts_phrases(terms))

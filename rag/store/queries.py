@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 
 __all__ = [
     "CANDIDATE_COLUMNS", "MAX_IDS_PER_STATEMENT",
-    "count_chunks", "count_fts_matches", "bm25_candidates", "chunks_by_id", "first_chunks_of",
+    "count_chunks", "count_fts_matches", "bm25_candidates", "scored_chunks", "chunks_by_id", "first_chunks_of",
     "file_paths", "stored_structures", "image_paths", "chunk_lines", "has_file",
     "chunk_ids_paths_texts", "chunk_embedding_rows", "has_model_vectors", "content_versions",
     "files_by_size", "chunk_symbols", "bm25_chunks_of", "file_copies", "all_file_rows", "all_chunk_rows",
@@ -67,6 +67,23 @@ def bm25_candidates(conn: sqlite3.Connection, expression: str, *, weights: Seque
     if kind:
         params.append(kind)
     return conn.execute(sql, params).fetchall()
+
+
+def scored_chunks(conn: sqlite3.Connection, scored: Sequence[tuple[int, float]], *,
+                  kind: str | None = None) -> list[CandidateRow]:
+    """Candidate rows of the chunks ``scored`` (``(id, bm25 score)``, e.g. from
+    :func:`rag.search.bm25_topk.top_bm25`) with their scores, in the order given; with ``kind``
+    only chunks of that kind are kept."""
+    score = dict(scored)
+    rows: dict[int, CandidateRow] = {}
+    ids = list(score)
+    for i in range(0, len(ids), MAX_IDS_PER_STATEMENT):
+        part = ids[i : i + MAX_IDS_PER_STATEMENT]
+        for row in conn.execute(
+                "SELECT id, path, start, end, file_type, kind, heading, text, 0.0, stems, symbol FROM chunks "
+                f"WHERE id IN ({','.join('?' * len(part))}) AND (? IS NULL OR kind=?)", (*part, kind, kind)):
+            rows[row[0]] = (*row[:8], score[row[0]], *row[9:])
+    return [rows[i] for i in ids if i in rows]
 
 
 def bm25_chunks_of(conn: sqlite3.Connection, expression: str, path: str, *, weights: Sequence[float],
