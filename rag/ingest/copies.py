@@ -200,11 +200,16 @@ def derived_rank(path: str) -> tuple:
 
 
 def _module_key(path: str, suffixes: Sequence[str]) -> str | None:
+    """``path`` without the longest of ``suffixes`` it ends with (case-insensitive), else ``None``."""
     lower = path.lower()
-    for suffix in sorted(suffixes, key=len, reverse=True):
+    for suffix in _LONGEST_FIRST.get(suffixes) or sorted(suffixes, key=len, reverse=True):
         if lower.endswith(suffix):
             return path[: -len(suffix)]
     return None
+
+
+_LONGEST_FIRST = {group: tuple(sorted(group, key=len, reverse=True))
+                  for group in (TS_SOURCES, JS_OUTPUTS, (*DECLARATIONS, *JS_OUTPUTS))}
 
 
 def _stripped(key: str, folders: frozenset[str], *, repeat: bool) -> list[str]:
@@ -270,7 +275,7 @@ def detect_copies(fingerprints: dict[str, np.ndarray], maps: dict[str, list[str]
     relations: dict[str, list[CopyRelation]] = {}
     for path, sources in _compiled(paths).items():
         relations[path] = [CopyRelation(path, s, "compiled", i) for i, s in enumerate(sources)]
-    shared = _shared_lines(fingerprints)
+    shared = _shared_lines(fingerprints, involving=maps)
     for path, listed in sorted(maps.items()):
         if path in relations:
             continue
@@ -319,36 +324,60 @@ def _pair(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a < b else (b, a)
 
 
-def _shared_lines(fingerprints: dict[str, np.ndarray]) -> Counter:
-    """``(a, b)`` (sorted pair) → informative lines both hold (lines in more than MAX_POSTINGS files skipped)."""
+def _shared_lines(fingerprints: dict[str, np.ndarray], *, involving: Iterable[str] | None = None) -> Counter:
+    """``(a, b)`` (sorted pair) → informative lines both hold (lines in more than MAX_POSTINGS files skipped).
+
+    Vectorised: the files' hashes are sorted together; each run of one hash held by ``s`` files
+    (2 ≤ s ≤ :data:`MAX_POSTINGS`; a file's fingerprint holds a hash once) gives its ``s(s-1)/2``
+    file pairs, all runs of one size at once, and ``np.unique`` counts the pairs.
+
+    With ``involving``, only the pairs :func:`detect_copies` can use are returned: those with a
+    path of ``involving`` (the source-mapped files), and those near enough to be a near-duplicate
+    or containment (both files of at least :data:`MIN_INFORMATIVE_LINES`, line Jaccard or a
+    containment share within a hair of its threshold); the others would be looked at and dropped.
+    """
     paths = sorted(fingerprints)
-    if not paths:
-        return Counter()
-    arrays = [fingerprints[p] for p in paths]
-    hashes = np.concatenate(arrays) if arrays else np.array([], dtype=np.uint64)
-    owners = np.concatenate([np.full(len(a), i, dtype=np.int64) for i, a in enumerate(arrays)])
-    order = np.argsort(hashes, kind="stable")
-    hashes, owners = hashes[order], owners[order]
     counts: Counter = Counter()
+    if not paths:
+        return counts
+    arrays = [fingerprints[p] for p in paths]
+    hashes = np.concatenate(arrays)
     if len(hashes) == 0:
         return counts
+    owners = np.repeat(np.arange(len(paths), dtype=np.int64), [len(a) for a in arrays])
+    order = np.argsort(hashes)  # the holders' order inside a run does not matter: not a stable sort (5× faster)
+    hashes, owners = hashes[order], owners[order]
     boundaries = np.flatnonzero(np.diff(hashes)) + 1
     starts = np.concatenate(([0], boundaries))
-    ends = np.concatenate((boundaries, [len(hashes)]))
-    sizes = ends - starts
+    sizes = np.diff(np.concatenate((starts, [len(hashes)])))
     n = len(paths)
-    # Lines held by exactly two files (most shared lines): counted in one vectorised pass.
-    two = starts[sizes == 2]
-    if len(two):
-        a, b = owners[two], owners[two + 1]
-        codes, hits = np.unique(np.minimum(a, b) * n + np.maximum(a, b), return_counts=True)
-        for code, hit in zip(codes.tolist(), hits.tolist()):
-            counts[(paths[code // n], paths[code % n])] += hit
-    for i in np.flatnonzero((sizes > 2) & (sizes <= MAX_POSTINGS)):
-        group = sorted(set(owners[starts[i]:ends[i]].tolist()))
-        for x in range(len(group)):
-            for y in range(x + 1, len(group)):
-                counts[(paths[group[x]], paths[group[y]])] += 1
+    codes = []
+    for size in range(2, MAX_POSTINGS + 1):
+        first = starts[sizes == size]
+        if not len(first):
+            continue
+        group = owners[first[:, None] + np.arange(size)]  # one row per line, its holders
+        for x in range(size):
+            for y in range(x + 1, size):
+                a, b = group[:, x], group[:, y]
+                codes.append(np.minimum(a, b) * n + np.maximum(a, b))
+    if not codes:
+        return counts
+    pairs, hits = np.unique(np.concatenate(codes), return_counts=True)
+    if involving is not None:
+        lengths = np.array([len(a) for a in arrays], dtype=np.float64)
+        na, nb, common = lengths[pairs // n], lengths[pairs % n], hits.astype(np.float64)
+        slack = 1e-9  # the loop in detect_copies decides with Python floats
+        useful = (np.minimum(na, nb) >= MIN_INFORMATIVE_LINES) & (
+            (common / (na + nb - common) >= NEAR_DUPLICATE_JACCARD - slack)
+            | (common / na >= CONTAINED_SHARE - slack) | (common / nb >= CONTAINED_SHARE - slack))
+        mapped = set(involving)
+        wanted = [i for i, p in enumerate(paths) if p in mapped]
+        if wanted:
+            useful |= np.isin(pairs // n, wanted) | np.isin(pairs % n, wanted)
+        pairs, hits = pairs[useful], hits[useful]
+    for code, hit in zip(pairs.tolist(), hits.tolist()):
+        counts[(paths[code // n], paths[code % n])] = hit
     return counts
 
 
