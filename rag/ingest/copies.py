@@ -65,7 +65,7 @@ import numpy as np
 
 
 __all__ = [
-    "CopyRelation", "update_copies", "detect_copies", "fingerprint_lines", "derived_rank", "map_sources",
+    "CopyRelation", "update_copies", "detect_copies", "fingerprint_lines", "file_fingerprint", "derived_rank", "map_sources",
     "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "MIN_LINE_CHARS",
     "MAX_POSTINGS", "MIN_INFORMATIVE_LINES",
 ]
@@ -125,14 +125,29 @@ def fingerprint_lines(lines: Iterable[str]) -> np.ndarray:
     Two different lines colliding on both is negligible at repository sizes, and a
     collision could only add one shared line to a pair of files.
     """
-    hashes = set()
+    hashes = []
     for line in set(lines):
+        if len(line) < MIN_LINE_CHARS:  # fewer characters than the informative minimum of non-space ones
+            continue
         norm = " ".join(line.split())
         if len(norm) - norm.count(" ") < MIN_LINE_CHARS or not _LETTER.search(norm):
             continue
         raw = norm.encode("utf-8", "surrogatepass")
-        hashes.add((zlib.crc32(raw) << 32) | zlib.adler32(raw))
-    return np.array(sorted(hashes), dtype=np.uint64)
+        hashes.append((zlib.crc32(raw) << 32) | zlib.adler32(raw))
+    return np.unique(np.array(hashes, dtype=np.uint64))
+
+
+def file_fingerprint(update) -> bytes:
+    """The stored fingerprint (``file_fingerprints.lines``) of a :class:`~rag.store.index.FileUpdate`:
+    :func:`fingerprint_lines` of its chunks' lines, as ``uint64`` bytes; empty for a test file.
+
+    Pure CPU, so an indexing worker computes it (``update.fingerprint``) beside the chunks' terms.
+    """
+    # Overlapping chunks repeat lines; fingerprints are sets, so the chunks' lines are taken as they come.
+    # Tests are neither build output nor the sources of any (and they are most of the lines of many
+    # repositories): their fingerprint is left empty, path rules still apply to them.
+    lines = () if update.kind == "test" else (line for c in update.chunks for line in c.text.split("\n"))
+    return fingerprint_lines(lines).tobytes()
 
 
 def map_sources(path: str, tail: str, repo_root: Path | None) -> list[str]:
@@ -398,15 +413,12 @@ def update_copies(conn: sqlite3.Connection, *, repo_root: Path | None, updates: 
     for path in [*removed, *(u.path for u in updates)]:
         conn.execute("DELETE FROM file_fingerprints WHERE path=?", (path,))
     for u in updates:
-        # Overlapping chunks repeat lines; fingerprints are sets, so the chunks' lines are taken as they come.
         last = max(u.chunks, key=lambda c: (c.end, c.start), default=None)
         tail = "\n".join(last.text.split("\n")[-5:]) if last is not None else ""
         listed = map_sources(u.path, tail, repo_root) if "sourceMappingURL" in tail else []
-        # Tests are neither build output nor the sources of any (and they are most of the lines of many
-        # repositories): their fingerprint is left empty, path rules still apply to them.
-        lines = () if u.kind == "test" else (line for c in u.chunks for line in c.text.split("\n"))
+        blob = u.fingerprint if getattr(u, "fingerprint", None) is not None else file_fingerprint(u)
         conn.execute("INSERT INTO file_fingerprints (path, lines, map_sources) VALUES (?,?,?)",
-                     (u.path, fingerprint_lines(lines).tobytes(), json.dumps(listed) if listed else None))
+                     (u.path, blob, json.dumps(listed) if listed else None))
     conn.execute("DELETE FROM file_fingerprints WHERE path NOT IN (SELECT path FROM files)")
     fingerprints: dict[str, np.ndarray] = {}
     maps: dict[str, list[str]] = {}

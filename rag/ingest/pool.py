@@ -51,6 +51,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 from rag.errors import IndexWorkerError, UpdateCancelledError
+from rag.ingest.copies import file_fingerprint
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy
 from rag.ingest.prepare import Prepared, PrepareResult, StructureParser, prepare_file
 from rag.parse.parser import warm_grammars
@@ -331,7 +332,8 @@ def _start_worker(literals: LiteralRedactor, chunk_policy: ChunkPolicy) -> None:
 
 
 def _prepare_batch(batch: list[tuple[WalkedFile, FileRow | None]]) -> list[PrepareResult]:
-    """Runs in a worker: ``prepare_file`` on each file, then the chunks' terms of what was prepared."""
+    """Runs in a worker: ``prepare_file`` on each file, then the chunks' terms and the line fingerprint
+    (copy detection) of what was prepared."""
     state = _WORKER
     assert state is not None, "the pool initializer did not run"
     out: list[PrepareResult] = []
@@ -340,5 +342,6 @@ def _prepare_batch(batch: list[tuple[WalkedFile, FileRow | None]]) -> list[Prepa
                               chunk_policy=state.chunk_policy)
         if isinstance(result, Prepared):
             result.update.terms = chunk_terms(result.update)
+            result.update.fingerprint = file_fingerprint(result.update)
         out.append(result)
     return out

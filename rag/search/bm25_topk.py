@@ -14,8 +14,8 @@ evaluation: strategies and optimizations", IP&M 31(6)) at the level of the query
    ``idf × (k1 + 1)`` for every ``f`` and ``D`` (:func:`phrase_bound`). Phrases are scored
    independently of one another, so leaving some out lowers each row's score by at most the
    sum of their bounds.
-2. Query only the rarest phrases (together matching a few times ``k`` rows), take their top
-   ``k``: its ``k``-th score ``θ`` is a lower bound of the full query's ``k``-th score. Every
+2. Query only the rarest phrases (together matching at least ``k`` rows; more while they give
+   fewer than ``k``), take their top ``k``: its ``k``-th score ``θ`` is a lower bound of the full query's ``k``-th score. Every
    row matching none of the kept phrases scores at most the sum ``S`` of the left-out bounds;
    when ``S < θ`` no such row can enter the top ``k``, and the kept phrases' top ``k`` is the
    answer. Otherwise the rarest left-out phrases are put back until ``S < θ`` (``θ`` only grows
@@ -37,14 +37,12 @@ import math
 import sqlite3
 from collections.abc import Callable, Sequence
 
-__all__ = ["BM25_K1", "PROBE_ROWS_FACTOR", "phrase_bound", "fts5_idf", "top_bm25"]
+__all__ = ["BM25_K1", "phrase_bound", "fts5_idf", "top_bm25"]
 
 BM25_K1 = 1.2
 """FTS5's ``k1`` (``FTS5_BM25_K1`` in ``fts5_aux.c``); a phrase adds less than ``idf × (k1 + 1)``."""
 FTS5_MIN_IDF = 1e-6
 """FTS5's floor for a phrase's idf (a phrase in more than half the rows)."""
-PROBE_ROWS_FACTOR = 2
-"""The first probe keeps the rarest phrases that together match at least this many times ``k`` rows."""
 
 
 def fts5_idf(df: int, total: int) -> float:
@@ -80,20 +78,28 @@ def top_bm25(conn: sqlite3.Connection, phrases: Sequence[str], *, weights: Seque
     if not order or limit < 1:
         return [], []
     bound = {p: phrase_bound(counts[p], total) for p in order}
-    kept_n, rows_seen = 0, 0
-    while kept_n < len(order) and rows_seen < PROBE_ROWS_FACTOR * limit:
-        rows_seen += counts[order[kept_n]]
-        kept_n += 1
+    kept_n = _grow(order, counts, 0, rows=limit)
     while True:
         rows = _top(conn, order[:kept_n], weights=weights, limit=limit)
         if kept_n == len(order):
             return rows, list(order)
-        theta = rows[-1][1] if len(rows) == limit else 0.0
-        left_out = sum(bound[p] for p in order[kept_n:])
-        if left_out < theta:
+        if len(rows) < limit:  # too few rows yet: bring in more, at least doubling the rows matched
+            kept_n = _grow(order, counts, kept_n, rows=max(limit, 2 * sum(counts[p] for p in order[:kept_n])))
+            continue
+        theta = rows[-1][1]
+        if sum(bound[p] for p in order[kept_n:]) < theta:
             return rows, list(order[:kept_n])
         while kept_n < len(order) and sum(bound[p] for p in order[kept_n:]) >= theta:
             kept_n += 1  # the rarest left-out phrase comes back (theta only grows as phrases do)
+
+
+def _grow(order: Sequence[str], counts: dict[str, int], kept_n: int, *, rows: int) -> int:
+    """How many of the rarest phrases ``order`` to keep: at least one more than ``kept_n``, then more
+    until together they match at least ``rows`` rows (counted with repeats)."""
+    kept_n += 1
+    while kept_n < len(order) and sum(counts[p] for p in order[:kept_n]) < rows:
+        kept_n += 1
+    return kept_n
 
 
 def _top(conn: sqlite3.Connection, phrases: Sequence[str], *, weights: Sequence[float],

@@ -211,6 +211,8 @@ class FileUpdate:
         chunk_symbols: per chunk, space-separated names of symbols defined in it.
         terms: per chunk, its :class:`ChunkTerms` when already computed (by an indexing worker
             process, :mod:`rag.ingest.pool`), else ``None``: :meth:`Index.apply` computes them.
+        fingerprint: its line fingerprint for copy detection (:func:`rag.ingest.copies.file_fingerprint`)
+            when a worker computed it, else ``None``: the update computes it.
     """
 
     path: str
@@ -225,6 +227,7 @@ class FileUpdate:
     structure: dict | None = None
     chunk_symbols: list[str] | None = None
     terms: list[ChunkTerms] | None = None
+    fingerprint: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
