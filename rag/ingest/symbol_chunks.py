@@ -55,6 +55,7 @@ A code chunk also carries:
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from itertools import accumulate
 from dataclasses import dataclass, field
@@ -304,9 +305,7 @@ class _Chunker:
             count = max(math.ceil((end - cursor + 1) / piece_lines),
                         math.ceil(self.sizes.char_count(cursor, end) / self.max_chars), 2)
             target = (end - cursor + 1) / count
-            far = cursor
-            while far + 1 <= end and self.fits(cursor, far + 1, piece_lines):
-                far += 1
+            far = self._reach(cursor, end, piece_lines)
             # Cut before line ``cut`` (the next piece starts there): cursor < cut <= far + 1.
             low = min(far + 1, cursor + max(1, int(target * MIN_PIECE_SHARE)))
             ideal = cursor + target
@@ -335,6 +334,14 @@ class _Chunker:
                 first += 1
             unit.start = first
         return units
+
+    def _reach(self, start: int, end: int, max_lines: int) -> int:
+        """The last line ``far`` (``start <= far <= end``) such that lines ``start..far`` fit in
+        ``max_lines`` and the character cap, or ``start`` when even one line does not: a binary
+        search over the character prefix sums (both counts grow with ``far``)."""
+        chars = self.sizes.chars
+        by_chars = bisect_right(chars, chars[start - 1] + 1 + self.max_chars) - 1
+        return max(start, min(end, start + max_lines - 1, by_chars))
 
     def _base_indent(self, start: int, end: int) -> int:
         """Smallest indentation of the non-blank lines strictly inside ``start..end``
