@@ -37,6 +37,8 @@ import math
 import sqlite3
 from collections.abc import Callable, Sequence
 
+from rag.store import queries
+
 __all__ = ["BM25_K1", "phrase_bound", "fts5_idf", "top_bm25"]
 
 BM25_K1 = 1.2
@@ -104,7 +106,4 @@ def _grow(order: Sequence[str], counts: dict[str, int], kept_n: int, *, rows: in
 
 def _top(conn: sqlite3.Connection, phrases: Sequence[str], *, weights: Sequence[float],
          limit: int) -> list[tuple[int, float]]:
-    w = weights
-    return conn.execute(
-        f"SELECT rowid, -bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}, {w[3]}) AS s FROM chunks_fts "
-        "WHERE chunks_fts MATCH ? ORDER BY s DESC LIMIT ?", (" OR ".join(phrases), limit)).fetchall()
+    return queries.bm25_top_ids(conn, " OR ".join(phrases), weights=weights, limit=limit)

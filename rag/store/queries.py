@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 
 __all__ = [
     "CANDIDATE_COLUMNS", "MAX_IDS_PER_STATEMENT",
-    "count_chunks", "count_fts_matches", "bm25_candidates", "scored_chunks", "chunks_by_id", "first_chunks_of",
+    "count_chunks", "count_fts_matches", "bm25_candidates", "bm25_top_ids", "scored_chunks", "chunks_by_id", "first_chunks_of",
     "file_paths", "stored_structures", "image_paths", "chunk_lines", "has_file",
     "chunk_ids_paths_texts", "chunk_embedding_rows", "has_model_vectors", "content_versions",
     "files_by_size", "chunk_symbols", "bm25_chunks_of", "file_copies", "all_file_rows", "all_chunk_rows",
@@ -67,6 +67,16 @@ def bm25_candidates(conn: sqlite3.Connection, expression: str, *, weights: Seque
     if kind:
         params.append(kind)
     return conn.execute(sql, params).fetchall()
+
+
+def bm25_top_ids(conn: sqlite3.Connection, expression: str, *, weights: Sequence[float],
+                 limit: int) -> list[tuple[int, float]]:
+    """``(chunk id, score)`` of the top ``limit`` chunks by FTS5 BM25 for ``expression``, best first
+    (the inner query of :func:`bm25_candidates`, without the join; score = negated ``bm25()``)."""
+    w = weights
+    return conn.execute(
+        f"SELECT rowid, -bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}, {w[3]}) AS s FROM chunks_fts "
+        "WHERE chunks_fts MATCH ? ORDER BY s DESC LIMIT ?", (expression, limit)).fetchall()
 
 
 def scored_chunks(conn: sqlite3.Connection, scored: Sequence[tuple[int, float]], *,
