@@ -171,15 +171,14 @@ def _document_frequencies(conn: sqlite3.Connection, terms: list[str], cache: dic
     """Chunk document frequency of each term (its synonym group counted as one term)."""
     out: dict[str, int] = {}
     for term in terms:
-        if term not in cache:
-            expr = fts_expression([term])
-            cache[term] = queries.count_fts_matches(conn, expr)
+        if term not in cache:  # a term without synonyms is one phrase: its count is the phrase's
+            cache[term] = _phrase_frequency(conn, fts_expression([term]), cache)
         out[term] = cache[term]
     return out
 
 
 def _phrase_frequency(conn: sqlite3.Connection, phrase: str, cache: dict) -> int:
-    """Chunks matching one quoted FTS5 phrase (cached in the per-generation ``cache``)."""
+    """Chunks matching one quoted FTS5 phrase, or an OR of them (cached in the per-generation ``cache``)."""
     key = ("__phrase_df__", phrase)
     if key not in cache:
         cache[key] = queries.count_fts_matches(conn, phrase)
