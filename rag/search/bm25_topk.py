@@ -39,10 +39,13 @@ from collections.abc import Callable, Sequence
 
 from rag.store import queries
 
-__all__ = ["BM25_K1", "phrase_bound", "fts5_idf", "top_bm25"]
+__all__ = ["BM25_K1", "DIRECT_ROWS_FACTOR", "phrase_bound", "fts5_idf", "top_bm25"]
 
 BM25_K1 = 1.2
 """FTS5's ``k1`` (``FTS5_BM25_K1`` in ``fts5_aux.c``); a phrase adds less than ``idf × (k1 + 1)``."""
+DIRECT_ROWS_FACTOR = 8
+"""When all the phrases together match at most this many times ``k`` rows, the whole query runs at
+once (a few milliseconds): probing first would cost more than it saves."""
 FTS5_MIN_IDF = 1e-6
 """FTS5's floor for a phrase's idf (a phrase in more than half the rows)."""
 
@@ -79,6 +82,8 @@ def top_bm25(conn: sqlite3.Connection, phrases: Sequence[str], *, weights: Seque
     order = sorted((p for p, n in counts.items() if n > 0), key=lambda p: (counts[p], p))  # rarest first
     if not order or limit < 1:
         return [], []
+    if sum(counts.values()) <= DIRECT_ROWS_FACTOR * limit:  # cheap whole: probes would cost more
+        return _top(conn, order, weights=weights, limit=limit), list(order)
     bound = {p: phrase_bound(counts[p], total) for p in order}
     kept_n = _grow(order, counts, 0, rows=limit)
     while True:
