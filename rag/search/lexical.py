@@ -5,7 +5,8 @@ Pipeline for one question (all inside one read transaction, so one generation):
 1. :func:`rag.search.query.analyze` → terms, identifiers, path mentions, intents.
 2. FTS5 BM25 over chunks (``bm25()``; SQLite's constants k1 = 1.2, b = 0.75,
    Robertson & Zaragoza 2009) with column weights body/path/heading/symbols,
-   the top ``candidate_chunks`` kept.
+   the top ``candidate_chunks`` kept; phrases too common to change that top are
+   left out of the query (MaxScore, :mod:`rag.search.bm25_topk`).
 3. Each candidate chunk gets a coverage score: the IDF-weighted share of the
    question's terms found in the chunk text, its path or its heading (IDF from
    FTS5 document frequencies, ``log((N - df + 0.5) / (df + 0.5) + 1)`` as in
