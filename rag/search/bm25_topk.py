@@ -15,16 +15,19 @@ evaluation: strategies and optimizations", IP&M 31(6)) at the level of the query
    independently of one another, so leaving some out lowers each row's score by at most the
    sum of their bounds.
 2. Query only the rarest phrases (together matching at least ``k`` rows; more while they give
-   fewer than ``k``), take their top ``k``: its ``k``-th score ``θ`` is a lower bound of the full query's ``k``-th score. Every
+   fewer than ``k``), take their top ``k``: its ``k``-th score ``θ`` is a lower bound of the full
+   query's ``k``-th score. Every
    row matching none of the kept phrases scores at most the sum ``S`` of the left-out bounds;
    when ``S < θ`` no such row can enter the top ``k``, and the kept phrases' top ``k`` is the
    answer. Otherwise the rarest left-out phrases are put back until ``S < θ`` (``θ`` only grows
    when phrases are added) and the query runs again, at worst with every phrase.
 
-The candidate *set* is therefore the one the full query would give (each chunk that can reach the
-full top ``k`` matches a kept phrase); the scores of the returned rows leave out the dropped
-phrases' share (at most ``S``, below the ``k``-th score), which is small because the dropped
-phrases are the commonest (a phrase in over half the chunks has idf 1e-6). Phrases matching no
+So every chunk of the full query's top ``k`` matches a kept phrase. The returned rows are ranked by
+the kept phrases' scores, which leave out the dropped phrases' share (at most ``S``, below the
+``k``-th score): chunks near the ``k``-th place can change places with their neighbours, the rest is
+the full query's top. The share is small because the dropped phrases are the commonest (a phrase in
+over half the chunks has idf 1e-6). On the synthetic index, where every chunk has 36 copies that
+tie, 164 of the 200 bench questions gave identical results, 169 the same first file. Phrases matching no
 chunk are dropped at no cost. Document frequencies come from the caller (cached per index
 generation), one ``COUNT(*)`` per phrase.
 
