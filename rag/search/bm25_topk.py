@@ -24,8 +24,8 @@ evaluation: strategies and optimizations", IP&M 31(6)) at the level of the query
 
 So every chunk of the full query's top ``k`` matches a kept phrase. The returned rows are ranked by
 the kept phrases' scores, which leave out the dropped phrases' share (at most ``S``, below the
-``k``-th score): chunks near the ``k``-th place can change places with their neighbours, the rest is
-the full query's top. The share is small because the dropped phrases are the commonest (a phrase in
+``k``-th score): chunks whose scores are closer than that may come in another order, so the set can
+differ from the full query's near the ``k``-th place. The share is small because the dropped phrases are the commonest (a phrase in
 over half the chunks has idf 1e-6). On the synthetic index, where every chunk has 36 copies that
 tie, 164 of the 200 bench questions gave identical results, 169 the same first file. Phrases matching no
 chunk are dropped at no cost. Document frequencies come from the caller (cached per index
