@@ -46,7 +46,7 @@ from rag.store import queries
 from rag.text import index_text, stem_set
 from rag.types import Chunk
 
-__all__ = ["Index", "IndexWriter", "FileRow", "FileUpdate", "ChunkTerms", "chunk_terms", "SCHEMA_VERSION",
+__all__ = ["Index", "IndexWriter", "FileRow", "FileUpdate", "ChunkTerms", "chunk_terms", "stored_terms", "SCHEMA_VERSION",
            "insert_chunks", "delete_chunks"]
 
 log = logging.getLogger(__name__)
@@ -243,16 +243,36 @@ class ChunkTerms:
     hash: str
 
 
-def chunk_terms(update: FileUpdate) -> list[ChunkTerms]:
+TermsKey = tuple  # (text hash, header, heading, symbols column): what a chunk's ChunkTerms depend on
+
+
+def chunk_terms(update: FileUpdate, *, known: dict[TermsKey, ChunkTerms] | None = None) -> list[ChunkTerms]:
     """The :class:`ChunkTerms` of every chunk of ``update``, in order (pure CPU: tokenising and
-    hashing, the part of writing a file that needs no database, so it can run in a worker)."""
+    hashing, the part of writing a file that needs no database, so it can run in a worker).
+
+    ``known``: terms already stored for chunks of this file (:func:`stored_terms`); a chunk with the
+    same text, header, heading and symbols gets them back instead of being tokenised again (they are
+    the same function of the same inputs), as most chunks of a file edited in one place are.
+    """
     symbols = update.chunk_symbols or [""] * len(update.chunks)
     out = []
     for chunk, syms in zip(update.chunks, symbols):
+        digest, symbol_terms = _chunk_hash(chunk.text), index_text(syms)
+        stored = known.get((digest, chunk.header, chunk.heading or "", symbol_terms)) if known else None
+        if stored is not None:
+            out.append(stored)
+            continue
         body = index_text(f"{chunk.header}\n{chunk.text}" if chunk.header else chunk.text)  # the header is searched too
         heading = index_text(chunk.heading or "")
-        out.append(ChunkTerms(body, heading, index_text(syms), stem_set(f"{body} {heading}"), _chunk_hash(chunk.text)))
+        out.append(ChunkTerms(body, heading, symbol_terms, stem_set(f"{body} {heading}"), digest))
     return out
+
+
+def stored_terms(conn: sqlite3.Connection, path: str) -> dict[TermsKey, ChunkTerms]:
+    """The :class:`ChunkTerms` the index holds for the chunks of ``path``, by what they depend on
+    (for :func:`chunk_terms`' ``known``)."""
+    return {(digest, header, heading or "", symbols): ChunkTerms(body, fts_heading, symbols, stems, digest)
+            for digest, header, heading, body, fts_heading, symbols, stems in queries.chunk_terms_of(conn, path)}
 
 
 class IndexWriter:
@@ -564,6 +584,10 @@ class Index:
                 the generation they belong to).
         """
         with self.writer(full=full) as writer:
+            if not full:  # a changed file's unchanged chunks keep their terms (read before they are removed)
+                for u in updates:
+                    if u.terms is None:
+                        u.terms = chunk_terms(u, known=stored_terms(writer.conn, u.path))
             writer.remove([*removed, *(u.path for u in updates)])
             for u in updates:
                 writer.insert(u)

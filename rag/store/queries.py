@@ -20,7 +20,7 @@ __all__ = [
     "count_chunks", "count_fts_matches", "bm25_candidates", "bm25_top_ids", "scored_chunks", "chunks_by_id", "first_chunks_of",
     "file_paths", "stored_structures", "image_paths", "chunk_lines", "has_file",
     "chunk_ids_paths_texts", "chunk_embedding_rows", "has_model_vectors", "content_versions",
-    "files_by_size", "chunk_symbols", "bm25_chunks_of", "file_copies", "all_file_rows", "all_chunk_rows",
+    "files_by_size", "chunk_symbols", "bm25_chunks_of", "chunk_terms_of", "file_copies", "all_file_rows", "all_chunk_rows",
 ]
 
 CANDIDATE_COLUMNS = ("id", "path", "start", "end", "file_type", "kind", "heading", "text", "bm25", "stems",
@@ -94,6 +94,14 @@ def scored_chunks(conn: sqlite3.Connection, scored: Sequence[tuple[int, float]],
                 f"WHERE id IN ({','.join('?' * len(part))}) AND (? IS NULL OR kind=?)", (*part, kind, kind)):
             rows[row[0]] = (*row[:8], score[row[0]], *row[9:])
     return [rows[i] for i in ids if i in rows]
+
+
+def chunk_terms_of(conn: sqlite3.Connection, path: str) -> list[tuple]:
+    """``(hash, header, heading, FTS body, FTS heading, FTS symbols, stems)`` of every chunk of ``path``
+    (what :func:`rag.store.index.chunk_terms` computed when the file was written)."""
+    return conn.execute(
+        "SELECT c.hash, c.header, c.heading, f.body, f.heading, f.symbols, c.stems FROM chunks c "
+        "JOIN chunks_fts f ON f.rowid = c.id WHERE c.path = ?", (path,)).fetchall()
 
 
 def bm25_chunks_of(conn: sqlite3.Connection, expression: str, path: str, *, weights: Sequence[float],

@@ -369,3 +369,48 @@ def test_the_default_index_folder_ignores_itself_for_git(tmp_path):
     other = Index(tmp_path / "elsewhere" / "idx.sqlite")
     other.close()
     assert not (tmp_path / "elsewhere" / ".gitignore").exists()
+
+
+def _terms_dump(index_path):
+    conn = sqlite3.connect(index_path)
+    try:
+        return conn.execute(
+            "SELECT c.path, c.start, c.end, c.text, c.hash, c.stems, c.header, c.heading, f.body, f.heading, "
+            "f.symbols, f.path FROM chunks c JOIN chunks_fts f ON f.rowid = c.id ORDER BY c.path, c.start").fetchall()
+    finally:
+        conn.close()
+
+
+def test_an_edited_files_unchanged_chunks_keep_their_terms_as_a_rebuild_computes_them(tmp_path):
+    from rag.engine import Engine
+    from rag.store import index as index_module
+
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    functions = [f"/** Handles case {i}. */\nexport function handleCase{i}(input) {{\n"
+                 + "".join(f"  const step{j} = input.value{j} + {i};\n" for j in range(30)) + "  return input;\n}\n"
+                 for i in range(12)]
+    target = repo / "src" / "cases.js"
+    target.write_text("\n".join(functions), encoding="utf-8")
+    (repo / "README.md").write_text("# Cases\n\nHow cases are handled.\n", encoding="utf-8")
+    engine = Engine.open(repo, index_path=tmp_path / "incremental.sqlite")
+    calls = []
+    original = index_module.index_text
+    try:
+        engine.update()
+        functions[5] = functions[5].replace("return input;", "return input.renamed;")
+        target.write_text("\n".join(functions) + "\n// trailing edit\n", encoding="utf-8")
+        index_module.index_text = lambda text: calls.append(text) or original(text)
+        assert engine.update().changed == 1
+    finally:
+        index_module.index_text = original
+        engine.close()
+    rebuilt = Engine.open(repo, index_path=tmp_path / "rebuilt.sqlite")
+    try:
+        rebuilt.update(full=True)
+    finally:
+        rebuilt.close()
+    assert _terms_dump(tmp_path / "incremental.sqlite") == _terms_dump(tmp_path / "rebuilt.sqlite")
+    bodies = [text for text in calls if "const step" in text]
+    chunks = [row for row in _terms_dump(tmp_path / "rebuilt.sqlite") if row[0] == "src/cases.js"]
+    assert len(chunks) >= 6 and 0 < len(bodies) <= 2  # only the edited chunk and the last one: tokenised again
