@@ -43,7 +43,7 @@ from rag.ingest.walk import DEFAULT_WALK_POLICY, WalkPolicy, walk
 from rag.parse.parser import PARSE_VERSION, FileStructure
 from rag.providers.embeddings import EmbeddingProvider
 from rag.providers.rerank import Reranker
-from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
+from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, Depth, RetrievalPolicy
 from rag.search.retriever import MAX_QUESTION_CHARS, Retriever
 from rag.search.vector_stream import VectorStream
 from rag.secrets import LiteralRedactor
@@ -271,7 +271,8 @@ class Engine:
     def reranker(self, reranker: Reranker | None) -> None:
         self.retriever.reranker = reranker
 
-    def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None) -> list[Source]:
+    def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None,
+                 depth: Depth | None = None) -> list[Source]:
         """Top chunks for ``question``; ``[]`` when nothing really matches.
 
         See :meth:`rag.search.retriever.Retriever.retrieve` for the pipeline.
@@ -280,8 +281,9 @@ class Engine:
             question: any text; FTS5 syntax in it is inert. Capped at ``MAX_QUESTION_CHARS``.
             limit: maximum number of chunks (≥ 1).
             kind: only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``).
+            depth: more chunks of the best files (:class:`rag.search.lexical.Depth`, the packer's pool).
         """
-        sources = self.retriever.retrieve(question, limit=limit, kind=kind)
+        sources = self.retriever.retrieve(question, limit=limit, kind=kind, depth=depth)
         for source in sources:
             source.repo = self.name
         return sources
@@ -325,7 +327,8 @@ class Engine:
             UserError: ``budget_tokens`` is not a positive integer.
         """
         # The context reads deeper than the sources shown: spans are short, so more files fit.
-        deeper = self.retrieve(question, limit=_context.DEFAULT_CONTEXT_SOURCES) if sources else []
+        deeper = self.retrieve(question, limit=_context.DEFAULT_CONTEXT_SOURCES,
+                               depth=_context.DEFAULT_CONTEXT_DEPTH) if sources else []
         shown = {(s.path, s.start) for s in sources}
         pool = [*sources, *(s for s in deeper if (s.path, s.start) not in shown)]
         entries = self.code_context(question, retrieved=sources) if with_code else []

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from rag.context.codegraph import FULL_NAME_SCORE, TOKEN_SCORE, CodeGraph, RouteHit, SymbolHit, question_tokens
 from rag.context.spans import DEFAULT_SPAN_POLICY, SpanPolicy, evidence_spans
 from rag.errors import UserError
+from rag.search.lexical import Depth
 from rag.sources.items import excerpt_label
 from rag.tokens import estimate_tokens
 from rag.types import Source
@@ -72,6 +73,7 @@ __all__ = [
     "STRUCTURE_SCORE",
     "SOURCE_BASE_SCORE",
     "DEFAULT_CONTEXT_SOURCES",
+    "DEFAULT_CONTEXT_DEPTH",
 ]
 
 logger = logging.getLogger(__name__)
@@ -92,9 +94,13 @@ ENV_SUMMARY_POSITION = 2.5
 CODE_POSITION = 6.0
 SUMMARY_POSITION = 8.0
 CALLEE_DELAY = 1.0
-DEFAULT_CONTEXT_SOURCES = 16
-"""Chunks retrieved for the context (the shown sources first): twice the default 8, as spans
-are about half a window long on the eval corpora, so the same budget holds about twice as many."""
+DEFAULT_CONTEXT_SOURCES = 32
+"""Chunks retrieved for the context (the shown sources first): four times the default 8. Spans
+are about half a window long, and files past the first ``SpanPolicy.wide_files`` give one
+short span per chunk, so the same budget holds several times as many places."""
+DEFAULT_CONTEXT_DEPTH = Depth(caps=(4, 4, 3), stride=ROUND_STRIDE)
+"""The context pool's depth (:class:`rag.search.lexical.Depth`): the best three files keep up to
+4, 4 and 3 chunks, taken in the packing order's rhythm (``file + ROUND_STRIDE × chunk``)."""
 # Our constants (see module docstring).
 RETRIEVED_ROOT_SCORE, RETRIEVED_RANK_STEP, RETRIEVED_ROOT_FLOOR = 400, 25, 200
 PATH_MATCH_BASE = 150

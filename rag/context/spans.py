@@ -36,13 +36,14 @@ import logging
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rag.context.codegraph import CodeGraph
 from rag.parse.records import Definition
 from rag.search.lexical import META_TERMS
 from rag.search.query import analyze
 from rag.text import index_text, light_stem, synonyms_of
+from rag.tokens import estimate_tokens
 from rag.types import Source
 
 __all__ = ["Span", "SpanPolicy", "DEFAULT_SPAN_POLICY", "evidence_spans"]
@@ -83,6 +84,13 @@ class SpanPolicy:
     callee_files: int = 3
     max_callees: int = 2
     focus: bool = True
+    max_span_tokens: int = 320
+    max_merged_tokens: int = 640
+    wide_files: int = 3
+    compact_anchors: int = 1
+    compact_before: int = 2
+    compact_after: int = 8
+    compact_symbol_lines: int = 16
 
 
 DEFAULT_SPAN_POLICY = SpanPolicy()
@@ -205,11 +213,14 @@ def evidence_spans(
     for file_rank, (path, items) in enumerate(by_file.items()):
         structure = graph.structure(path) if graph is not None else None
         definitions = structure.definitions if structure is not None else []
+        wide = file_rank < policy.wide_files
+        shape = policy if wide else _compact(policy)
+        lines = _Lines(path, known_lines.setdefault(path, {}), read_lines)
         drafts: list[_Draft] = []
         for chunk_index, source in enumerate(items):
             numbers = range(source.start, source.start + len(source.text.split("\n")))
-            drafts += _chunk_drafts(path, numbers, chunk_index, source, definitions, line_terms, weights, policy)
-        merged = _merge(drafts, policy)
+            drafts += _chunk_drafts(path, numbers, chunk_index, source, definitions, line_terms, weights, shape, lines)
+        merged = _merge(drafts, shape, lines)
         texts = [_text(read_lines, known_lines.get(path, {}), path, d.start, d.end) for d in merged]
         spans = []
         for draft, (text, last) in zip(merged, texts):
@@ -224,16 +235,46 @@ def evidence_spans(
                                                                     items[0].score, reason)))
         spans.sort(key=lambda item: item[:3])
         ordered = [item[3] for item in spans]
-        if graph is not None and file_rank < policy.callee_files:
+        if graph is not None and wide and file_rank < policy.callee_files:
             ordered += _callees(graph, path, ordered, read_lines, known_lines, file_rank, items[0].score, policy)
         out += [_with_order(span, order) for order, span in enumerate(ordered)]
     return out
 
 
-def _window(number: int, definitions: Sequence[Definition], policy: SpanPolicy) -> tuple[int, int, str]:
+def _compact(policy: SpanPolicy) -> SpanPolicy:
+    """The span shape of a file ranked ``wide_files`` or later: its best line per chunk with a few lines
+    around it, a definition whole only when it is short (step 3b)."""
+    return replace(policy, max_anchors=policy.compact_anchors, before=policy.compact_before,
+                   after=policy.compact_after, max_symbol_lines=policy.compact_symbol_lines)
+
+
+class _Lines:
+    """The lines of one file known so far (from its retrieved chunks), read from the index on demand."""
+
+    def __init__(self, path: str, known: dict[int, str], read_lines: ReadLines | None) -> None:
+        self.path, self.known, self.read_lines = path, known, read_lines
+
+    def tokens(self, start: int, end: int) -> int:
+        """Estimated tokens of lines ``start..end`` (absent lines count as empty)."""
+        missing = [n for n in range(start, end + 1) if n not in self.known]
+        if missing and self.read_lines is not None:
+            try:
+                text = self.read_lines(self.path, missing[0], missing[-1])
+            except (OSError, ValueError, KeyError):
+                text = ""
+            for number, line in enumerate(text.split("\n"), missing[0]):
+                self.known.setdefault(number, line)
+            for number in missing:  # past the end of the file: known to be empty
+                self.known.setdefault(number, "")
+        return sum(estimate_tokens(self.known.get(n, "")) + 1 for n in range(start, end + 1))
+
+
+def _window(number: int, definitions: Sequence[Definition], policy: SpanPolicy,
+            lines: _Lines) -> tuple[int, int, str]:
     """The span an anchor line stands for: its enclosing definition when short, else a window (step 3)."""
     enclosing = _innermost(definitions, number)
-    if enclosing is not None and enclosing.end - enclosing.start + 1 <= policy.max_symbol_lines:
+    if (enclosing is not None and enclosing.end - enclosing.start + 1 <= policy.max_symbol_lines
+            and lines.tokens(enclosing.start, enclosing.end) <= policy.max_merged_tokens):
         return enclosing.start, enclosing.end, f"{enclosing.kind} {enclosing.name}"
     lo, hi = max(1, number - policy.before), number + policy.after
     if enclosing is not None:
@@ -241,14 +282,22 @@ def _window(number: int, definitions: Sequence[Definition], policy: SpanPolicy) 
     # A window edge that cuts a short definition in two moves out to take all of it (coherent spans).
     for edge in (lo, hi):
         cut = _innermost([d for d in definitions if d.end - d.start + 1 <= policy.max_symbol_lines], edge)
-        if cut is not None and max(hi, cut.end) - min(lo, cut.start) + 1 <= policy.max_merged_lines:
+        if cut is not None and max(hi, cut.end) - min(lo, cut.start) + 1 <= policy.max_merged_lines \
+                and lines.tokens(min(lo, cut.start), max(hi, cut.end)) <= policy.max_span_tokens:
             lo, hi = min(lo, cut.start), max(hi, cut.end)
+    # Long lines (prose, tables, minified code): give up the lines farthest from the anchor, in the
+    # before/after proportion, until the window fits ``max_span_tokens``.
+    while hi > lo and lines.tokens(lo, hi) > policy.max_span_tokens:
+        if (hi - number) * max(policy.before, 1) >= (number - lo) * max(policy.after, 1) and hi > number:
+            hi -= 1
+        else:
+            lo += 1
     return lo, hi, ""
 
 
 def _chunk_drafts(path: str, numbers: range, chunk_index: int, source: Source, definitions: Sequence[Definition],
                   line_terms: Callable[[str, int], frozenset[str]], weights: dict[str, float],
-                  policy: SpanPolicy) -> list[_Draft]:
+                  policy: SpanPolicy, lines: _Lines) -> list[_Draft]:
     """The anchors of one chunk as drafts (steps 2-3).
 
     Anchors are the lines scoring at least ``anchor_share`` of the chunk's best line; each
@@ -264,7 +313,7 @@ def _chunk_drafts(path: str, numbers: range, chunk_index: int, source: Source, d
     anchors.sort(key=lambda n: (-scores[n], n))
     drafts = []
     for n in anchors[: policy.max_anchors]:
-        lo, hi, reason = _window(n, definitions, policy)
+        lo, hi, reason = _window(n, definitions, policy, lines)
         drafts.append(_Draft(lo, hi, reason, chunk_index))
     return drafts
 
@@ -274,14 +323,15 @@ def _with_order(span: Span, order: int) -> Span:
                 span.reason, span.callee)
 
 
-def _merge(drafts: list[_Draft], policy: SpanPolicy) -> list[_Draft]:
+def _merge(drafts: list[_Draft], policy: SpanPolicy, lines: _Lines | None = None) -> list[_Draft]:
     """Merge overlapping or near drafts (module docstring, step 4); the earliest chunk wins, and a span that
     grew past its first draft loses that draft's reason (a symbol name would no longer describe it)."""
     merged: list[_Draft] = []
     for d in sorted(drafts, key=lambda d: (d.start, d.end)):
         last = merged[-1] if merged else None
         if last is not None and d.start <= last.end + policy.merge_gap + 1 \
-                and max(last.end, d.end) - last.start + 1 <= policy.max_merged_lines:
+                and max(last.end, d.end) - last.start + 1 <= policy.max_merged_lines \
+                and (lines is None or lines.tokens(last.start, max(last.end, d.end)) <= policy.max_merged_tokens):
             if (d.start, d.end) != (last.start, last.end) and not (last.start <= d.start and d.end <= last.end):
                 last.reason = "" if d.reason != "retrieved" or last.reason != "retrieved" else "retrieved"
             last.end = max(last.end, d.end)
