@@ -32,6 +32,7 @@ from pathlib import Path
 from rag.context import packer as _context
 from rag.context.codegraph import CodeGraph
 from rag.context.packer import CodeEntry, PackedContext
+from rag.context.pool import context_pool
 from rag.errors import RepoNotFoundError
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy
 from rag.ingest.copies import update_copies
@@ -327,10 +328,13 @@ class Engine:
             UserError: ``budget_tokens`` is not a positive integer.
         """
         # The context reads deeper than the sources shown: spans are short, so more files fit.
-        deeper = self.retrieve(question, limit=_context.DEFAULT_CONTEXT_SOURCES,
-                               depth=_context.DEFAULT_CONTEXT_DEPTH) if sources else []
-        shown = {(s.path, s.start) for s in sources}
-        pool = [*sources, *(s for s in deeper if (s.path, s.start) not in shown)]
+        deeper = code = []
+        if sources:
+            deeper = self.retrieve(question, limit=_context.DEFAULT_CONTEXT_SOURCES,
+                                   depth=_context.DEFAULT_CONTEXT_DEPTH)
+            if _context.DEFAULT_CODE_SOURCES:
+                code = self.retrieve(question, limit=_context.DEFAULT_CODE_SOURCES, kind="source")
+        pool = context_pool(sources, deeper, code, policy=_context.DEFAULT_MIX_POLICY)
         entries = self.code_context(question, retrieved=sources) if with_code else []
         return _context.pack_context(question, sources=pool, code_entries=entries, budget_tokens=budget_tokens,
                                      read_lines=self.read_lines, graph=self.code_graph())

@@ -15,20 +15,36 @@ question :func:`evidence_spans` turns the retrieved sources into short spans:
    matching line (found by the vector stream alone) keeps its whole window: the vectors
    matched it as a whole.
 3. **Spans.** An anchor inside a definition of at most :attr:`SpanPolicy.max_symbol_lines`
-   lines takes that whole definition (the symbol body); otherwise a window of
-   ``before``/``after`` lines around it, kept inside the enclosing definition when there
-   is one, whose edges move out to take whole any short definition they would cut. Windows may reach past the chunk (the chunk's neighbours): text is read from
-   the index by ``read_lines``.
+   lines (and :attr:`SpanPolicy.max_merged_tokens` tokens) takes that whole definition (the
+   symbol body); otherwise a window of ``before``/``after`` lines around it, kept inside the
+   enclosing definition when there is one, whose edges move out to take whole any short
+   definition they would cut. Windows may reach past the chunk (the chunk's neighbours):
+   text is read from the index by ``read_lines``. A window is then cut to
+   :attr:`SpanPolicy.max_span_tokens` by dropping the lines farthest from its anchor (in
+   the before/after proportion): 21 lines of prose or of a Markdown table cost three times
+   as many tokens as 21 lines of code, and would crowd other files out of the budget.
+
+   3b. **Short spans for the later files.** The first :attr:`SpanPolicy.wide_files` files
+   get the spans above; each later file gives its best line per chunk with
+   ``compact_before``/``compact_after`` lines around it (a definition whole only up to
+   ``compact_symbol_lines`` lines). The answer is often in a file ranked fourth to
+   twentieth (for paraphrased questions more often than in the first three), and a
+   ten-line span fits about three such files in the budget of one full span.
 4. **Merge.** Spans of one file that overlap or lie within :attr:`SpanPolicy.merge_gap`
-   lines are merged while the result stays within :attr:`SpanPolicy.max_merged_lines`.
+   lines are merged while the result stays within :attr:`SpanPolicy.max_merged_lines`
+   and :attr:`SpanPolicy.max_merged_tokens`.
    Each span's ``weight`` is the share of the question's term weight it covers (0..1).
 5. **Callees.** For the spans of the best :attr:`SpanPolicy.callee_files` files, the
    definitions their calls name (same file first, then the files it imports; at most
    :attr:`SpanPolicy.max_callees` per file, each cut to ``max_symbol_lines``) follow as
    spans of their own.
 
-Spans of a file keep the order of retrieval (the spans from the file's best chunk first,
-by weight), then the callees. Everything is deterministic.
+Spans of a file are ordered round by round: the best span of each of its chunks (in
+retrieval order), then each chunk's second best, and so on (with
+:attr:`SpanPolicy.interleave_chunks`; else chunk by chunk), then the callees. The packer
+reads several chunks of the best files (:data:`rag.context.packer.DEFAULT_CONTEXT_DEPTH`),
+and the second chunk of a file holds the answer about as often as the third span of its
+first chunk. Everything is deterministic.
 """
 from __future__ import annotations
 
@@ -72,6 +88,15 @@ class SpanPolicy:
         max_merged_lines: a merge never makes a span longer than this (the former window).
         callee_files: the best this many files get the definitions their spans call.
         max_callees: callee definitions per such file.
+        focus: cut chunks to the spans around their matched lines (``False``: whole chunks).
+        max_span_tokens: a window is cut to this many estimated tokens (step 3; about 21
+            lines of code at 15 tokens a line).
+        max_merged_tokens: cap of a whole symbol body and of a merged span (twice a window).
+        wide_files: the first this many files get full spans; later files short ones (3b).
+        compact_anchors, compact_before, compact_after, compact_symbol_lines: the short
+            spans' anchors per chunk, window and longest definition taken whole
+            (2 + 1 + 8 = 11 lines: the matched line and what follows it).
+        interleave_chunks: order a file's spans round by round over its chunks (module docstring).
     """
 
     anchor_share: float = 0.5
@@ -91,6 +116,7 @@ class SpanPolicy:
     compact_before: int = 2
     compact_after: int = 8
     compact_symbol_lines: int = 16
+    interleave_chunks: bool = True
 
 
 DEFAULT_SPAN_POLICY = SpanPolicy()
@@ -223,17 +249,25 @@ def evidence_spans(
         merged = _merge(drafts, shape, lines)
         texts = [_text(read_lines, known_lines.get(path, {}), path, d.start, d.end) for d in merged]
         spans = []
-        for draft, (text, last) in zip(merged, texts):
+        for draft, (text, first, last) in zip(merged, texts):
             if not text.strip():
                 continue
-            for number, line in enumerate(text.split("\n"), draft.start):
+            for number, line in enumerate(text.split("\n"), first):
                 known_lines.setdefault(path, {}).setdefault(number, line)
-            terms = matched_terms(path, draft.start, last)
+            terms = matched_terms(path, first, last)
             weight = sum(weights[t] for t in terms) / total_weight
             reason = draft.reason or ("matches " + ", ".join(terms[:4]) if terms else "retrieved")
-            spans.append((draft.chunk, -weight, draft.start, Span(path, draft.start, last, text, file_rank, 0, weight,
-                                                                    items[0].score, reason)))
+            spans.append((draft.chunk, -weight, first, Span(path, first, last, text, file_rank, 0, weight,
+                                                            items[0].score, reason)))
         spans.sort(key=lambda item: item[:3])
+        if policy.interleave_chunks:  # each chunk's best span, then each chunk's second, ...
+            rank: dict[int, int] = {}
+            keyed = []
+            for item in spans:
+                keyed.append((rank.get(item[0], 0), item[0], item[1], item[2], item[3]))
+                rank[item[0]] = rank.get(item[0], 0) + 1
+            keyed.sort(key=lambda k: k[:4])
+            spans = [(k[1], k[2], k[3], k[4]) for k in keyed]
         ordered = [item[3] for item in spans]
         if graph is not None and wide and file_rank < policy.callee_files:
             ordered += _callees(graph, path, ordered, read_lines, known_lines, file_rank, items[0].score, policy)
@@ -344,21 +378,25 @@ def _merge(drafts: list[_Draft], policy: SpanPolicy, lines: _Lines | None = None
     return merged
 
 
-def _text(read_lines: ReadLines | None, known: dict[int, str], path: str, start: int, end: int) -> tuple[str, int]:
-    """``(text of lines start..end, last line present)``: from ``read_lines``, else the known lines."""
+def _text(read_lines: ReadLines | None, known: dict[int, str], path: str, start: int,
+          end: int) -> tuple[str, int, int]:
+    """``(text of lines start..end, first line, last line present)``: from ``read_lines``, else the
+    known lines (the first run of known lines in the range: a window reaching before the chunk keeps
+    the chunk's own lines)."""
     if read_lines is not None:
         try:
             text = read_lines(path, start, end).rstrip("\n")
             if text:
-                return text, start + len(text.split("\n")) - 1
+                return text, start, start + len(text.split("\n")) - 1
         except (OSError, ValueError, KeyError) as exc:
             log.debug("evidence span: cannot read %s:%d-%d (%s)", path, start, end, type(exc).__name__)
+    first = next((n for n in range(start, end + 1) if n in known), start)
     lines = []
-    for number in range(start, end + 1):
+    for number in range(first, end + 1):
         if number not in known:
             break
         lines.append(known[number])
-    return "\n".join(lines), start + len(lines) - 1
+    return "\n".join(lines), first, first + len(lines) - 1
 
 
 _CALLEE_NAME = re.compile(r"[A-Za-z_$#][\w$]*$")
@@ -390,12 +428,12 @@ def _callees(graph: CodeGraph, path: str, spans: list[Span], read_lines: ReadLin
             if (where, d.start) in seen or any(p == where and s <= d.start and d.end <= e for p, s, e in covered):
                 continue
             end = min(d.end, d.start + policy.max_symbol_lines - 1)
-            text, last = _text(read_lines, known_lines.get(where, {}), where, d.start, end)
+            text, first, last = _text(read_lines, known_lines.get(where, {}), where, d.start, end)
             if not text.strip():
                 continue
             seen.add((where, d.start))
-            covered.append((where, d.start, last))
-            out.append(Span(where, d.start, last, text, file_rank, 0, 0.0, score,
+            covered.append((where, first, last))
+            out.append(Span(where, first, last, text, file_rank, 0, 0.0, score,
                             f"{d.kind} {d.name}, called from {path}:{call.line}", callee=True))
     return out
 
