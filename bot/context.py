@@ -279,8 +279,8 @@ class BotContext:
         request = CommandRequest(
             command_id=command_id, text=text, user_id=identity.user_id, channel_id=identity.channel_id,
             is_admin=identity.is_admin, source=source,
-            services=CommandServices(reindexer=self.reindexer, notify=notify, status=self._status,
-                                     registry=self.registry, repos=self.scoping),
+            services=CommandServices(reindexer=self.reindexer, reindexers=self._reindexers(), notify=notify,
+                                     status=self._status, registry=self.registry, repos=self.scoping),
         )
         started = time.perf_counter()
         result = await self.registry.run(request)
@@ -288,6 +288,12 @@ class BotContext:
         self.runtime.metrics.record_command(spec.id if spec else "unknown", time.perf_counter() - started,
                                             ok=result.ok)
         return result
+
+    def _reindexers(self) -> dict | None:
+        """Each serving repository's reindexer by name (``/sz-reindex NAME``); ``None`` with one repository."""
+        if self.repos is None or len(self.repos.serving()) <= 1:
+            return None
+        return {repo.name: repo.reindexer for repo in self.repos.serving() if repo.reindexer is not None}
 
     async def _status(self) -> dict:
         """The status for ``/sz-status`` (read in a worker thread)."""

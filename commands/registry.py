@@ -34,7 +34,7 @@ import re
 import time
 import traceback
 from dataclasses import dataclass, field, replace
-from typing import Any, Awaitable, Callable, Iterable, Protocol
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Protocol
 
 from rag.answer.intent import QuestionParser
 from rag.tools.command_names import SLASH_PREFIX, normalize_command_id
@@ -156,7 +156,11 @@ class CommandServices:
     Attributes:
         ask: ``await ask(question) -> CommandResult`` for hosts that answer ``/sz-ask``
             through the registry (the bot answers it with its ask flow instead).
-        reindexer: a :class:`rag.ingest.reindexer.Reindexer` (``run_async``, ``clock``) for ``/sz-reindex``.
+        reindexer: a :class:`rag.ingest.reindexer.Reindexer` (``run_async``, ``clock``) for ``/sz-reindex``:
+            the default repository's.
+        reindexers: with several repositories, each serving repository's reindexer by its configured
+            name (``/sz-reindex NAME``, and the channel's repository by default); ``None`` or one
+            entry: ``reindexer`` alone.
         notify: ``await notify(text)`` posts a progress line to the caller (the reindex announces itself).
         status: ``await status() -> dict``, the bot's status (``/sz-status``).
         registry: the registry running the command (``/sz-help``).
@@ -165,6 +169,7 @@ class CommandServices:
 
     ask: Callable[[str], Awaitable[CommandResult]] | None = None
     reindexer: "Reindexing | None" = None
+    reindexers: "Mapping[str, Reindexing] | None" = None
     notify: Callable[[str], Awaitable[None]] | None = None
     status: Callable[[], Awaitable[dict]] | None = None
     registry: "Registry | None" = None

@@ -9,6 +9,9 @@
 * Bot fixtures (opt-in): ``slack_fake`` (a local Web API recorder, tests/slack_fake.py),
   ``bot_repo`` (a small repository), ``make_bot`` (the real app bound to 127.0.0.1
   port 0 with its Web API pointed at the fake; see ``slack_fake.BotHarness``).
+* A hang never eats CI's time: each test is capped by pytest-timeout (``timeout`` in
+  pyproject.toml), and a process that does not exit soon after the session prints every
+  thread's stack and exits with the session's own status (tests/exit_watchdog.py).
 """
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ import pytest
 
 from repo_helpers import write_repo
 from slack_fake import ADMIN, BOT_TOKEN, SIGNING_SECRET, BotHarness, SlackFake
+
+pytest_plugins = ["exit_watchdog"]
 
 CLEARED_PREFIXES = ("SLACK_", "AI_", "EMBEDDINGS_", "RERANK_", "GITHUB_")
 CLEARED_NAMES = (

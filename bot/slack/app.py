@@ -42,10 +42,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import secrets
 
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.api.routes import install_api
@@ -73,6 +75,23 @@ _FEEDBACK_ACTION = re.compile(r"^sz_feedback_(up|down)$")
 _ANSWER_ID = re.compile(r"^[0-9a-f]{8,64}$")
 
 
+class _SameTokenNotice(logging.Filter):
+    """Drops Bolt's "As you gave `client` as well, `token` will be unused." warning when the
+    ``SLACK_BOT_TOKEN`` Bolt read from the environment is the client's own token: the app passes its
+    configured client, so nothing is unused and the warning would only alarm an operator. Any
+    other record passes."""
+
+    def __init__(self, client_token: str | None) -> None:
+        super().__init__()
+        self._message = warning_client_prioritized_and_token_skipped()
+        self._token = client_token
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage() != self._message:
+            return True
+        return os.environ.get("SLACK_BOT_TOKEN") != self._token
+
+
 def build_app(ctx: BotContext, *, asker: Asker, ask_flow: AskFlow, client: AsyncWebClient) -> AsyncApp:
     """The Bolt app with every registry command and the HTTP API on its aiohttp app.
 
@@ -92,12 +111,18 @@ def build_app(ctx: BotContext, *, asker: Asker, ask_flow: AskFlow, client: Async
     # In Socket Mode there is no signing secret; a random one makes /slack/events refuse
     # every HTTP request instead of accepting signatures made with an empty key.
     signing_secret = settings.slack_signing_secret or secrets.token_hex(32)
-    app = AsyncApp(
-        client=client,
-        signing_secret=signing_secret,
-        name="slackzilla",
-        logger=logging.getLogger("slackzilla.bolt"),
-    )
+    bolt_log = logging.getLogger("slackzilla.bolt")
+    notice = _SameTokenNotice(client.token)
+    bolt_log.addFilter(notice)
+    try:
+        app = AsyncApp(
+            client=client,
+            signing_secret=signing_secret,
+            name="slackzilla",
+            logger=bolt_log,
+        )
+    finally:
+        bolt_log.removeFilter(notice)
     guard = ask_guards(duplicates=DuplicateFilter(), limiter=RateLimiter(settings.ask_rate_per_min),
                        state=ctx.state)
     app.middleware(deliver_once(state=ctx.state))

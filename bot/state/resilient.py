@@ -22,16 +22,21 @@ once (no waiting on a dead server) for ``retry_every_s`` seconds; the next call 
 tries the store again. An async caller on Slack's 3-second ack path can bound its wait
 with ``timeout_s`` (:meth:`acall`).
 
-Async code uses the ``a…`` methods: the store is synchronous and runs in a worker thread
-(``asyncio.to_thread``), never on the event loop.
+Async code uses the ``a…`` methods: the store is synchronous and runs in a worker thread, never
+on the event loop; in this object's own small pool (:data:`STATE_THREADS` threads, ``sz-state-…``),
+not the event loop's default executor, so an ack-path call never queues behind retrievals and
+reindex work that fill the default one under load.
 """
 from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
+import functools
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from bot.state.store import StateConfig, StateError, StateStore, StateUnavailableError
@@ -46,6 +51,9 @@ DEFAULT_PENDING_WRITES = 1000
 DEFAULT_REOPEN_EVERY_S = 5.0
 #: After a failure, calls fall back without trying the store for this long (seconds).
 DEFAULT_RETRY_EVERY_S = 2.0
+#: Worker threads of the store's own pool (the ``a…`` methods). Store calls are short; a few
+#: threads absorb a burst of acks without taking cores from retrieval.
+STATE_THREADS = 4
 
 Operation = Callable[[StateStore], Any]
 
@@ -89,6 +97,7 @@ class ResilientState:
         self.last_error: str | None = last_error
         self._available = store is not None
         self._closed = False
+        self._executor: ThreadPoolExecutor | None = None  # made by the first a… call
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
@@ -207,9 +216,9 @@ class ResilientState:
     async def acall(self, kind: str, operation: Operation, *, timeout_s: float | None = None) -> tuple[bool, Any]:
         """:meth:`call` in a worker thread; with ``timeout_s``, ``(False, None)`` when it takes longer
         (the call still completes in its thread)."""
-        if self._disabled:
+        if self._disabled or self._closed:
             return False, None
-        work = asyncio.ensure_future(asyncio.to_thread(self.call, kind, operation))
+        work = asyncio.ensure_future(self._in_thread(self.call, kind, operation))
         if timeout_s is None:
             return await work
         try:
@@ -220,9 +229,9 @@ class ResilientState:
 
     async def awrite(self, kind: str, operation: Operation) -> bool:
         """:meth:`write` in a worker thread."""
-        if self._disabled:
+        if self._disabled or self._closed:
             return False
-        return await asyncio.to_thread(self.write, kind, operation)
+        return await self._in_thread(self.write, kind, operation)
 
     def close(self, *, wait_s: float = 10.0) -> None:
         """Close the store if this object opened it: queued writes are tried once more, calls
@@ -237,8 +246,20 @@ class ResilientState:
             self._calls.wait_for(lambda: self._active == 0, timeout=wait_s)
         if store is not None and self._owned:
             store.close()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
 
     # -- internals -------------------------------------------------------------------------------
+    def _in_thread(self, function: Callable[..., Any], *args: Any) -> "asyncio.Future[Any]":
+        """``function(*args)`` in this object's pool, with the caller's context variables (as
+        :func:`asyncio.to_thread` copies them)."""
+        if self._executor is None:
+            with self._lock:
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(max_workers=STATE_THREADS, thread_name_prefix="sz-state")
+        call = functools.partial(contextvars.copy_context().run, function, *args)
+        return asyncio.get_running_loop().run_in_executor(self._executor, call)
+
     def _ensure_store(self) -> StateStore | None:
         if self._store is not None or self._opener is None:
             return self._store

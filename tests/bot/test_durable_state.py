@@ -350,3 +350,31 @@ def test_the_state_command_shows_and_prunes_the_store(tmp_path, monkeypatch, bac
     assert pruned.exit_code == 0, pruned.output
     assert "pruned" in pruned.output and "claims 1" in pruned.output
     assert store.counts()["claims"] == 0 and store.counts()["turns"] == 2
+
+
+# -- the ack path ----------------------------------------------------------------------------------
+
+async def test_ack_path_store_calls_do_not_queue_behind_a_busy_default_executor(backend):
+    """Under load the loop's default executor is full of retrievals and reindex work; a claim on
+    Slack's 3-second ack path must still reach the store within its 1 s bound, not fall back."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import threading
+
+    state = ResilientState(backend.open(), replica_id="web-1", owned=False)
+    loop = asyncio.get_running_loop()
+    busy = ThreadPoolExecutor(max_workers=1)
+    loop.set_default_executor(busy)
+    release = threading.Event()
+    blocker = asyncio.ensure_future(asyncio.to_thread(release.wait, 10))  # the one default worker is taken
+    try:
+        started = time.monotonic()
+        ok, claimed = await state.acall("claim", lambda s: s.claim(f"event:{uuid.uuid4().hex}", 60), timeout_s=1.0)
+        assert ok and claimed is True, "the claim fell back to memory: it waited for the default executor"
+        assert time.monotonic() - started < 1.0
+        assert await state.awrite("votes", lambda s: None) is True
+    finally:
+        release.set()
+        await blocker
+        state.close()
+    assert await state.acall("claim", lambda s: s.claim("event:after-close", 60)) == (False, None)

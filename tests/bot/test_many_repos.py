@@ -347,3 +347,36 @@ def test_document_round_trip_through_the_cli(two_repos, tmp_path, monkeypatch):
     assert json.loads(run("docs", "list", "--json").stdout)["documents"] == []
     too_big = runner.invoke(cli, ["docs", "add", "-", "--title", "Big"], input="x" * 200_001)
     assert too_big.exit_code == 1 and "the limit is 200,000" in too_big.output
+
+
+# -- /sz-reindex per repository ------------------------------------------------------------------------
+
+async def reindex_in(bot, text: str, *, channel: str, until: str = "done in") -> str:
+    """``/sz-reindex text`` in ``channel`` as the admin; the reply that contains ``until``."""
+    from urllib.parse import urlencode
+
+    bot.fake.clear()
+    response = await bot.post_signed(urlencode(bot.form("/sz-reindex", text, user_id=ADMIN, channel_id=channel)))
+    assert response.status == 200
+    calls = await bot.fake.wait_for(lambda calls: [c for c in calls if until in texts(c)], timeout=20)
+    return "\n".join(texts(c) for c in calls if until in texts(c))
+
+
+async def test_reindex_updates_the_channels_repository_a_named_one_or_all(two_repos, start_bot, tmp_path):
+    bot = await start_bot(two_repos)
+    await slash_in(bot, "/sz-repo", "set web", channel="CWEB")
+    (tmp_path / "web" / "src" / "wishlist.js").write_text(
+        "// saveWishlist keeps the visitor's wishlist next to the cart.\nfunction saveWishlist(items) {}\n",
+        encoding="utf-8")
+    bound = await reindex_in(bot, "", channel="CWEB")
+    assert "Reindex of *web* done" in bound and "1 added" in bound  # the channel's repository, not the default
+    assert "src/wishlist.js" in await answer_in(bot, "where is the wishlist saved?", channel="CWEB")
+
+    (tmp_path / "api" / "src" / "ledger.js").write_text("// writeLedger appends one ledger entry.\n",
+                                                         encoding="utf-8")
+    named = await reindex_in(bot, "API", channel="CWEB")  # the configured name, any case
+    assert "Reindex of *api* done" in named and "1 added" in named
+    both = await reindex_in(bot, "full all", channel="CAPI")
+    assert "Full reindex of *api* done" in both and "Full reindex of *web* done" in both
+    unknown = await reindex_in(bot, "nope", channel="CAPI", until="Unknown option")
+    assert "name one repository (api, web or all)" in unknown

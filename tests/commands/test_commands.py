@@ -158,7 +158,7 @@ async def test_help_lists_only_what_a_non_admin_may_run(registry):
 async def test_help_shows_admin_commands_to_admins(registry):
     result = await run(registry, "help", is_admin=True)
     assert "reindex" in {entry["id"] for entry in result.data["commands"]}
-    assert "`/sz-reindex [full]`" in result.text
+    assert "`/sz-reindex [NAME|all] [full]`" in result.text
 
 
 async def test_help_for_one_command(registry):

@@ -409,3 +409,21 @@ async def test_status_names_the_odd_files_the_last_reindex_skipped(make_bot, bot
     await bot.slash("/sz-status", "", user_id=USER)
     reply = await bot.fake.wait_for(lambda cs: [c for c in cs if c.method == "response_url" and "Status" in json.dumps(c.body)])
     assert "data/cities.json (data_file)" in json.dumps(reply[-1].body)
+
+
+# -- start-up log ----------------------------------------------------------------------------------
+
+async def test_start_up_does_not_warn_that_the_environments_own_token_is_unused(make_bot, monkeypatch, caplog):
+    from slack_fake import BOT_TOKEN
+
+    monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)  # as systemd's EnvironmentFile or an exported .env gives it
+    with caplog.at_level("WARNING", logger="slackzilla.bolt"):
+        await make_bot()
+    assert not [r for r in caplog.records if "will be unused" in r.getMessage()]
+
+
+async def test_a_different_token_in_the_environment_is_still_reported(make_bot, monkeypatch, caplog):
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-some-other-workspace")
+    with caplog.at_level("WARNING", logger="slackzilla.bolt"):
+        await make_bot()
+    assert [r for r in caplog.records if "will be unused" in r.getMessage()]
