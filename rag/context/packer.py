@@ -33,8 +33,9 @@ then everything is taken in one **packing order** (smaller positions first):
   first three files before the second span of the first, and so on (the seed ranked by
   ``score − size penalty``, which let a file's small, weak chunks push out the best file's
   answer); files after the first ``SpanPolicy.wide_files`` (whose spans are short) are
-  ``COMPACT_FILE_STEP`` apart instead of 1, so about three of them come in the place of
-  one full file; a called definition comes ``CALLEE_DELAY`` after its caller's span;
+  ``COMPACT_FILE_STEP`` apart instead of 1 and their rounds ``COMPACT_ROUND_STRIDE`` =
+  ``ROUND_STRIDE × COMPACT_FILE_STEP`` apart (a short span costs about a third of a full
+  one, so three of them come in the place of one); a called definition comes ``CALLEE_DELAY`` after its caller's span;
 - code entries naming a symbol or route of the question (score ≥ ``FULL_NAME_SCORE``) at
   ``NAMED_CODE_POSITION`` + i (after the first two files' best spans), other code entries
   at ``CODE_POSITION`` + i;
@@ -104,6 +105,7 @@ CODE_POSITION = 6.0
 SUMMARY_POSITION = 8.0
 CALLEE_DELAY = 1.0
 COMPACT_FILE_STEP = 0.3
+COMPACT_ROUND_STRIDE = ROUND_STRIDE * COMPACT_FILE_STEP
 DEFAULT_CONTEXT_SOURCES = 32
 """Chunks retrieved for the context (the shown sources first): four times the default 8. Spans
 are about half a window long, and files past the first ``SpanPolicy.wide_files`` give one
@@ -368,8 +370,8 @@ def _position(kind: str, *, file_rank: int = 0, order: int = 0, index: int = 0, 
               env: bool = False, wide_files: int = DEFAULT_SPAN_POLICY.wide_files) -> float:
     """The packing position of an item (smaller first; see the module docstring, "Packing order")."""
     if kind == "source":
-        if file_rank > wide_files:  # short spans of the later files: cheaper, so closer together
-            return wide_files + COMPACT_FILE_STEP * (file_rank - wide_files) + ROUND_STRIDE * order
+        if file_rank >= wide_files:  # short spans of the later files: cheaper, so closer together
+            return wide_files + COMPACT_FILE_STEP * (file_rank - wide_files) + COMPACT_ROUND_STRIDE * order
         return file_rank + ROUND_STRIDE * order
     if kind == "code":
         return (NAMED_CODE_POSITION if named else CODE_POSITION) + index
