@@ -14,7 +14,9 @@ Wiring only; each stage owns its logic:
 - ``retrieve``, ``retrieve_images``, ``structures`` and ``code_graph`` delegate to the
   :class:`~rag.search.retriever.Retriever`, which owns the caches keyed by the index
   generation (an update by this process or another one invalidates them);
-- ``code_context`` and ``pack_context`` call :mod:`rag.context.packer`; ``read_lines`` and
+- ``code_context`` and ``pack_context`` call :mod:`rag.context.packer` (``pack_context`` first
+  builds the packer's pool with :func:`rag.context.pool.context_pool` from two more
+  retrievals: a deeper one and one of source files only); ``read_lines`` and
   ``indexed_paths`` read the index (:class:`~rag.store.index.Index`).
 
 ``update()`` is serialised in-process by a lock; ``rag.ingest.reindexer`` adds the
@@ -327,7 +329,8 @@ class Engine:
         Raises:
             UserError: ``budget_tokens`` is not a positive integer.
         """
-        # The context reads deeper than the sources shown: spans are short, so more files fit.
+        # The context reads deeper than the sources shown: spans are short, so more files fit
+        # (the pool: rag.context.pool; an abstention, no sources, stays an empty context).
         deeper = code = []
         if sources:
             deeper = self.retrieve(question, limit=_context.DEFAULT_CONTEXT_SOURCES,

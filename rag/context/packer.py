@@ -52,8 +52,10 @@ the shown sources, a deeper retrieval (``DEFAULT_CONTEXT_SOURCES`` = 32 chunks, 
 ``DEFAULT_CONTEXT_DEPTH``: up to 4, 4 and 3 chunks of the best three files) and a
 retrieval restricted to source files (``DEFAULT_CODE_SOURCES``), so the implementation
 is among the leading files even when documentation matches the question's words better.
-Measured with ``shared/eval/context_recall.py`` (4,000 tokens; the figures before → after
-issue 15's second pass are in the README's "Context" section).
+Measured with ``shared/eval/context_recall.py`` (4,000 tokens), line recall before → after
+this pool and the short later spans: BM25 + structure ``dev`` 0.778 → 0.852, ``dev-hard``
+0.341 → 0.500, held-out 0.786 → 0.833; with the local MiniLM vectors ``dev`` 0.741 → 0.907,
+``dev-hard`` 0.455 → 0.500, held-out 0.786 → 0.881 (retrieval's R@5/MRR unchanged).
 """
 from __future__ import annotations
 
