@@ -14,7 +14,9 @@ Wiring only; each stage owns its logic:
 - ``retrieve``, ``retrieve_images``, ``structures`` and ``code_graph`` delegate to the
   :class:`~rag.search.retriever.Retriever`, which owns the caches keyed by the index
   generation (an update by this process or another one invalidates them);
-- ``code_context`` and ``pack_context`` call :mod:`rag.context.packer`; ``read_lines`` and
+- ``code_context`` and ``pack_context`` call :mod:`rag.context.packer` (``pack_context`` first
+  builds the packer's pool with :func:`rag.context.pool.context_pool` from two more
+  retrievals: a deeper one and one of source files only); ``read_lines`` and
   ``indexed_paths`` read the index (:class:`~rag.store.index.Index`).
 
 ``update()`` is serialised in-process by a lock; ``rag.ingest.reindexer`` adds the
@@ -32,6 +34,7 @@ from pathlib import Path
 from rag.context import packer as _context
 from rag.context.codegraph import CodeGraph
 from rag.context.packer import CodeEntry, PackedContext
+from rag.context.pool import context_pool
 from rag.errors import RepoNotFoundError
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy
 from rag.ingest.copies import update_copies
@@ -43,7 +46,7 @@ from rag.ingest.walk import DEFAULT_WALK_POLICY, WalkPolicy, walk
 from rag.parse.parser import PARSE_VERSION, FileStructure
 from rag.providers.embeddings import EmbeddingProvider
 from rag.providers.rerank import Reranker
-from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
+from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, Depth, RetrievalPolicy
 from rag.search.retriever import MAX_QUESTION_CHARS, Retriever
 from rag.search.vector_stream import VectorStream
 from rag.secrets import LiteralRedactor
@@ -271,7 +274,8 @@ class Engine:
     def reranker(self, reranker: Reranker | None) -> None:
         self.retriever.reranker = reranker
 
-    def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None) -> list[Source]:
+    def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None,
+                 depth: Depth | None = None) -> list[Source]:
         """Top chunks for ``question``; ``[]`` when nothing really matches.
 
         See :meth:`rag.search.retriever.Retriever.retrieve` for the pipeline.
@@ -280,8 +284,9 @@ class Engine:
             question: any text; FTS5 syntax in it is inert. Capped at ``MAX_QUESTION_CHARS``.
             limit: maximum number of chunks (≥ 1).
             kind: only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``).
+            depth: more chunks of the best files (:class:`rag.search.lexical.Depth`, the packer's pool).
         """
-        sources = self.retriever.retrieve(question, limit=limit, kind=kind)
+        sources = self.retriever.retrieve(question, limit=limit, kind=kind, depth=depth)
         for source in sources:
             source.repo = self.name
         return sources
@@ -324,10 +329,15 @@ class Engine:
         Raises:
             UserError: ``budget_tokens`` is not a positive integer.
         """
-        # The context reads deeper than the sources shown: spans are short, so more files fit.
-        deeper = self.retrieve(question, limit=_context.DEFAULT_CONTEXT_SOURCES) if sources else []
-        shown = {(s.path, s.start) for s in sources}
-        pool = [*sources, *(s for s in deeper if (s.path, s.start) not in shown)]
+        # The context reads deeper than the sources shown: spans are short, so more files fit
+        # (the pool: rag.context.pool; an abstention, no sources, stays an empty context).
+        deeper = code = []
+        if sources:
+            deeper = self.retrieve(question, limit=_context.DEFAULT_CONTEXT_SOURCES,
+                                   depth=_context.DEFAULT_CONTEXT_DEPTH)
+            if _context.DEFAULT_CODE_SOURCES:
+                code = self.retrieve(question, limit=_context.DEFAULT_CODE_SOURCES, kind="source")
+        pool = context_pool(sources, deeper, code, policy=_context.DEFAULT_MIX_POLICY)
         entries = self.code_context(question, retrieved=sources) if with_code else []
         return _context.pack_context(question, sources=pool, code_entries=entries, budget_tokens=budget_tokens,
                                      read_lines=self.read_lines, graph=self.code_graph())

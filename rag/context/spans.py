@@ -15,20 +15,36 @@ question :func:`evidence_spans` turns the retrieved sources into short spans:
    matching line (found by the vector stream alone) keeps its whole window: the vectors
    matched it as a whole.
 3. **Spans.** An anchor inside a definition of at most :attr:`SpanPolicy.max_symbol_lines`
-   lines takes that whole definition (the symbol body); otherwise a window of
-   ``before``/``after`` lines around it, kept inside the enclosing definition when there
-   is one, whose edges move out to take whole any short definition they would cut. Windows may reach past the chunk (the chunk's neighbours): text is read from
-   the index by ``read_lines``.
+   lines (and :attr:`SpanPolicy.max_merged_tokens` tokens) takes that whole definition (the
+   symbol body); otherwise a window of ``before``/``after`` lines around it, kept inside the
+   enclosing definition when there is one, whose edges move out to take whole any short
+   definition they would cut. Windows may reach past the chunk (the chunk's neighbours):
+   text is read from the index by ``read_lines``. A window is then cut to
+   :attr:`SpanPolicy.max_span_tokens` by dropping the lines farthest from its anchor (in
+   the before/after proportion): 21 lines of prose or of a Markdown table cost three times
+   as many tokens as 21 lines of code, and would crowd other files out of the budget.
+
+   3b. **Short spans for the later files.** The first :attr:`SpanPolicy.wide_files` files
+   get the spans above; each later file gives its best line per chunk with
+   ``compact_before``/``compact_after`` lines around it (a definition whole only up to
+   ``compact_symbol_lines`` lines). The answer is often in a file ranked fourth to
+   twentieth (for paraphrased questions more often than in the first three), and a
+   ten-line span fits about three such files in the budget of one full span.
 4. **Merge.** Spans of one file that overlap or lie within :attr:`SpanPolicy.merge_gap`
-   lines are merged while the result stays within :attr:`SpanPolicy.max_merged_lines`.
+   lines are merged while the result stays within :attr:`SpanPolicy.max_merged_lines`
+   and :attr:`SpanPolicy.max_merged_tokens`.
    Each span's ``weight`` is the share of the question's term weight it covers (0..1).
 5. **Callees.** For the spans of the best :attr:`SpanPolicy.callee_files` files, the
    definitions their calls name (same file first, then the files it imports; at most
    :attr:`SpanPolicy.max_callees` per file, each cut to ``max_symbol_lines``) follow as
    spans of their own.
 
-Spans of a file keep the order of retrieval (the spans from the file's best chunk first,
-by weight), then the callees. Everything is deterministic.
+Spans of a file are ordered round by round: the best span of each of its chunks (in
+retrieval order), then each chunk's second best, and so on (with
+:attr:`SpanPolicy.interleave_chunks`; else chunk by chunk), then the callees. The packer
+reads several chunks of the best files (:data:`rag.context.packer.DEFAULT_CONTEXT_DEPTH`),
+and the second chunk of a file holds the answer about as often as the third span of its
+first chunk. Everything is deterministic.
 """
 from __future__ import annotations
 
@@ -36,13 +52,14 @@ import logging
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rag.context.codegraph import CodeGraph
 from rag.parse.records import Definition
 from rag.search.lexical import META_TERMS
 from rag.search.query import analyze
 from rag.text import index_text, light_stem, synonyms_of
+from rag.tokens import estimate_tokens
 from rag.types import Source
 
 __all__ = ["Span", "SpanPolicy", "DEFAULT_SPAN_POLICY", "evidence_spans"]
@@ -71,6 +88,15 @@ class SpanPolicy:
         max_merged_lines: a merge never makes a span longer than this (the former window).
         callee_files: the best this many files get the definitions their spans call.
         max_callees: callee definitions per such file.
+        focus: cut chunks to the spans around their matched lines (``False``: whole chunks).
+        max_span_tokens: a window is cut to this many estimated tokens (step 3; about 21
+            lines of code at 15 tokens a line).
+        max_merged_tokens: cap of a whole symbol body and of a merged span (twice a window).
+        wide_files: the first this many files get full spans; later files short ones (3b).
+        compact_anchors, compact_before, compact_after, compact_symbol_lines: the short
+            spans' anchors per chunk, window and longest definition taken whole
+            (2 + 1 + 8 = 11 lines: the matched line and what follows it).
+        interleave_chunks: order a file's spans round by round over its chunks (module docstring).
     """
 
     anchor_share: float = 0.5
@@ -83,6 +109,14 @@ class SpanPolicy:
     callee_files: int = 3
     max_callees: int = 2
     focus: bool = True
+    max_span_tokens: int = 320
+    max_merged_tokens: int = 640
+    wide_files: int = 3
+    compact_anchors: int = 1
+    compact_before: int = 2
+    compact_after: int = 8
+    compact_symbol_lines: int = 16
+    interleave_chunks: bool = True
 
 
 DEFAULT_SPAN_POLICY = SpanPolicy()
@@ -205,35 +239,76 @@ def evidence_spans(
     for file_rank, (path, items) in enumerate(by_file.items()):
         structure = graph.structure(path) if graph is not None else None
         definitions = structure.definitions if structure is not None else []
+        wide = file_rank < policy.wide_files
+        shape = policy if wide else _compact(policy)
+        lines = _Lines(path, known_lines.setdefault(path, {}), read_lines)
         drafts: list[_Draft] = []
         for chunk_index, source in enumerate(items):
             numbers = range(source.start, source.start + len(source.text.split("\n")))
-            drafts += _chunk_drafts(path, numbers, chunk_index, source, definitions, line_terms, weights, policy)
-        merged = _merge(drafts, policy)
+            drafts += _chunk_drafts(path, numbers, chunk_index, source, definitions, line_terms, weights, shape, lines)
+        merged = _merge(drafts, shape, lines)
         texts = [_text(read_lines, known_lines.get(path, {}), path, d.start, d.end) for d in merged]
         spans = []
-        for draft, (text, last) in zip(merged, texts):
+        for draft, (text, first, last) in zip(merged, texts):
             if not text.strip():
                 continue
-            for number, line in enumerate(text.split("\n"), draft.start):
+            for number, line in enumerate(text.split("\n"), first):
                 known_lines.setdefault(path, {}).setdefault(number, line)
-            terms = matched_terms(path, draft.start, last)
+            terms = matched_terms(path, first, last)
             weight = sum(weights[t] for t in terms) / total_weight
             reason = draft.reason or ("matches " + ", ".join(terms[:4]) if terms else "retrieved")
-            spans.append((draft.chunk, -weight, draft.start, Span(path, draft.start, last, text, file_rank, 0, weight,
-                                                                    items[0].score, reason)))
+            spans.append((draft.chunk, -weight, first, Span(path, first, last, text, file_rank, 0, weight,
+                                                            items[0].score, reason)))
         spans.sort(key=lambda item: item[:3])
+        if policy.interleave_chunks:  # each chunk's best span, then each chunk's second, ...
+            rank: dict[int, int] = {}
+            keyed = []
+            for item in spans:
+                keyed.append((rank.get(item[0], 0), item[0], item[1], item[2], item[3]))
+                rank[item[0]] = rank.get(item[0], 0) + 1
+            keyed.sort(key=lambda k: k[:4])
+            spans = [(k[1], k[2], k[3], k[4]) for k in keyed]
         ordered = [item[3] for item in spans]
-        if graph is not None and file_rank < policy.callee_files:
+        if graph is not None and wide and file_rank < policy.callee_files:
             ordered += _callees(graph, path, ordered, read_lines, known_lines, file_rank, items[0].score, policy)
         out += [_with_order(span, order) for order, span in enumerate(ordered)]
     return out
 
 
-def _window(number: int, definitions: Sequence[Definition], policy: SpanPolicy) -> tuple[int, int, str]:
+def _compact(policy: SpanPolicy) -> SpanPolicy:
+    """The span shape of a file ranked ``wide_files`` or later: its best line per chunk with a few lines
+    around it, a definition whole only when it is short (step 3b)."""
+    return replace(policy, max_anchors=policy.compact_anchors, before=policy.compact_before,
+                   after=policy.compact_after, max_symbol_lines=policy.compact_symbol_lines)
+
+
+class _Lines:
+    """The lines of one file known so far (from its retrieved chunks), read from the index on demand."""
+
+    def __init__(self, path: str, known: dict[int, str], read_lines: ReadLines | None) -> None:
+        self.path, self.known, self.read_lines = path, known, read_lines
+
+    def tokens(self, start: int, end: int) -> int:
+        """Estimated tokens of lines ``start..end`` (absent lines count as empty)."""
+        missing = [n for n in range(start, end + 1) if n not in self.known]
+        if missing and self.read_lines is not None:
+            try:
+                text = self.read_lines(self.path, missing[0], missing[-1])
+            except (OSError, ValueError, KeyError):
+                text = ""
+            for number, line in enumerate(text.split("\n"), missing[0]):
+                self.known.setdefault(number, line)
+            for number in missing:  # past the end of the file: known to be empty
+                self.known.setdefault(number, "")
+        return sum(estimate_tokens(self.known.get(n, "")) + 1 for n in range(start, end + 1))
+
+
+def _window(number: int, definitions: Sequence[Definition], policy: SpanPolicy,
+            lines: _Lines) -> tuple[int, int, str]:
     """The span an anchor line stands for: its enclosing definition when short, else a window (step 3)."""
     enclosing = _innermost(definitions, number)
-    if enclosing is not None and enclosing.end - enclosing.start + 1 <= policy.max_symbol_lines:
+    if (enclosing is not None and enclosing.end - enclosing.start + 1 <= policy.max_symbol_lines
+            and lines.tokens(enclosing.start, enclosing.end) <= policy.max_merged_tokens):
         return enclosing.start, enclosing.end, f"{enclosing.kind} {enclosing.name}"
     lo, hi = max(1, number - policy.before), number + policy.after
     if enclosing is not None:
@@ -241,14 +316,22 @@ def _window(number: int, definitions: Sequence[Definition], policy: SpanPolicy) 
     # A window edge that cuts a short definition in two moves out to take all of it (coherent spans).
     for edge in (lo, hi):
         cut = _innermost([d for d in definitions if d.end - d.start + 1 <= policy.max_symbol_lines], edge)
-        if cut is not None and max(hi, cut.end) - min(lo, cut.start) + 1 <= policy.max_merged_lines:
+        if cut is not None and max(hi, cut.end) - min(lo, cut.start) + 1 <= policy.max_merged_lines \
+                and lines.tokens(min(lo, cut.start), max(hi, cut.end)) <= policy.max_span_tokens:
             lo, hi = min(lo, cut.start), max(hi, cut.end)
+    # Long lines (prose, tables, minified code): give up the lines farthest from the anchor, in the
+    # before/after proportion, until the window fits ``max_span_tokens``.
+    while hi > lo and lines.tokens(lo, hi) > policy.max_span_tokens:
+        if (hi - number) * max(policy.before, 1) >= (number - lo) * max(policy.after, 1) and hi > number:
+            hi -= 1
+        else:
+            lo += 1
     return lo, hi, ""
 
 
 def _chunk_drafts(path: str, numbers: range, chunk_index: int, source: Source, definitions: Sequence[Definition],
                   line_terms: Callable[[str, int], frozenset[str]], weights: dict[str, float],
-                  policy: SpanPolicy) -> list[_Draft]:
+                  policy: SpanPolicy, lines: _Lines) -> list[_Draft]:
     """The anchors of one chunk as drafts (steps 2-3).
 
     Anchors are the lines scoring at least ``anchor_share`` of the chunk's best line; each
@@ -264,7 +347,7 @@ def _chunk_drafts(path: str, numbers: range, chunk_index: int, source: Source, d
     anchors.sort(key=lambda n: (-scores[n], n))
     drafts = []
     for n in anchors[: policy.max_anchors]:
-        lo, hi, reason = _window(n, definitions, policy)
+        lo, hi, reason = _window(n, definitions, policy, lines)
         drafts.append(_Draft(lo, hi, reason, chunk_index))
     return drafts
 
@@ -274,14 +357,15 @@ def _with_order(span: Span, order: int) -> Span:
                 span.reason, span.callee)
 
 
-def _merge(drafts: list[_Draft], policy: SpanPolicy) -> list[_Draft]:
+def _merge(drafts: list[_Draft], policy: SpanPolicy, lines: _Lines | None = None) -> list[_Draft]:
     """Merge overlapping or near drafts (module docstring, step 4); the earliest chunk wins, and a span that
     grew past its first draft loses that draft's reason (a symbol name would no longer describe it)."""
     merged: list[_Draft] = []
     for d in sorted(drafts, key=lambda d: (d.start, d.end)):
         last = merged[-1] if merged else None
         if last is not None and d.start <= last.end + policy.merge_gap + 1 \
-                and max(last.end, d.end) - last.start + 1 <= policy.max_merged_lines:
+                and max(last.end, d.end) - last.start + 1 <= policy.max_merged_lines \
+                and (lines is None or lines.tokens(last.start, max(last.end, d.end)) <= policy.max_merged_tokens):
             if (d.start, d.end) != (last.start, last.end) and not (last.start <= d.start and d.end <= last.end):
                 last.reason = "" if d.reason != "retrieved" or last.reason != "retrieved" else "retrieved"
             last.end = max(last.end, d.end)
@@ -294,21 +378,25 @@ def _merge(drafts: list[_Draft], policy: SpanPolicy) -> list[_Draft]:
     return merged
 
 
-def _text(read_lines: ReadLines | None, known: dict[int, str], path: str, start: int, end: int) -> tuple[str, int]:
-    """``(text of lines start..end, last line present)``: from ``read_lines``, else the known lines."""
+def _text(read_lines: ReadLines | None, known: dict[int, str], path: str, start: int,
+          end: int) -> tuple[str, int, int]:
+    """``(text of lines start..end, first line, last line present)``: from ``read_lines``, else the
+    known lines (the first run of known lines in the range: a window reaching before the chunk keeps
+    the chunk's own lines)."""
     if read_lines is not None:
         try:
             text = read_lines(path, start, end).rstrip("\n")
             if text:
-                return text, start + len(text.split("\n")) - 1
+                return text, start, start + len(text.split("\n")) - 1
         except (OSError, ValueError, KeyError) as exc:
             log.debug("evidence span: cannot read %s:%d-%d (%s)", path, start, end, type(exc).__name__)
+    first = next((n for n in range(start, end + 1) if n in known), start)
     lines = []
-    for number in range(start, end + 1):
+    for number in range(first, end + 1):
         if number not in known:
             break
         lines.append(known[number])
-    return "\n".join(lines), start + len(lines) - 1
+    return "\n".join(lines), first, first + len(lines) - 1
 
 
 _CALLEE_NAME = re.compile(r"[A-Za-z_$#][\w$]*$")
@@ -340,12 +428,12 @@ def _callees(graph: CodeGraph, path: str, spans: list[Span], read_lines: ReadLin
             if (where, d.start) in seen or any(p == where and s <= d.start and d.end <= e for p, s, e in covered):
                 continue
             end = min(d.end, d.start + policy.max_symbol_lines - 1)
-            text, last = _text(read_lines, known_lines.get(where, {}), where, d.start, end)
+            text, first, last = _text(read_lines, known_lines.get(where, {}), where, d.start, end)
             if not text.strip():
                 continue
             seen.add((where, d.start))
-            covered.append((where, d.start, last))
-            out.append(Span(where, d.start, last, text, file_rank, 0, 0.0, score,
+            covered.append((where, first, last))
+            out.append(Span(where, first, last, text, file_rank, 0, 0.0, score,
                             f"{d.kind} {d.name}, called from {path}:{call.line}", callee=True))
     return out
 

@@ -36,7 +36,7 @@ from rag.text import index_text, light_stem, synonyms_of
 from rag.types import Source
 
 __all__ = ["STREAMS", "RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "rank_chunks",
-           "fuse_streams", "diversify", "focus_line", "explicit_paths", "META_TERMS", "LOW_VALUE_DIRS"]
+           "fuse_streams", "diversify", "Depth", "focus_line", "explicit_paths", "META_TERMS", "LOW_VALUE_DIRS"]
 
 _DOC_TYPES = frozenset({"md", "markdown", "mdx", "rst", "txt"})
 # Words that name the repository's own parts rather than a topic ("which module
@@ -482,31 +482,67 @@ def fuse_streams(cands: list[Candidate], vector_ids: list[int], *, policy: Retri
     return kept
 
 
-def diversify(cands: list[Candidate], *, limit: int, per_file: int, relative_threshold: float) -> list[Source]:
+@dataclass(frozen=True, slots=True)
+class Depth:
+    """How many chunks the best files keep in a result list, and how their chunks are interleaved.
+
+    The packer reads deeper than the sources shown (:meth:`rag.engine.Engine.pack_context`):
+    the answer is often in the best file, just not in its best chunk (measured on the dev sets:
+    when the gold file is among the first four files, its second or third chunk holds the gold
+    lines about as often as its first). A flat per-file cap with "every file's best chunk
+    first" spends a 16-chunk pool on sixteen files' first chunks and gives the best file none
+    of its others.
+
+    Attributes:
+        caps: chunks kept of the first ``len(caps)`` files, by file rank; later files keep
+            ``per_file``.
+        stride: chunk ``r`` of file ``f`` is taken at position ``f + stride × r`` (the
+            packer's :data:`rag.context.packer.ROUND_STRIDE`, so the pool and the packing
+            order agree).
+    """
+
+    caps: tuple[int, ...] = (4, 4, 3)
+    stride: float = 3.0
+
+
+def diversify(cands: list[Candidate], *, limit: int, per_file: int, relative_threshold: float,
+              depth: Depth | None = None) -> list[Source]:
     """Pick up to ``limit`` chunks: every file's best chunk first (in file-score order), then seconds.
 
-    Files scoring below ``relative_threshold`` × the best score are dropped.
+    Files scoring below ``relative_threshold`` × the best score are dropped. With ``depth``
+    (:class:`Depth`, the packer's pool) the best files keep more chunks and the chunks are
+    taken in the order of ``file index + depth.stride × chunk index`` instead: the second
+    chunk of the best file comes before the first chunk of the ``stride``-th file.
     """
     if not cands:
         return []
     top = cands[0].score
+    caps = depth.caps if depth is not None else ()
     by_file: dict[str, list[Candidate]] = defaultdict(list)
+    position: dict[str, int] = {}
     order: list[str] = []
     for c in cands:
-        if c.path not in by_file:
+        if c.path not in position:
             if c.score < relative_threshold * top:
                 continue
+            position[c.path] = len(order)
             order.append(c.path)
-        if len(by_file[c.path]) < per_file:
+        rank = position[c.path]
+        if len(by_file[c.path]) < (caps[rank] if rank < len(caps) else per_file):
             by_file[c.path].append(c)
-    picked: list[Candidate] = []
-    for rank in range(per_file):
-        for path in order:
-            if len(by_file[path]) > rank:
-                picked.append(by_file[path][rank])
+    if depth is not None:
+        keyed = [(position[path] + depth.stride * rank, position[path], rank, c)
+                 for path in order for rank, c in enumerate(by_file[path])]
+        keyed.sort(key=lambda item: item[:3])
+        picked = [item[3] for item in keyed]
+    else:
+        picked = []
+        for rank in range(per_file):
+            for path in order:
+                if len(by_file[path]) > rank:
+                    picked.append(by_file[path][rank])
     picked = picked[:limit]
     # Keep file order stable: a file's chunks together, files in score order.
-    position = {p: i for i, p in enumerate(order)}
     picked.sort(key=lambda c: (position[c.path], -c.score))
     return [Source(c.path, c.start, c.end, c.score, c.file_type, c.kind, c.text, c.heading, symbol=c.symbol)
             for c in picked]

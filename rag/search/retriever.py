@@ -124,13 +124,17 @@ class Retriever:
 
     # -- the question ------------------------------------------------------------------------
 
-    def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None) -> list[Source]:
+    def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None,
+                 depth: lexical.Depth | None = None) -> list[Source]:
         """Top chunks for ``question``, best file first; ``[]`` when nothing really matches.
 
         Args:
             question: any text; FTS5 syntax in it is inert. Cut to :data:`MAX_QUESTION_CHARS`.
             limit: maximum number of chunks (``< 1`` → ``[]``).
             kind: only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``).
+            depth: more chunks of the best files, interleaved with the other files' best chunks
+                (:class:`rag.search.lexical.Depth`; the packer's pool); ``None``: at most
+                ``policy.per_file`` chunks per file, every file's best chunk first.
 
         Returns:
             :class:`~rag.types.Source` objects with scores (larger is better; their scale
@@ -180,7 +184,7 @@ class Retriever:
                                       min_score=getattr(self.reranker, "min_score", None))
         cands = limit_items(cands, question, kind=kind)  # issues/PRs: a stream beside the code
         sources = lexical.diversify(cands, limit=limit, per_file=policy.per_file,
-                                    relative_threshold=policy.relative_threshold)
+                                    relative_threshold=policy.relative_threshold, depth=depth)
         for source in sources:
             source.focus = lexical.focus_line(source.text, source.start, query)
         return sources
