@@ -288,8 +288,34 @@ def _shutdown(executor: ProcessPoolExecutor, *, graceful: bool) -> None:
         executor.shutdown(wait=True)
         return
     processes = list((getattr(executor, "_processes", None) or {}).values())
+    results = getattr(executor, "_result_queue", None)
+    manager = getattr(executor, "_executor_manager_thread", None)
     executor.shutdown(wait=False, cancel_futures=True)
     _terminate(executor, processes)
+    _release_manager(results, manager)
+
+
+def _release_manager(results, manager: threading.Thread | None) -> None:
+    """Let the executor's manager thread end after its workers were terminated.
+
+    A worker terminated while it was sending a result leaves half a message in the result pipe;
+    the manager thread then waits in ``recv()`` for the rest forever, because this process holds
+    a write end of that pipe too. Interpreter exit joins that thread, so the process would never
+    exit (seen as a test run that hung after its summary). Closing this process's write end gives
+    the reader EOF: the manager marks the pool broken and ends. ``results`` and ``manager`` are
+    the executor's private ``_result_queue`` and ``_executor_manager_thread`` (CPython 3.8-3.14),
+    ``None`` where absent.
+    """
+    writer = getattr(results, "_writer", None)
+    if writer is not None:
+        try:
+            writer.close()
+        except OSError:
+            log.debug("closing the pool's result pipe failed", exc_info=True)
+    if manager is not None:
+        manager.join(JOIN_S)
+        if manager.is_alive():
+            log.warning("an indexing pool's manager thread did not end after its workers were terminated")
 
 
 def _terminate(executor: ProcessPoolExecutor, processes: list) -> None:

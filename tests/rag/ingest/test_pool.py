@@ -217,3 +217,25 @@ def test_policy_sizes_and_checks():
     with pytest.raises(ValueError, match="unknown start method"):
         PoolPolicy(start_method="teleport")
     assert PoolPolicy(start_method="fork").context().get_start_method() == "fork"
+
+
+def test_a_worker_terminated_mid_result_does_not_leave_the_pool_manager_blocked():
+    """A worker killed while sending a result leaves half a message in the result pipe. The pool's
+    manager thread then waited for the rest forever, and interpreter exit (which joins it) hung:
+    the test run that printed its summary and never exited."""
+    import struct
+    from concurrent.futures import ProcessPoolExecutor
+
+    executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+    assert executor.submit(abs, -1).result(timeout=30) == 1  # the worker and the manager thread run
+    manager, results = executor._executor_manager_thread, executor._result_queue
+    try:
+        # what a worker terminated mid-send leaves: a header announcing 1000 bytes, then 10 of them
+        os.write(results._writer.fileno(), struct.pack("!i", 1000) + b"0123456789")
+        time.sleep(0.5)  # the manager thread is now inside recv(), waiting for the other 990
+        pool._shutdown(executor, graceful=False)
+        manager.join(10)
+        assert not manager.is_alive(), "the pool's manager thread is still blocked on the half message"
+    finally:
+        if not results._writer.closed:
+            results._writer.close()  # so a failure here does not also hang this test process
