@@ -107,7 +107,13 @@ async def _targets(request: CommandRequest, name: str | None) -> list[tuple[str 
         return list(several.items())
     if name in several:
         return [(name, several[name])]
+    if name is not None:
+        raise _NotServing(name)
     return [(None, services.reindexer)] if services.reindexer is not None else []
+
+
+class _NotServing(Exception):
+    """The channel's repository has no reindexer (it could not be opened)."""
 
 
 async def _run_one(request: CommandRequest, repo: str | None, reindexer: Reindexing, full: bool) -> CommandResult:
@@ -137,7 +143,12 @@ async def handle(request: CommandRequest) -> CommandResult:
     """Parse ``[NAME|all] [full]``, then announce, update and summarise each repository in turn
     (one busy or failed repository does not stop the others; the result is ``ok`` when all were)."""
     full, name = _parse(request.text, list(request.services.reindexers or {}))
-    targets = await _targets(request, name)
+    try:
+        targets = await _targets(request, name)
+    except _NotServing as missing:
+        return CommandResult(text=f"The repository *{missing}* cannot be reindexed right now: it could not be opened "
+                                  "(see `/sz-repo`). Name another one, or `all`.", ok=False,
+                             data={"error": "not_serving", "repo": str(missing)})
     if not targets:
         return CommandResult(text=NOT_CONFIGURED, ok=False, data={"error": "not_configured"})
     results = [await _run_one(request, repo, reindexer, full) for repo, reindexer in targets]

@@ -485,3 +485,15 @@ async def test_tool_source_refuses_commands_that_are_not_ai_safe(registry, comma
 async def test_tool_source_runs_ai_safe_commands(registry):
     result = await run(registry, "calc", "6 * 7", source="tool")
     assert result.ok and result.data["result"] == "42"
+
+
+async def test_reindex_of_a_channel_bound_to_a_repository_that_cannot_serve_says_so(registry):
+    scoping = FakeScoping()
+    scoping.bound["C1"] = "web"  # web could not be opened: it has no reindexer
+    api = FakeReindexer()
+    services = CommandServices(reindexer=api, reindexers={"api": api, "docs": FakeReindexer()}, repos=scoping)
+    result = await run(registry, "reindex", "", channel_id="C1", is_admin=True, services=services)
+    assert not result.ok and "*web* cannot be reindexed right now" in result.text
+    assert api.calls == []  # the default was not reindexed in its place
+    named = await run(registry, "reindex", "docs full", channel_id="C1", is_admin=True, services=services)
+    assert named.ok and "Full reindex of *docs* done" in named.text
