@@ -37,6 +37,7 @@ from pathlib import Path
 
 from rag.context import packer as _packer
 from rag.context.packer import DEFAULT_BUDGET_TOKENS, CodeEntry, PackedContext
+from rag.context.pool import context_pool
 from rag.documents import DOC_PREFIX  # document paths are never qualified: their ids are unique across indexes
 from rag.types import ImageHit, Source
 
@@ -134,13 +135,14 @@ class FederatedEngine:
 
     # -- retrieval -------------------------------------------------------------------------------
 
-    def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None) -> list[Source]:
+    def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None, depth=None) -> list[Source]:
         """Each repository's top ``limit`` sources, fused (:func:`fuse_lists`) into the best ``limit``,
-        paths qualified. A repository whose search fails is logged and left out."""
+        paths qualified. A repository whose search fails is logged and left out. ``kind`` and
+        ``depth`` (:class:`rag.search.lexical.Depth`) are passed to each repository's retrieval."""
         lists = []
         for name, engine in self.members.items():
             try:
-                found = engine.retrieve(question, limit=limit, kind=kind)
+                found = engine.retrieve(question, limit=limit, kind=kind, depth=depth)
             except Exception as exc:  # noqa: BLE001 - one broken index must not cost the others
                 log.warning("retrieval in %s failed (%s); fusing the other repositories", name, type(exc).__name__)
                 continue
@@ -184,9 +186,19 @@ class FederatedEngine:
 
     def pack_context(self, question: str, *, sources: list[Source], budget_tokens: int = DEFAULT_BUDGET_TOKENS,
                      with_code: bool = True) -> PackedContext:
-        """As :meth:`rag.engine.Engine.pack_context`, over the fused sources and every repository's code context."""
+        """As :meth:`rag.engine.Engine.pack_context`, over the fused sources and every repository's code
+        context: the same pool (the shown sources, a deeper retrieval and a source-only one, each
+        fused over the repositories; :func:`rag.context.pool.context_pool`) and evidence spans read
+        from each repository's files (:meth:`read_lines`)."""
+        deeper = code = []
+        if sources:
+            deeper = self.retrieve(question, limit=_packer.DEFAULT_CONTEXT_SOURCES, depth=_packer.DEFAULT_CONTEXT_DEPTH)
+            if _packer.DEFAULT_CODE_SOURCES:
+                code = self.retrieve(question, limit=_packer.DEFAULT_CODE_SOURCES, kind="source")
+        pool = context_pool(sources, deeper, code, policy=_packer.DEFAULT_MIX_POLICY)
         entries = self.code_context(question, retrieved=sources) if with_code else []
-        return _packer.pack_context(question, sources=sources, code_entries=entries, budget_tokens=budget_tokens)
+        return _packer.pack_context(question, sources=pool, code_entries=entries, budget_tokens=budget_tokens,
+                                    read_lines=self.read_lines)
 
     # -- reading ---------------------------------------------------------------------------------
 

@@ -117,3 +117,26 @@ def test_context_pool_puts_code_among_the_leading_files():
     assert [s.path for s in context_pool(mixed, mixed, code)][:3] == ["src/x.js", "docs/a.md", "docs/b.md"]
     # No code ranking: the shown sources, then the deeper ones.
     assert [s.path for s in context_pool(docs[:2], docs)] == [s.path for s in docs]
+
+
+def test_in_all_context_gets_the_same_pool_and_spans(tmp_path: Path):
+    """``in:all`` (:class:`rag.federation.FederatedEngine`) packs like one repository does: the best
+    file's third matching function reaches the context (the sources shown keep two chunks of a
+    file), read from that repository's file."""
+    from rag.federation import FederatedEngine
+
+    files = {"src/limiter.js": _long_file([("limitA", WORDS), ("limitB", WORDS), ("limitC", WORDS)])}
+    files |= {f"src/other{i:02}.js": _function(f"other{i}", "throttle budget quota") for i in range(20)}
+    web = {"src/cart.js": _function("saveCart", "cart storage")}
+    with indexed_engine(tmp_path / "api", files) as api, indexed_engine(tmp_path / "web", web) as other:
+        federated = FederatedEngine({"api": api, "web": other})
+        question = "How does the throttle budget quota window work?"
+        sources = federated.retrieve(question, limit=8)
+        packed = federated.pack_context(question, sources=sources)
+        text = api.read_lines("src/limiter.js", 1, 400).split("\n")
+    line = next(n for n, t in enumerate(text, 1) if "function limitC" in t) + 3  # its matching line
+    assert sources[0].path == "api/src/limiter.js"
+    assert not any(s.path == "api/src/limiter.js" and s.start <= line <= s.end for s in sources)
+    spans = [(i.start, i.end) for i in packed.items if i.path == "api/src/limiter.js" and i.start is not None]
+    assert any(start <= line <= end for start, end in spans), spans
+    assert packed.tokens_used <= packed.budget
