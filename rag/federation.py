@@ -142,7 +142,8 @@ class FederatedEngine:
         lists = []
         for name, engine in self.members.items():
             try:
-                found = engine.retrieve(question, limit=limit, kind=kind, depth=depth)
+                found = (engine.retrieve(question, limit=limit, kind=kind) if depth is None
+                         else engine.retrieve(question, limit=limit, kind=kind, depth=depth))
             except Exception as exc:  # noqa: BLE001 - one broken index must not cost the others
                 log.warning("retrieval in %s failed (%s); fusing the other repositories", name, type(exc).__name__)
                 continue

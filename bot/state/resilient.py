@@ -98,6 +98,7 @@ class ResilientState:
         self._available = store is not None
         self._closed = False
         self._executor: ThreadPoolExecutor | None = None  # made by the first a… call
+        self._executor_lock = threading.Lock()  # never held across a store call: the loop may take it
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
@@ -254,7 +255,7 @@ class ResilientState:
         """``function(*args)`` in this object's pool, with the caller's context variables (as
         :func:`asyncio.to_thread` copies them)."""
         if self._executor is None:
-            with self._lock:
+            with self._executor_lock:
                 if self._executor is None:
                     self._executor = ThreadPoolExecutor(max_workers=STATE_THREADS, thread_name_prefix="sz-state")
         call = functools.partial(contextvars.copy_context().run, function, *args)
