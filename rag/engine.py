@@ -15,7 +15,7 @@ Wiring only; each stage owns its logic:
   :class:`~rag.search.retriever.Retriever`, which owns the caches keyed by the index
   generation (an update by this process or another one invalidates them);
 - ``code_context`` and ``pack_context`` call :mod:`rag.context.packer` (``pack_context`` first
-  builds the packer's pool with :func:`rag.context.pool.context_pool` from two more
+  builds the packer's pool with :func:`rag.context.packer.context_sources` from two more
   retrievals: a deeper one and one of source files only); ``read_lines`` and
   ``indexed_paths`` read the index (:class:`~rag.store.index.Index`).
 
@@ -34,7 +34,6 @@ from pathlib import Path
 from rag.context import packer as _context
 from rag.context.codegraph import CodeGraph
 from rag.context.packer import CodeEntry, PackedContext
-from rag.context.pool import context_pool
 from rag.errors import RepoNotFoundError
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy
 from rag.ingest.copies import update_copies
@@ -331,13 +330,7 @@ class Engine:
         """
         # The context reads deeper than the sources shown: spans are short, so more files fit
         # (the pool: rag.context.pool; an abstention, no sources, stays an empty context).
-        deeper = code = []
-        if sources:
-            deeper = self.retrieve(question, limit=_context.DEFAULT_CONTEXT_SOURCES,
-                                   depth=_context.DEFAULT_CONTEXT_DEPTH)
-            if _context.DEFAULT_CODE_SOURCES:
-                code = self.retrieve(question, limit=_context.DEFAULT_CODE_SOURCES, kind="source")
-        pool = context_pool(sources, deeper, code, policy=_context.DEFAULT_MIX_POLICY)
+        pool = _context.context_sources(self.retrieve, question, sources)
         entries = self.code_context(question, retrieved=sources) if with_code else []
         return _context.pack_context(question, sources=pool, code_entries=entries, budget_tokens=budget_tokens,
                                      read_lines=self.read_lines, graph=self.code_graph())

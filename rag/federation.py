@@ -37,7 +37,6 @@ from pathlib import Path
 
 from rag.context import packer as _packer
 from rag.context.packer import DEFAULT_BUDGET_TOKENS, CodeEntry, PackedContext
-from rag.context.pool import context_pool
 from rag.documents import DOC_PREFIX  # document paths are never qualified: their ids are unique across indexes
 from rag.types import ImageHit, Source
 
@@ -189,14 +188,9 @@ class FederatedEngine:
                      with_code: bool = True) -> PackedContext:
         """As :meth:`rag.engine.Engine.pack_context`, over the fused sources and every repository's code
         context: the same pool (the shown sources, a deeper retrieval and a source-only one, each
-        fused over the repositories; :func:`rag.context.pool.context_pool`) and evidence spans read
+        fused over the repositories; :func:`rag.context.packer.context_sources`) and evidence spans read
         from each repository's files (:meth:`read_lines`)."""
-        deeper = code = []
-        if sources:
-            deeper = self.retrieve(question, limit=_packer.DEFAULT_CONTEXT_SOURCES, depth=_packer.DEFAULT_CONTEXT_DEPTH)
-            if _packer.DEFAULT_CODE_SOURCES:
-                code = self.retrieve(question, limit=_packer.DEFAULT_CODE_SOURCES, kind="source")
-        pool = context_pool(sources, deeper, code, policy=_packer.DEFAULT_MIX_POLICY)
+        pool = _packer.context_sources(self.retrieve, question, sources)
         entries = self.code_context(question, retrieved=sources) if with_code else []
         return _packer.pack_context(question, sources=pool, code_entries=entries, budget_tokens=budget_tokens,
                                     read_lines=self.read_lines)

@@ -64,7 +64,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rag.context.codegraph import FULL_NAME_SCORE, TOKEN_SCORE, CodeGraph, RouteHit, SymbolHit, question_tokens
-from rag.context.pool import MixPolicy
+from rag.context.pool import DEFAULT_MIX_POLICY, context_pool
 from rag.context.spans import DEFAULT_SPAN_POLICY, SpanPolicy, evidence_spans
 from rag.errors import UserError
 from rag.search.lexical import Depth
@@ -77,6 +77,7 @@ __all__ = [
     "PackedItem",
     "PackedContext",
     "code_context",
+    "context_sources",
     "pack_context",
     "DEFAULT_MAX_ENTRIES",
     "DEFAULT_BUDGET_TOKENS",
@@ -85,7 +86,6 @@ __all__ = [
     "DEFAULT_CONTEXT_SOURCES",
     "DEFAULT_CONTEXT_DEPTH",
     "DEFAULT_CODE_SOURCES",
-    "DEFAULT_MIX_POLICY",
 ]
 
 logger = logging.getLogger(__name__)
@@ -118,8 +118,6 @@ DEFAULT_CONTEXT_DEPTH = Depth(caps=(4, 4, 3), stride=ROUND_STRIDE)
 DEFAULT_CODE_SOURCES = 12
 """Chunks of a second retrieval restricted to ``source`` files, mixed into the pool
 (:func:`rag.context.pool.context_pool`); 0 turns it off."""
-DEFAULT_MIX_POLICY = MixPolicy()
-"""How that code ranking is mixed in (:class:`rag.context.pool.MixPolicy`)."""
 # Our constants (see module docstring).
 RETRIEVED_ROOT_SCORE, RETRIEVED_RANK_STEP, RETRIEVED_ROOT_FLOOR = 400, 25, 200
 PATH_MATCH_BASE = 150
@@ -388,6 +386,25 @@ def _overlaps(spans: list[tuple[int, int]], start: int, end: int) -> bool:
         covered += max(0, min(e, end) - max(s, start) + 1)
     return covered * 2 >= length
 
+
+
+def context_sources(retrieve: Callable[..., list[Source]], question: str, sources: list[Source]) -> list[Source]:
+    """The packer's pool for ``question``: ``sources`` (the ones shown), a deeper retrieval
+    (:data:`DEFAULT_CONTEXT_SOURCES` chunks, :data:`DEFAULT_CONTEXT_DEPTH`) and one restricted to
+    source files (:data:`DEFAULT_CODE_SOURCES`), merged by :func:`rag.context.pool.context_pool`
+    with :data:`rag.context.pool.DEFAULT_MIX_POLICY`. No sources (an abstention) stays empty.
+
+    Args:
+        retrieve: ``retrieve(question, limit=, kind=, depth=)`` → sources, best first
+            (:meth:`rag.engine.Engine.retrieve`, :meth:`rag.federation.FederatedEngine.retrieve`).
+    """
+    deeper: list[Source] = []
+    code: list[Source] = []
+    if sources:
+        deeper = retrieve(question, limit=DEFAULT_CONTEXT_SOURCES, depth=DEFAULT_CONTEXT_DEPTH)
+        if DEFAULT_CODE_SOURCES:
+            code = retrieve(question, limit=DEFAULT_CODE_SOURCES, kind="source")
+    return context_pool(sources, deeper, code, policy=DEFAULT_MIX_POLICY)
 
 def pack_context(
     question: str,
