@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 
 from rag.context.codegraph import FULL_NAME_SCORE, TOKEN_SCORE, CodeGraph, RouteHit, SymbolHit, question_tokens
 from rag.context.pool import DEFAULT_MIX_POLICY, context_pool
-from rag.context.spans import DEFAULT_SPAN_POLICY, SpanPolicy, evidence_spans
+from rag.context.spans import DEFAULT_SPAN_POLICY, Span, SpanPolicy, evidence_spans
 from rag.errors import UserError
 from rag.search.lexical import Depth
 from rag.sources.items import excerpt_label
@@ -104,7 +104,7 @@ ROUND_STRIDE = 3
 NAMED_CODE_POSITION = 1.5
 ENV_SUMMARY_POSITION = 2.5
 CODE_POSITION = 6.0
-SUMMARY_POSITION = 8.0
+SUMMARY_POSITION = 12.0
 CALLEE_DELAY = 1.0
 COMPACT_FILE_STEP = 0.3
 COMPACT_ROUND_STRIDE = ROUND_STRIDE * COMPACT_FILE_STEP
@@ -126,6 +126,13 @@ ENV_ROOT_SCORE = 250
 MIN_MATCH_SCORE = 2 * TOKEN_SCORE  # a full-name mention or two tokens
 MAX_CODE_SNIPPETS = 8
 MAX_SNIPPET_LINES = 60
+MAX_SNIPPET_TOKENS = DEFAULT_SPAN_POLICY.max_span_tokens
+"""A code snippet keeps its first lines up to this many estimated tokens (an evidence window's cap):
+60 lines of a ``.d.ts`` overload list or of long JSDoc reached 839 tokens, a fifth of the budget."""
+MAX_SUMMARY_TOKENS = 160
+"""A file summary is cut to this many estimated tokens (long ``imports``/``defines``/``used by`` lists
+end in ``…``): on the dev sets the median summary is about 120 tokens and one in seven passed 320,
+up to 1,084, while a summary says where things are rather than holding the answer."""
 ROUTE_SNIPPET_LINES = 12
 MAX_ENV_NAMES = 20
 
@@ -251,9 +258,38 @@ def _snippet(read_lines: ReadLines, path: str, start: int, end: int, score: floa
     except (OSError, ValueError, KeyError) as exc:
         logger.debug("code context: cannot read %s:%d-%d (%s)", path, start, end, type(exc).__name__)
         return None
+    lines = text.rstrip("\n").split("\n")
+    used = kept = 0
+    for line in lines:  # the first lines within MAX_SNIPPET_TOKENS (at least one)
+        used += estimate_tokens(line) + 1
+        if kept and used > MAX_SNIPPET_TOKENS:
+            break
+        kept += 1
+    if kept < len(lines):
+        end = start + kept - 1
+    text = "\n".join(lines[:kept])
     if not text.strip():
         return None
-    return CodeEntry(kind="code", path=path, start=start, end=end, score=score, text=text.rstrip("\n"), reason=reason)
+    return CodeEntry(kind="code", path=path, start=start, end=end, score=score, text=text, reason=reason)
+
+
+def _cut_summary(text: str, cap: int = MAX_SUMMARY_TOKENS) -> str:
+    """``text`` within ``cap`` estimated tokens: whole lines while they fit, then the next line cut at a
+    list separator (``, `` or ``; ``) and ended with ``…``; the rest left out."""
+    out: list[str] = []
+    used = 0
+    for line in text.split("\n"):
+        cost = estimate_tokens(line) + 1
+        if used + cost <= cap:
+            out.append(line)
+            used += cost
+            continue
+        room = (cap - used - 1) * 4 - 2  # characters left (rag.tokens: four per token), less " …"
+        cut = max(line.rfind(", ", 0, room), line.rfind("; ", 0, room))
+        if cut > 0:
+            out.append(line[:cut] + " …")
+        break
+    return "\n".join(out)
 
 
 def _route_end(graph: CodeGraph, path: str, line: int) -> int:
@@ -335,7 +371,7 @@ def code_context(
     for path in selected:
         if len(entries) >= max_entries:
             break
-        summary = graph.summary(path)
+        summary = _cut_summary(graph.summary(path))
         if summary:
             entries.append(CodeEntry(kind="structure", path=path, start=None, end=None, score=STRUCTURE_SCORE,
                                      text=summary, reason=f"{reasons[path]} ({scores[path]:g})"))
@@ -354,6 +390,7 @@ class _Candidate:
     priority: float
     order: int
     symbol: str | None = None
+    span: Span | None = None
 
 
 def _block(kind: str, path: str | None, start: int | None, end: int | None, text: str,
@@ -403,8 +440,49 @@ def context_sources(retrieve: Callable[..., list[Source]], question: str, source
     if sources:
         deeper = retrieve(question, limit=DEFAULT_CONTEXT_SOURCES, depth=DEFAULT_CONTEXT_DEPTH)
         if DEFAULT_CODE_SOURCES:
-            code = retrieve(question, limit=DEFAULT_CODE_SOURCES, kind="source")
+            code = retrieve(question, limit=DEFAULT_CODE_SOURCES, kind="source", abstain=False)
     return context_pool(sources, deeper, code, policy=DEFAULT_MIX_POLICY)
+
+def _candidates(question: str, *, sources: Sequence[Source], code_entries: Sequence[CodeEntry],
+                read_lines: ReadLines | None, graph: CodeGraph | None, span_policy: SpanPolicy) -> list[_Candidate]:
+    """Every item the packer may take (evidence spans, then code entries), each with its block, tokens and
+    packing position (``priority`` = minus the position), in no particular order."""
+    candidates: list[_Candidate] = []
+    headings = {(s.path, s.start): s.heading or s.symbol for s in sources}
+
+    def symbol_at(path: str, line: int) -> str | None:
+        """The symbol path of the retrieved chunk holding ``path:line`` (a span's own symbol)."""
+        return next((s.symbol for s in sources if s.path == path and s.start <= line <= s.end and s.symbol), None)
+
+    for span in evidence_spans(question, sources=sources, read_lines=read_lines, graph=graph, policy=span_policy):
+        kind = "code" if span.callee else "source"
+        symbol = None if span.callee else symbol_at(span.path, span.start)
+        if span.reason == "retrieved":
+            label = headings.get((span.path, span.start))
+        else:  # where the lines live first (the symbol path), then why they were picked
+            label = "; ".join(part for part in (symbol, span.reason) if part)
+        block = _block(kind, span.path, span.start, span.end, span.text, label)
+        position = _position("source", file_rank=span.file_rank, order=span.order,
+                             wide_files=span_policy.wide_files) + (CALLEE_DELAY if span.callee else 0.0)
+        score = SOURCE_BASE_SCORE + span.score
+        candidates.append(_Candidate(kind, span.path, span.start, span.end, score, block,
+                                     estimate_tokens(block + "\n\n"), -position, len(candidates),
+                                     symbol, span))
+    code_index = summary_index = 0
+    for entry in code_entries:
+        kind = "structure" if entry.kind == "structure" else "code"
+        score = STRUCTURE_SCORE if kind == "structure" else entry.score
+        if kind == "code":
+            position = _position("code", index=code_index, named=entry.score >= FULL_NAME_SCORE)
+            code_index += 1
+        else:
+            position = _position("structure", index=summary_index, env=entry.path is None)
+            summary_index += entry.path is not None
+        block = _block(kind, entry.path, entry.start, entry.end, entry.text, entry.reason)
+        candidates.append(_Candidate(kind, entry.path, entry.start, entry.end, score, block,
+                                     estimate_tokens(block + "\n\n"), -position, len(candidates)))
+    return candidates
+
 
 def pack_context(
     question: str,
@@ -436,40 +514,8 @@ def pack_context(
     """
     if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens <= 0:
         raise UserError(f"The context budget must be a positive number of tokens (got {budget_tokens!r}).")
-    candidates: list[_Candidate] = []
-    headings = {(s.path, s.start): s.heading or s.symbol for s in sources}
-
-    def symbol_at(path: str, line: int) -> str | None:
-        """The symbol path of the retrieved chunk holding ``path:line`` (a span's own symbol)."""
-        return next((s.symbol for s in sources if s.path == path and s.start <= line <= s.end and s.symbol), None)
-
-    for span in evidence_spans(question, sources=sources, read_lines=read_lines, graph=graph, policy=span_policy):
-        kind = "code" if span.callee else "source"
-        symbol = None if span.callee else symbol_at(span.path, span.start)
-        if span.reason == "retrieved":
-            label = headings.get((span.path, span.start))
-        else:  # where the lines live first (the symbol path), then why they were picked
-            label = "; ".join(part for part in (symbol, span.reason) if part)
-        block = _block(kind, span.path, span.start, span.end, span.text, label)
-        position = _position("source", file_rank=span.file_rank, order=span.order,
-                             wide_files=span_policy.wide_files) + (CALLEE_DELAY if span.callee else 0.0)
-        score = SOURCE_BASE_SCORE + span.score
-        candidates.append(_Candidate(kind, span.path, span.start, span.end, score, block,
-                                     estimate_tokens(block + "\n\n"), -position, len(candidates),
-                                     symbol))
-    code_index = summary_index = 0
-    for entry in code_entries:
-        kind = "structure" if entry.kind == "structure" else "code"
-        score = STRUCTURE_SCORE if kind == "structure" else entry.score
-        if kind == "code":
-            position = _position("code", index=code_index, named=entry.score >= FULL_NAME_SCORE)
-            code_index += 1
-        else:
-            position = _position("structure", index=summary_index, env=entry.path is None)
-            summary_index += entry.path is not None
-        block = _block(kind, entry.path, entry.start, entry.end, entry.text, entry.reason)
-        candidates.append(_Candidate(kind, entry.path, entry.start, entry.end, score, block,
-                                     estimate_tokens(block + "\n\n"), -position, len(candidates)))
+    candidates = _candidates(question, sources=sources, code_entries=code_entries, read_lines=read_lines,
+                             graph=graph, span_policy=span_policy)
     candidates.sort(key=lambda c: (-c.priority, c.order))
 
     used = 0

@@ -117,6 +117,7 @@ class SpanPolicy:
     compact_after: int = 8
     compact_symbol_lines: int = 16
     interleave_chunks: bool = True
+    compact_span_tokens: int = 160
 
 
 DEFAULT_SPAN_POLICY = SpanPolicy()
@@ -279,7 +280,8 @@ def _compact(policy: SpanPolicy) -> SpanPolicy:
     """The span shape of a file ranked ``wide_files`` or later: its best line per chunk with a few lines
     around it, a definition whole only when it is short (step 3b)."""
     return replace(policy, max_anchors=policy.compact_anchors, before=policy.compact_before,
-                   after=policy.compact_after, max_symbol_lines=policy.compact_symbol_lines)
+                   after=policy.compact_after, max_symbol_lines=policy.compact_symbol_lines,
+                   max_span_tokens=policy.compact_span_tokens, max_merged_tokens=2 * policy.compact_span_tokens)
 
 
 class _Lines:
@@ -304,8 +306,9 @@ class _Lines:
 
 
 def _window(number: int, definitions: Sequence[Definition], policy: SpanPolicy,
-            lines: _Lines) -> tuple[int, int, str]:
-    """The span an anchor line stands for: its enclosing definition when short, else a window (step 3)."""
+            lines: _Lines) -> tuple[int, int, str] | None:
+    """The span an anchor line stands for: its enclosing definition when short, else a window (step 3);
+    ``None`` when the anchor line alone is longer than ``max_span_tokens`` (minified code, a data line)."""
     enclosing = _innermost(definitions, number)
     if (enclosing is not None and enclosing.end - enclosing.start + 1 <= policy.max_symbol_lines
             and lines.tokens(enclosing.start, enclosing.end) <= policy.max_merged_tokens):
@@ -326,6 +329,8 @@ def _window(number: int, definitions: Sequence[Definition], policy: SpanPolicy,
             hi -= 1
         else:
             lo += 1
+    if lines.tokens(lo, hi) > policy.max_span_tokens:  # one line longer than a window: minified or data
+        return None
     return lo, hi, ""
 
 
@@ -342,13 +347,18 @@ def _chunk_drafts(path: str, numbers: range, chunk_index: int, source: Source, d
     scores = {n: sum(weights[t] for t in line_terms(path, n)) for n in numbers}
     best = max(scores.values(), default=0.0)
     if not policy.focus or best <= 0.0:
-        return [_Draft(source.start, source.end, "retrieved", chunk_index)]
+        end = source.end
+        if policy.focus:  # a chunk no line of which matches (found by the vectors): its first lines, a window's worth
+            while end > source.start and lines.tokens(source.start, end) > policy.max_span_tokens:
+                end -= 1
+        return [_Draft(source.start, end, "retrieved", chunk_index)]
     anchors = [n for n, score in scores.items() if score >= policy.anchor_share * best]
     anchors.sort(key=lambda n: (-scores[n], n))
     drafts = []
     for n in anchors[: policy.max_anchors]:
-        lo, hi, reason = _window(n, definitions, policy, lines)
-        drafts.append(_Draft(lo, hi, reason, chunk_index))
+        window = _window(n, definitions, policy, lines)
+        if window is not None:
+            drafts.append(_Draft(*window, chunk_index))
     return drafts
 
 
