@@ -12,8 +12,9 @@ question :func:`evidence_spans` turns the retrieved sources into short spans:
    on every line says nothing about *which* lines matter.
 2. **Anchors.** The lines scoring at least :attr:`SpanPolicy.anchor_share` of the chunk's
    best line, at most :attr:`SpanPolicy.max_anchors` of them, best first. A chunk with no
-   matching line (found by the vector stream alone) keeps its whole window: the vectors
-   matched it as a whole.
+   matching line (found by the vector stream alone) keeps its first lines, up to
+   :attr:`SpanPolicy.max_span_tokens`: the vectors matched it as a whole, and a chunk begins
+   with what it is (a signature, a heading); whole, such chunks of prose cost 500-650 tokens.
 3. **Spans.** An anchor inside a definition of at most :attr:`SpanPolicy.max_symbol_lines`
    lines (and :attr:`SpanPolicy.max_merged_tokens` tokens) takes that whole definition (the
    symbol body); otherwise a window of ``before``/``after`` lines around it, kept inside the
@@ -22,14 +23,17 @@ question :func:`evidence_spans` turns the retrieved sources into short spans:
    text is read from the index by ``read_lines``. A window is then cut to
    :attr:`SpanPolicy.max_span_tokens` by dropping the lines farthest from its anchor (in
    the before/after proportion): 21 lines of prose or of a Markdown table cost three times
-   as many tokens as 21 lines of code, and would crowd other files out of the budget.
+   as many tokens as 21 lines of code, and would crowd other files out of the budget. An
+   anchor whose own line is longer than that (minified or generated code, a data line: one
+   line of a generated validator cost 562 tokens) gives no span.
 
    3b. **Short spans for the later files.** The first :attr:`SpanPolicy.wide_files` files
    get the spans above; each later file gives its best line per chunk with
    ``compact_before``/``compact_after`` lines around it (a definition whole only up to
-   ``compact_symbol_lines`` lines). The answer is often in a file ranked fourth to
-   twentieth (for paraphrased questions more often than in the first three), and a
-   ten-line span fits about three such files in the budget of one full span.
+   ``compact_symbol_lines`` lines), within :attr:`SpanPolicy.compact_span_tokens` (twice
+   that when merged). The answer is often in a file ranked fourth to twentieth (for
+   paraphrased questions more often than in the first three), and a ten-line span fits
+   about three such files in the budget of one full span, also when the lines are prose.
 4. **Merge.** Spans of one file that overlap or lie within :attr:`SpanPolicy.merge_gap`
    lines are merged while the result stays within :attr:`SpanPolicy.max_merged_lines`
    and :attr:`SpanPolicy.max_merged_tokens`.
@@ -97,6 +101,9 @@ class SpanPolicy:
             spans' anchors per chunk, window and longest definition taken whole
             (2 + 1 + 8 = 11 lines: the matched line and what follows it).
         interleave_chunks: order a file's spans round by round over its chunks (module docstring).
+        compact_span_tokens: token cap of a short span (twice it when merged): 11 of a full
+            window's 21 lines, so half its ``max_span_tokens``. Without it a short span of a
+            Markdown table or of long prose lines reached 420-580 tokens, a full span's price.
     """
 
     anchor_share: float = 0.5
