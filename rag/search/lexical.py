@@ -25,11 +25,12 @@ import math
 import re
 import sqlite3
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rag.ingest.manifests import is_manifest
 from rag.search.bm25_topk import top_bm25
+from rag.search.fts_shards import FtsHalves
 from rag.search.query import Query, fts_expression, fts_phrases
 from rag.store import queries
 from rag.text import index_text, light_stem, synonyms_of
@@ -205,9 +206,10 @@ def rank_chunks(
     total_chunks: int | None = None,
     symbol_files: dict[str, float] | None = None,
     known_paths: list[str] | None = None,
-    extra_ids: list[int] | None = None,
+    extra_ids: list[int] | Callable[[], list[int]] | None = None,
     meta_terms: frozenset[str] = frozenset(),
     copies: Mapping[str, Sequence[str]] | None = None,
+    halves: FtsHalves | None = None,
 ) -> tuple[list[Candidate], Evidence]:
     """Score candidate chunks for ``query``.
 
@@ -222,13 +224,17 @@ def rank_chunks(
             symbol the question names, dependants of a named file, ...); such files
             are pulled into the candidates even when BM25 missed them.
         known_paths: every indexed path (for explicit path mentions).
-        extra_ids: chunk ids found by another stream (vectors), scored here too.
+        extra_ids: chunk ids found by another stream (vectors), scored here too; or a function
+            returning them, called once FTS5 has ranked its candidates (the vector stream's
+            worker thread finishes meanwhile: :func:`rag.search.vector_stream.start_search`).
         meta_terms: words that name the repository itself (its package name, from
             :func:`rag.ingest.manifests.repository_names`): they rank like any word but are not evidence that the
             repository answers the question (the :class:`Evidence` leaves them out).
         copies: copy path → its indexed sources (:mod:`rag.search.copies`): when a copy is
             among the candidates and none of its sources is, the sources' best BM25 chunks
             are brought in, so the source can take the copy's place.
+        halves: ranks large FTS5 queries in two halves at once (:mod:`rag.search.fts_shards`: the
+            same rows); ``None``: every query in ``conn``'s thread.
 
     Returns:
         ``(candidates sorted by score desc, Evidence)``; empty when nothing matches.
@@ -242,13 +248,18 @@ def rank_chunks(
     # Ranked inside FTS5 (the commonest phrases left out when they cannot change the top:
     # rag.search.bm25_topk), then joined; with a kind filter, read deeper so the filter still
     # leaves enough candidates.
+    top = None if halves is None else (
+        lambda expression, k, rows: halves.top(conn, expression, weights=policy.fts_weights, limit=k, rows=rows,
+                                               cache=cache))
     scored, kept = top_bm25(conn, phrases, weights=policy.fts_weights,
                             limit=policy.candidate_chunks * (4 if kind else 1),
-                            df=lambda phrase: _phrase_frequency(conn, phrase, cache), total=total_chunks)
+                            df=lambda phrase: _phrase_frequency(conn, phrase, cache), total=total_chunks, top=top)
     expr = " OR ".join(kept)
     rows = queries.scored_chunks(conn, scored, kind=kind)
     explicit = explicit_paths(query, known_paths or [])
     vector_rows: list = []
+    if callable(extra_ids):
+        extra_ids = extra_ids()
     if extra_ids:
         have_ids = {r[0] for r in rows}
         vector_rows = queries.chunks_by_id(conn, [i for i in extra_ids if i not in have_ids], kind=kind)
@@ -319,18 +330,24 @@ def rank_chunks(
 
 
 def _path_idf(terms: list[str], paths: list[str], cache: dict) -> dict[str, float]:
-    """IDF of each term over file paths: ``log(1 + N / (1 + df_path))`` (df = paths containing its stem)."""
-    key = ("__path_stems__",)
+    """IDF of each term over file paths: ``log(1 + N / (1 + df_path))`` (df = paths containing one of its
+    stems). The paths' stems are inverted once per generation (stem → indices of the paths holding it,
+    in ``cache``), so a new term costs a few set lookups instead of a pass over every path (measured
+    on the synthetic 102k-chunk index of 15,725 paths: 2.2 ms per question before)."""
+    key = ("__path_postings__",)
     if key not in cache:
-        cache[key] = [{light_stem(w) for w in index_text(p).split()} for p in paths]
-    path_stems: list[set[str]] = cache[key]
-    n = len(path_stems)
+        postings: dict[str, list[int]] = defaultdict(list)
+        for i, p in enumerate(paths):
+            for stem in {light_stem(w) for w in index_text(p).split()}:
+                postings[stem].append(i)
+        cache[key] = (len(paths), dict(postings))
+    n, path_postings = cache[key]
     out = {}
     for t in terms:
         k = ("__path__", t)
         if k not in cache:
-            st = _term_stems(t)
-            df = sum(1 for ps in path_stems if st & ps)
+            lists = [path_postings[s] for s in _term_stems(t) if s in path_postings]
+            df = len(lists[0]) if len(lists) == 1 else len(set().union(*lists))
             cache[k] = math.log(1.0 + n / (1.0 + df))
         out[t] = cache[k]
     return out
