@@ -106,7 +106,7 @@ class VectorMatrix:
             vectors (providers return them so), making ``matrix @ q`` the cosine.
 
     A matrix of more than :data:`~rag.store.vector_screen.SCREEN_MIN_ROWS` rows also keeps their
-    int8 codes (:class:`~rag.store.vector_screen.QuantizedRows`, made here: about 0.5 s at
+    int8 codes (:class:`~rag.store.vector_screen.QuantizedRows`, made here: about 0.2 s at
     100k × 384) for :meth:`top_k`'s screen.
 
     Example::
