@@ -317,7 +317,7 @@ class Engine:
         return self.retriever.code_graph()
 
     def warm(self) -> int:
-        """Build the committed generation's structures, code graph and symbol table now, once
+        """Build the committed generation's structures, code graph and symbol table (and load its vectors) now, once
         (:meth:`rag.search.retriever.Retriever.warm`), so the next question does not wait for them;
         returns the generation."""
         return self.retriever.warm()
