@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 
 from rag.store import queries
 
-__all__ = ["BM25_K1", "DIRECT_ROWS_FACTOR", "TopRows", "phrase_bound", "fts5_idf", "top_bm25"]
+__all__ = ["BM25_K1", "DIRECT_ROWS_FACTOR", "phrase_bound", "fts5_idf", "top_bm25"]
 
 BM25_K1 = 1.2
 """FTS5's ``k1`` (``FTS5_BM25_K1`` in ``fts5_aux.c``); a phrase adds less than ``idf × (k1 + 1)``."""
@@ -67,14 +67,8 @@ def phrase_bound(df: int, total: int) -> float:
     return fts5_idf(df, total) * (BM25_K1 + 1.0)
 
 
-TopRows = Callable[[str, int, int], list[tuple[int, float]]]
-"""``top(expression, limit, rows)`` → the top ``limit`` ``(chunk id, score)`` for an expression matching
-at most ``rows`` rows, best first (e.g. :meth:`rag.search.fts_shards.FtsHalves.top`)."""
-
-
 def top_bm25(conn: sqlite3.Connection, phrases: Sequence[str], *, weights: Sequence[float], limit: int,
-             df: Callable[[str], int], total: int,
-             top: TopRows | None = None) -> tuple[list[tuple[int, float]], list[str]]:
+             df: Callable[[str], int], total: int) -> tuple[list[tuple[int, float]], list[str]]:
     """The top ``limit`` chunk ids by FTS5 BM25 over the OR of ``phrases``, pruned as the module says.
 
     Args:
@@ -84,8 +78,6 @@ def top_bm25(conn: sqlite3.Connection, phrases: Sequence[str], *, weights: Seque
         limit: ``k``.
         df: a phrase's document frequency (rows it matches), e.g. cached per generation.
         total: rows of the FTS table (chunks).
-        top: runs one ranking query (:data:`TopRows`); default :func:`rag.store.queries.bm25_top_ids`
-            on ``conn``.
 
     Returns:
         ``([(chunk id, score)], kept phrases)``, best first; scores are the negated ``bm25()`` over
@@ -95,19 +87,12 @@ def top_bm25(conn: sqlite3.Connection, phrases: Sequence[str], *, weights: Seque
     order = sorted((p for p, n in counts.items() if n > 0), key=lambda p: (counts[p], p))  # rarest first
     if not order or limit < 1:
         return [], []
-    if top is None:
-        def top(expression: str, k: int, _rows: int) -> list[tuple[int, float]]:
-            return queries.bm25_top_ids(conn, expression, weights=weights, limit=k)
-
-    def _top(kept: Sequence[str]) -> list[tuple[int, float]]:
-        return top(" OR ".join(kept), limit, sum(counts[p] for p in kept))
-
     if sum(counts.values()) <= DIRECT_ROWS_FACTOR * limit:  # cheap whole: probes would cost more
-        return _top(order), list(order)
+        return _top(conn, order, weights=weights, limit=limit), list(order)
     bound = {p: phrase_bound(counts[p], total) for p in order}
     kept_n = _grow(order, counts, 0, rows=limit)
     while True:
-        rows = _top(order[:kept_n])
+        rows = _top(conn, order[:kept_n], weights=weights, limit=limit)
         if kept_n == len(order):
             return rows, list(order)
         if len(rows) < limit:  # too few rows yet: bring in more, at least doubling the rows matched
@@ -128,3 +113,7 @@ def _grow(order: Sequence[str], counts: dict[str, int], kept_n: int, *, rows: in
         kept_n += 1
     return kept_n
 
+
+def _top(conn: sqlite3.Connection, phrases: Sequence[str], *, weights: Sequence[float],
+         limit: int) -> list[tuple[int, float]]:
+    return queries.bm25_top_ids(conn, " OR ".join(phrases), weights=weights, limit=limit)

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 
 from rag.ingest.manifests import is_manifest
 from rag.search.bm25_topk import top_bm25
-from rag.search.fts_shards import FtsHalves
 from rag.search.query import Query, fts_expression, fts_phrases
 from rag.store import queries
 from rag.text import index_text, light_stem, synonyms_of
@@ -209,7 +208,6 @@ def rank_chunks(
     extra_ids: list[int] | Callable[[], list[int]] | None = None,
     meta_terms: frozenset[str] = frozenset(),
     copies: Mapping[str, Sequence[str]] | None = None,
-    halves: FtsHalves | None = None,
 ) -> tuple[list[Candidate], Evidence]:
     """Score candidate chunks for ``query``.
 
@@ -233,8 +231,6 @@ def rank_chunks(
         copies: copy path → its indexed sources (:mod:`rag.search.copies`): when a copy is
             among the candidates and none of its sources is, the sources' best BM25 chunks
             are brought in, so the source can take the copy's place.
-        halves: ranks large FTS5 queries in two halves at once (:mod:`rag.search.fts_shards`: the
-            same rows); ``None``: every query in ``conn``'s thread.
 
     Returns:
         ``(candidates sorted by score desc, Evidence)``; empty when nothing matches.
@@ -248,12 +244,9 @@ def rank_chunks(
     # Ranked inside FTS5 (the commonest phrases left out when they cannot change the top:
     # rag.search.bm25_topk), then joined; with a kind filter, read deeper so the filter still
     # leaves enough candidates.
-    top = None if halves is None else (
-        lambda expression, k, rows: halves.top(conn, expression, weights=policy.fts_weights, limit=k, rows=rows,
-                                               cache=cache))
     scored, kept = top_bm25(conn, phrases, weights=policy.fts_weights,
                             limit=policy.candidate_chunks * (4 if kind else 1),
-                            df=lambda phrase: _phrase_frequency(conn, phrase, cache), total=total_chunks, top=top)
+                            df=lambda phrase: _phrase_frequency(conn, phrase, cache), total=total_chunks)
     expr = " OR ".join(kept)
     rows = queries.scored_chunks(conn, scored, kind=kind)
     explicit = explicit_paths(query, known_paths or [])

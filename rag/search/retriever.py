@@ -50,7 +50,6 @@ from rag.search.query import Query, analyze
 from rag.search.rerank import rerank_candidates
 from rag.search.structure import SymbolTable, structure_bonus, symbol_table
 from rag.search.copies import prefer_sources
-from rag.search.fts_shards import FtsHalves
 from rag.search.vector_stream import VectorStream, above_floor, start_search, top_zscore
 from rag.store import queries
 from rag.store.index import Index
@@ -122,7 +121,6 @@ class Retriever:
         self.reranker = reranker
         self._cache = GenerationCache(-1)
         self._cache_lock = threading.Lock()
-        self._halves = FtsHalves(index)  # large FTS5 queries ranked in two halves at once
         self.builds: Counter[str] = Counter()
 
     # -- the question ------------------------------------------------------------------------
@@ -167,7 +165,7 @@ class Retriever:
                 total_chunks=cache.total_chunks, known_paths=cache.paths,
                 symbol_files=structure,
                 extra_ids=lambda: [h.chunk_id for h in above_floor(pending.result(), policy.vector_floor_ratio)],
-                meta_terms=self._repository_names(cache), copies=copies, halves=self._halves,
+                meta_terms=self._repository_names(cache), copies=copies,
             )
             all_hits = pending.result()
         hits = above_floor(all_hits, policy.vector_floor_ratio)

@@ -17,8 +17,7 @@ from collections.abc import Iterator, Sequence
 
 __all__ = [
     "CANDIDATE_COLUMNS", "MAX_IDS_PER_STATEMENT",
-    "count_chunks", "count_fts_matches", "bm25_candidates", "bm25_top_ids", "bm25_top_ids_between",
-    "chunk_id_halves", "snapshot_stamp", "scored_chunks", "chunks_by_id", "first_chunks_of",
+    "count_chunks", "count_fts_matches", "bm25_candidates", "bm25_top_ids", "scored_chunks", "chunks_by_id", "first_chunks_of",
     "file_paths", "stored_structures", "image_paths", "chunk_lines", "has_file",
     "chunk_ids_paths_texts", "chunk_embedding_rows", "has_model_vectors", "content_versions",
     "files_by_size", "chunk_symbols", "bm25_chunks_of", "chunk_terms_of", "file_copies", "all_file_rows", "all_chunk_rows",
@@ -78,36 +77,6 @@ def bm25_top_ids(conn: sqlite3.Connection, expression: str, *, weights: Sequence
     return conn.execute(
         f"SELECT rowid, -bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}, {w[3]}) AS s FROM chunks_fts "
         "WHERE chunks_fts MATCH ? ORDER BY s DESC LIMIT ?", (expression, limit)).fetchall()
-
-
-def bm25_top_ids_between(conn: sqlite3.Connection, expression: str, *, weights: Sequence[float], limit: int,
-                         first_id: int, end_id: int) -> list[tuple[int, float]]:
-    """:func:`bm25_top_ids` over the chunks whose id is in ``[first_id, end_id)`` (FTS5 takes the rowid
-    range into its scan; scores are the whole table's BM25, its idf and average lengths unchanged)."""
-    w = weights
-    return conn.execute(
-        f"SELECT rowid, -bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}, {w[3]}) AS s FROM chunks_fts "
-        "WHERE chunks_fts MATCH ? AND rowid >= ? AND rowid < ? ORDER BY s DESC LIMIT ?",
-        (expression, first_id, end_id, limit)).fetchall()
-
-
-def chunk_id_halves(conn: sqlite3.Connection) -> tuple[int, int, int] | None:
-    """``(first id, median id, last id + 1)`` of the chunks: two id ranges holding half the chunks each;
-    ``None`` for fewer than two chunks."""
-    total = count_chunks(conn)
-    if total < 2:
-        return None
-    first, last = conn.execute("SELECT MIN(id), MAX(id) FROM chunks").fetchone()
-    median = conn.execute("SELECT id FROM chunks ORDER BY id LIMIT 1 OFFSET ?", (total // 2,)).fetchone()[0]
-    return first, median, last + 1
-
-
-def snapshot_stamp(conn: sqlite3.Connection) -> tuple[str | None, str | None]:
-    """``(meta.generation, meta.updated_at)`` as stored: every content write changes both, so two read
-    transactions with equal stamps see the same files, chunks and FTS rows."""
-    row = conn.execute("SELECT (SELECT value FROM meta WHERE key='generation'), "
-                       "(SELECT value FROM meta WHERE key='updated_at')").fetchone()
-    return row[0], row[1]
 
 
 def scored_chunks(conn: sqlite3.Connection, scored: Sequence[tuple[int, float]], *,
