@@ -32,7 +32,7 @@ from rag.ingest.manifests import is_manifest
 from rag.search.bm25_topk import top_bm25
 from rag.search.query import Query, fts_expression, fts_phrases
 from rag.store import queries
-from rag.text import index_text, light_stem, synonyms_of
+from rag.text import index_text, light_stem, light_stems, synonyms_of
 from rag.types import Source
 
 __all__ = ["STREAMS", "RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "rank_chunks",
@@ -428,15 +428,16 @@ def focus_line(text: str, start: int, query: Query) -> int | None:
     # → "query"): a line holding none of these cores matches nothing and is not tokenised.
     cores = {stem[:-1] if stem.endswith("y") else stem for group in wanted.values() for stem in group}
     best, best_hits = None, 0
+    any_line = "" in cores
+    # The text is lower-cased and flattened once; lower() keeps every "\n", so its lines are the lines'.
+    flats = [] if any_line else text.lower().replace("_", "").replace("$", "").split("\n")
     for offset, line in enumerate(text.split("\n")):
-        if "" in cores:
+        if any_line:
             if not line.strip():
                 continue
-        else:
-            flat = line.lower().replace("_", "").replace("$", "")
-            if not any(core in flat for core in cores):
-                continue
-        stems = {light_stem(w) for w in index_text(line).split()}
+        elif not any(core in flats[offset] for core in cores):
+            continue
+        stems = light_stems(index_text(line))
         hits = sum(1 for group in wanted.values() if group & stems)
         if hits > best_hits:
             best, best_hits = start + offset, hits
