@@ -167,15 +167,17 @@ class Retriever:
                 meta_terms=self._repository_names(cache), copies=copies,
             )
         # Lexical evidence decides abstention (cosines of answerable and unanswerable questions
-        # overlap), but a question worded unlike the code ("refuse a body that is too large" for
-        # bodyLimit) is answered when the vectors' best chunk clearly stands out of its neighbours.
-        vectors_decide = top_zscore(all_hits) >= policy.min_vector_z
-        if not cands or (evidence.abstain(policy) and not vectors_decide):
+        # overlap), but a long description worded unlike the code is answered when the vectors'
+        # best chunk clearly stands out of its neighbours (Evidence.abstain).
+        if not cands or evidence.abstain(policy, vector_z=top_zscore(all_hits) if all_hits else None):
             return []
         pinned = {c.id for c in cands if c.score >= lexical.HARD_BOOST}  # before fusion rescales scores
         pool = list(cands)
         if hits:
-            cands = lexical.fuse_streams(cands, [h.chunk_id for h in hits], policy=policy, structure=structure,
+            similarity: dict[int, float] = {}
+            for h in hits:
+                similarity.setdefault(h.chunk_id, h.similarity)
+            cands = lexical.fuse_streams(cands, similarity, policy=policy, structure=structure,
                                          coverage=evidence.coverage)
         cands = prefer_sources(cands, copies, pool=pool)
         if self.reranker is not None:  # optional; outside the read transaction (a network call)
