@@ -185,24 +185,26 @@ class Retriever:
                                       top=policy.rerank_top, pinned=pinned,
                                       min_score=getattr(self.reranker, "min_score", None))
         cands = limit_items(cands, question, kind=kind)  # issues/PRs: a stream beside the code
+        # The relative cut is a rule of the lexical scale; fused scores are shifted z-sums, whose
+        # zero means nothing (a share of the best would cut a fixed part of each list's range).
         sources = lexical.diversify(cands, limit=limit, per_file=policy.per_file,
-                                    relative_threshold=policy.relative_threshold, depth=depth)
+                                    relative_threshold=0.0 if hits else policy.relative_threshold, depth=depth)
         for source in sources:
             source.focus = lexical.focus_line(source.text, source.start, query)
         return sources
 
     def _vectors_only(self, conn: sqlite3.Connection, hits: list, copies: dict[str, tuple[str, ...]], *,
                       limit: int, kind: str | None, query: Query) -> list[Source]:
-        """The vector stream alone (``policy.streams == {"vectors"}``): chunks by cosine, sources
-        over copies, per-file diversified; never abstains (a measuring tool, see
+        """The vector stream alone (``policy.streams == {"vectors"}``): chunks by cosine × intent prior
+        (:func:`rag.search.lexical.intent_prior`), sources over copies, per-file diversified; never abstains (a measuring tool, see
         :class:`~rag.search.lexical.RetrievalPolicy`)."""
         similarity = {}
         for h in hits:
             similarity.setdefault(h.chunk_id, h.similarity)
         rows = queries.chunks_by_id(conn, list(similarity), kind=kind)
         cands = [lexical.Candidate(*row) for row in rows]
-        for c in cands:
-            c.score = similarity[c.id]
+        for c in cands:   # cosine × the intent prior, as the vector stream is fused (lexical.fuse_streams)
+            c.score = similarity[c.id] * lexical.intent_prior(c, query)
         cands.sort(key=lambda c: (-c.score, c.id))
         cands = prefer_sources(cands, copies)
         sources = lexical.diversify(cands, limit=limit, per_file=self.policy.per_file, relative_threshold=0.0)
