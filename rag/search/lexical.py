@@ -65,8 +65,8 @@ class RetrievalPolicy:
         candidate_chunks: BM25 candidates read from FTS5.
         fts_weights: BM25 column weights (body, path, heading, symbols).
         per_file: at most this many chunks of one file in a result list.
-        relative_threshold: drop files scoring below this share of the best file (lexical scores
-            only: a list fused with the vectors is not cut, see :meth:`rag.search.retriever.Retriever.retrieve`).
+        relative_threshold: drop files scoring below this share of the best file (≤ 0.5: a list
+            fused with the vectors is cut only below a named file, see :func:`fuse_streams`).
         abstain_max_matched, abstain_min_terms, abstain_below_coverage: abstain when the
             best-covering chunk shares at most ``abstain_max_matched`` topical words with a
             question of at least ``abstain_min_terms`` of them and covers less than
@@ -478,7 +478,8 @@ def fuse_streams(cands: list[Candidate], vectors: Mapping[int, float], *, policy
         coverage: the question's lexical coverage (:class:`Evidence`), which sets the weights.
 
     Returns:
-        The candidates that either stream ranked, sorted by their new score (all > 0).
+        The candidates that either stream ranked, sorted by their new score: a file's fused
+        score in [0.5, 1] plus < 0.01 for the chunk, hard structural candidates 4 + score / 100.
 
     Each stream is first reduced to files, a file scoring what its best chunk does (so one
     long file cannot take several places of a stream): the lexical stream holds the candidates
@@ -523,10 +524,13 @@ def fuse_streams(cands: list[Candidate], vectors: Mapping[int, float], *, policy
     floor = min(fused.values(), default=0.0)
     for path, bonus in soft.items():
         fused[path] = fused.get(path, floor) + policy.structure_weight * bonus
-    # z-sums have any sign: shift them above 0, so the lowest fused file scores 0.001.
-    low = min(fused.values(), default=0.0)
-    file_scores = {path: value - low + 1e-3 for path, value in fused.items()}
-    scale = max(file_scores.values(), default=1.0)
+    # z-sums have any sign and scale: map them onto [0.5, 1]. The relative threshold of
+    # diversify (a share of the best, a rule of the lexical scale) then keeps every fused file,
+    # as it kept every RRF-fused one, and cuts them only below a hard candidate (2 + …), as
+    # lexical ranking does: a question naming a file gets that file.
+    low, high = min(fused.values(), default=0.0), max(fused.values(), default=0.0)
+    span = (high - low) or 1.0
+    file_scores = {path: 0.5 + 0.5 * (value - low) / span for path, value in fused.items()}
 
     lexical_ids = [c.id for c in cands if c.lexical][: policy.stream_pool]
     vector_ids = [c.id for c in sorted((c for c in cands if c.id in vectors),
@@ -534,10 +538,10 @@ def fuse_streams(cands: list[Candidate], vectors: Mapping[int, float], *, policy
     chunk_scores = dict(reciprocal_rank_fusion({"bm25": lexical_ids, "vectors": vector_ids},
                                                weights=weights, k=policy.rrf_k))
     for c in cands:
-        if c.score >= HARD_BOOST:
-            c.score = 2.0 * scale + c.score
+        if c.score >= HARD_BOOST:   # above every fused score (≤ 1.01), in the lexical order
+            c.score = 4.0 + c.score / 100.0
         elif c.id in chunk_scores or c.path in soft:
-            c.score = file_scores.get(c.path, 0.0) + 0.01 * scale * chunk_scores.get(c.id, 0.0)
+            c.score = file_scores.get(c.path, 0.0) + 0.01 * chunk_scores.get(c.id, 0.0)
         else:
             c.score = 0.0
     kept = [c for c in cands if c.score > 0.0]

@@ -185,10 +185,8 @@ class Retriever:
                                       top=policy.rerank_top, pinned=pinned,
                                       min_score=getattr(self.reranker, "min_score", None))
         cands = limit_items(cands, question, kind=kind)  # issues/PRs: a stream beside the code
-        # The relative cut is a rule of the lexical scale; fused scores are shifted z-sums, whose
-        # zero means nothing (a share of the best would cut a fixed part of each list's range).
         sources = lexical.diversify(cands, limit=limit, per_file=policy.per_file,
-                                    relative_threshold=0.0 if hits else policy.relative_threshold, depth=depth)
+                                    relative_threshold=policy.relative_threshold, depth=depth)
         for source in sources:
             source.focus = lexical.focus_line(source.text, source.start, query)
         return sources
