@@ -1,4 +1,8 @@
-"""Reciprocal Rank Fusion: merge ranked lists from several retrieval streams.
+"""Fusion: merge ranked lists from several retrieval streams (RRF, and z-score fusion of scores).
+
+:func:`rag.search.lexical.fuse_streams` fuses the streams' *file* scores with
+:func:`zscore_fusion` (issue 15: the shape of each stream's scores counts, not only
+their order) and orders the chunks inside a file with :func:`reciprocal_rank_fusion`.
 
 Each stream (BM25, vectors, structure …) ranks its own candidates; their raw
 scores are not comparable (BM25 is unbounded, cosine lies in [-1, 1]), but
@@ -16,6 +20,11 @@ issue 15: adapted to the question by :func:`adaptive_weights`).
 
 Fusion only reorders; it never invents candidates, so each stream should pass
 a pool deeper than the final cut (``DEFAULT_CANDIDATE_POOL``).
+
+Measured on the three eval sets with MiniLM (issue 15), RRF's constants hardly matter
+here: k from 0 to 60, a vector pool of 20 to 200 chunks and the cosine floor moved R@5
+by at most one question per set; with 10–50 files per stream, any file both streams list
+at middling ranks outranks one stream's clear first, which :func:`zscore_fusion` avoids.
 """
 from __future__ import annotations
 

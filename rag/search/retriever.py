@@ -8,10 +8,10 @@ index generation):
    (:mod:`rag.search.vector_stream`; the question is embedded *before* the transaction);
 3. the structure stream (:func:`rag.search.structure.structure_bonus`);
 4. lexical ranking (:func:`rag.search.lexical.rank_chunks`: FTS5 BM25 + coverage + priors)
-   and abstention (:meth:`rag.search.lexical.Evidence.abstain`, overruled when the vectors'
-   best chunk clearly stands out);
+   and abstention (:meth:`rag.search.lexical.Evidence.abstain`, overruled for a long
+   description when the vectors' best chunk clearly stands out);
 
-then, outside it: Reciprocal Rank Fusion of the streams
+then, outside it: fusion of the streams' file scores by z-scores
 (:func:`rag.search.lexical.fuse_streams`), the optional reranker
 (:func:`rag.search.rerank.rerank_candidates`, a network call), the issue/PR quota
 (:func:`rag.search.item_quota.limit_items`), per-file diversification
