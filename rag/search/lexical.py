@@ -526,7 +526,7 @@ def fuse_streams(cands: list[Candidate], vectors: Mapping[int, float], *, policy
         fused[path] = fused.get(path, floor) + policy.structure_weight * bonus
     # z-sums have any sign and scale: map them onto [0.5, 1]. The relative threshold of
     # diversify (a share of the best, a rule of the lexical scale) then keeps every fused file,
-    # as it kept every RRF-fused one, and cuts them only below a hard candidate (2 + …), as
+    # as it kept every RRF-fused one, and cuts them only below a hard candidate (4 + …), as
     # lexical ranking does: a question naming a file gets that file.
     low, high = min(fused.values(), default=0.0), max(fused.values(), default=0.0)
     span = (high - low) or 1.0
