@@ -9,10 +9,10 @@ index generation):
    worker thread while the lexical stage runs, :func:`~rag.search.vector_stream.start_search`);
 3. the structure stream (:func:`rag.search.structure.structure_bonus`);
 4. lexical ranking (:func:`rag.search.lexical.rank_chunks`: FTS5 BM25 + coverage + priors)
-   and abstention (:meth:`rag.search.lexical.Evidence.abstain`, overruled when the vectors'
-   best chunk clearly stands out);
+   and abstention (:meth:`rag.search.lexical.Evidence.abstain`, overruled for a long
+   description when the vectors' best chunk clearly stands out);
 
-then, outside it: Reciprocal Rank Fusion of the streams
+then, outside it: fusion of the streams' file scores by z-scores
 (:func:`rag.search.lexical.fuse_streams`), the optional reranker
 (:func:`rag.search.rerank.rerank_candidates`, a network call), the issue/PR quota
 (:func:`rag.search.item_quota.limit_items`), per-file diversification
@@ -170,15 +170,17 @@ class Retriever:
             all_hits = pending.result()
         hits = above_floor(all_hits, policy.vector_floor_ratio)
         # Lexical evidence decides abstention (cosines of answerable and unanswerable questions
-        # overlap), but a question worded unlike the code ("refuse a body that is too large" for
-        # bodyLimit) is answered when the vectors' best chunk clearly stands out of its neighbours.
-        vectors_decide = top_zscore(all_hits) >= policy.min_vector_z
-        if not cands or (evidence.abstain(policy) and not vectors_decide):
+        # overlap), but a long description worded unlike the code is answered when the vectors'
+        # best chunk clearly stands out of its neighbours (Evidence.abstain).
+        if not cands or evidence.abstain(policy, vector_z=top_zscore(all_hits) if all_hits else None):
             return []
         pinned = {c.id for c in cands if c.score >= lexical.HARD_BOOST}  # before fusion rescales scores
         pool = list(cands)
         if hits:
-            cands = lexical.fuse_streams(cands, [h.chunk_id for h in hits], policy=policy, structure=structure,
+            similarity: dict[int, float] = {}
+            for h in hits:
+                similarity.setdefault(h.chunk_id, h.similarity)
+            cands = lexical.fuse_streams(cands, similarity, policy=policy, structure=structure,
                                          coverage=evidence.coverage)
         cands = prefer_sources(cands, copies, pool=pool)
         if self.reranker is not None:  # optional; outside the read transaction (a network call)
@@ -194,16 +196,16 @@ class Retriever:
 
     def _vectors_only(self, conn: sqlite3.Connection, hits: list, copies: dict[str, tuple[str, ...]], *,
                       limit: int, kind: str | None, query: Query) -> list[Source]:
-        """The vector stream alone (``policy.streams == {"vectors"}``): chunks by cosine, sources
-        over copies, per-file diversified; never abstains (a measuring tool, see
+        """The vector stream alone (``policy.streams == {"vectors"}``): chunks by cosine × intent prior
+        (:func:`rag.search.lexical.intent_prior`), sources over copies, per-file diversified; never abstains (a measuring tool, see
         :class:`~rag.search.lexical.RetrievalPolicy`)."""
         similarity = {}
         for h in hits:
             similarity.setdefault(h.chunk_id, h.similarity)
         rows = queries.chunks_by_id(conn, list(similarity), kind=kind)
         cands = [lexical.Candidate(*row) for row in rows]
-        for c in cands:
-            c.score = similarity[c.id]
+        for c in cands:   # cosine × the intent prior, as the vector stream is fused (lexical.fuse_streams)
+            c.score = similarity[c.id] * lexical.intent_prior(c, query)
         cands.sort(key=lambda c: (-c.score, c.id))
         cands = prefer_sources(cands, copies)
         sources = lexical.diversify(cands, limit=limit, per_file=self.policy.per_file, relative_threshold=0.0)

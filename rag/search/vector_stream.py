@@ -86,9 +86,10 @@ def top_zscore(hits: list["VectorHit"]) -> float:
     neighbours, but a question the repository answers tends to have one chunk that is an
     outlier among its nearest ~50 (the z-score normalises away the model's and the
     corpus's scale). The usual outlier rule, three standard deviations
-    (:data:`DEFAULT_MIN_VECTOR_Z`), separated the eval sets' answerable questions that BM25
-    would abstain on (z 3.0–3.7) from most unanswerable ones (z 2.4–2.9; one at 3.36),
-    where the former margin rule (best minus 11th > 0.08) let two more through.
+    (:data:`DEFAULT_MIN_VECTOR_Z`). It does not separate answerable from unanswerable
+    questions by itself (issue 15, MiniLM on the three eval sets: of the 8 ``none`` questions
+    BM25 abstains on, 4 stand out at z 3.2–4.5), so it only decides long descriptions
+    (:meth:`rag.search.lexical.Evidence.abstain`).
     Fewer than 3 distinct values, or no spread: 0.0 (no signal).
     """
     sims = sorted({h.similarity for h in hits}, reverse=True)
