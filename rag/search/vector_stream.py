@@ -14,8 +14,10 @@ re-embedded.
 Embedding runs after the lexical index is committed, in batches that each
 commit (bumping ``meta.vectors_version``, not the generation), so the bot
 answers with BM25 meanwhile and a provider failure leaves what was stored.
-Search is numpy brute force over the current model's vectors (see
-:mod:`rag.store.vectors` for its cost), cached per (generation, vectors_version).
+Search is exact over the current model's vectors (:class:`rag.store.vectors.VectorMatrix`: an
+int8 screen, then a float64 rescoring of the rows it cannot rule out), the matrix cached per
+(generation, vectors_version); a question's embedding and search run in a worker thread while
+the lexical stage runs (:func:`start_search`).
 """
 from __future__ import annotations
 
@@ -36,9 +38,9 @@ from rag.store import queries
 from rag.store.index import Index
 from rag.store.vectors import EmbedReport, VectorMatrix, embed_missing, load_vectors, prune_vectors, store_vectors, vector_hashes
 
-__all__ = ["EMBED_TEXT_CHARS", "EMBED_TEXT_VERSION", "VectorStream", "VectorHit", "PendingHits", "embed_key", "embed_text",
-           "safe_query_vector", "safe_search", "start_search", "above_floor", "top_zscore", "DEFAULT_MIN_VECTOR_Z",
-           "SEARCH_THREADS"]
+__all__ = ["EMBED_TEXT_CHARS", "EMBED_TEXT_VERSION", "VectorStream", "VectorHit", "PendingHits", "embed_key",
+           "embed_text", "safe_query_vector", "safe_search", "start_search", "above_floor", "top_zscore",
+           "DEFAULT_MIN_VECTOR_Z", "SEARCH_THREADS"]
 
 log = logging.getLogger(__name__)
 

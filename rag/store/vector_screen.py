@@ -6,7 +6,8 @@ module reads a quarter of that, and still returns the exact top ``k``:
 
 1. **Codes.** Each row ``x`` is stored once more as int8 codes ``c = round(x / s)`` with its own
    scale ``s = max|x_i| / 127`` (symmetric per-row quantisation), with ``‖x‖`` and the
-   quantisation error ``e = ‖x − s·c‖`` (both float64, computed when the matrix is built).
+   quantisation error ``e = ‖x − s·c‖`` (computed in float32 when the matrix is built, then
+   rounded up past their float32 rounding error).
 2. **Screen.** The query ``q`` (unit, float64) is quantised the same way (``t``, ``c_q``;
    ``δ = ‖q − t·c_q‖``). The integer dot products ``c·c_q`` come from NumKong's int8 SIMD
    kernels (exact integers: at most 127² × dim, far below 2⁵³), so ``a = s·t·(c·c_q)`` is the
@@ -24,21 +25,21 @@ float64 result, at the old cost. Cosines are float64 dot products of the stored 
 vectors and the normalised query; the former float32 ``sgemv`` scores differ from them by at
 most ~1e-5, so only rows tied that closely can change order.
 
-Measured on this machine (102,342 × 384 random unit vectors, k = 50, one core): screen 1.5 ms
-(NumKong int8 ``cdist``) against 9-10 ms for float32 ``sgemv``; the rescored rows and the
-bounds add about 1 ms. The codes take ``dim`` bytes per row (39 MB at 100k × 384) beside the
-float32 matrix.
+Measured on this machine (102,342 × 384 random unit vectors, k = 50, one core): the int8
+``cdist`` takes 1.5 ms with the codes in the CPU cache and ~3.4 ms without, the bounds, the
+partition and the ~300 rescored rows ~0.7 ms; a whole search 4-4.5 ms against 10-11 ms for the
+float32 ``sgemv`` and ``argpartition`` it replaces, with the same rows in the same order for 300
+queries (random, skewed and near-duplicate vectors). On the eval sets with MiniLM (157 questions),
+retrieval returned the same chunks in the same order; fused scores moved by at most 3.1e-7.
+The codes take ``dim`` bytes per row (39 MB at 100k × 384) beside the float32 matrix; making
+them costs ~0.2 s at 100k rows, once per loaded matrix.
 """
 from __future__ import annotations
-
-import logging
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 __all__ = ["QuantizedRows", "exact_top_k", "SCREEN_MIN_ROWS", "BOUND_SLACK"]
-
-log = logging.getLogger(__name__)
 
 SCREEN_MIN_ROWS = 2048
 """Below this many rows every row is scored exactly (the screen would save nothing)."""
@@ -130,7 +131,8 @@ class QuantizedRows:
         return approx, bound
 
 
-def exact_top_k(matrix: np.ndarray, rows: QuantizedRows | None, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def exact_top_k(matrix: np.ndarray, rows: QuantizedRows | None, query: np.ndarray,
+                k: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` rows of ``matrix`` with the largest dot product with ``query``, exactly (module docstring).
 
     Args:

@@ -30,7 +30,8 @@ def test_screen_returns_the_exact_top_k(skewed):
     rng = np.random.default_rng(2)
     for trial in range(20):
         # half the queries near a stored row (a clear winner), half anywhere
-        query = matrix[rng.integers(len(matrix))] + 0.2 * rng.standard_normal(48) if trial % 2 else rng.standard_normal(48)
+        near = matrix[rng.integers(len(matrix))] + 0.2 * rng.standard_normal(48)
+        query = near if trial % 2 else rng.standard_normal(48)
         query = query / np.linalg.norm(query)
         for k in (1, 10, 50):
             picked, scores = exact_top_k(matrix, rows, query, k)
