@@ -29,7 +29,8 @@ from repo_helpers import write_repo
 from rag.providers.embeddings import OpenAIEmbeddings
 from rag.engine import Engine
 from rag.errors import ProviderError
-from rag.search.vector_stream import embed_key, embed_text, safe_query_vector, safe_search, start_search, top_zscore
+from rag.search.vector_stream import (embed_key, embed_text, safe_query_vector, safe_search, start_search,
+                                      top_zscore)
 from rag.ingest.reindexer import Reindexer
 from rag.search.query import analyze
 from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, Candidate, fuse_streams
