@@ -25,14 +25,14 @@ import math
 import re
 import sqlite3
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rag.ingest.manifests import is_manifest
 from rag.search.bm25_topk import top_bm25
 from rag.search.query import Query, fts_expression, fts_phrases
 from rag.store import queries
-from rag.text import index_text, light_stem, synonyms_of
+from rag.text import index_text, light_stem, light_stems, synonyms_of
 from rag.types import Source
 
 __all__ = ["STREAMS", "RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "rank_chunks",
@@ -228,7 +228,7 @@ def rank_chunks(
     total_chunks: int | None = None,
     symbol_files: dict[str, float] | None = None,
     known_paths: list[str] | None = None,
-    extra_ids: list[int] | None = None,
+    extra_ids: list[int] | Callable[[], list[int]] | None = None,
     meta_terms: frozenset[str] = frozenset(),
     copies: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[list[Candidate], Evidence]:
@@ -245,7 +245,9 @@ def rank_chunks(
             symbol the question names, dependants of a named file, ...); such files
             are pulled into the candidates even when BM25 missed them.
         known_paths: every indexed path (for explicit path mentions).
-        extra_ids: chunk ids found by another stream (vectors), scored here too.
+        extra_ids: chunk ids found by another stream (vectors), scored here too; or a function
+            returning them, called once FTS5 has ranked its candidates (the vector stream's
+            worker thread finishes meanwhile: :func:`rag.search.vector_stream.start_search`).
         meta_terms: words that name the repository itself (its package name, from
             :func:`rag.ingest.manifests.repository_names`): they rank like any word but are not evidence that the
             repository answers the question (the :class:`Evidence` leaves them out).
@@ -272,6 +274,8 @@ def rank_chunks(
     rows = queries.scored_chunks(conn, scored, kind=kind)
     explicit = explicit_paths(query, known_paths or [])
     vector_rows: list = []
+    if callable(extra_ids):
+        extra_ids = extra_ids()
     if extra_ids:
         have_ids = {r[0] for r in rows}
         vector_rows = queries.chunks_by_id(conn, [i for i in extra_ids if i not in have_ids], kind=kind)
@@ -343,18 +347,24 @@ def rank_chunks(
 
 
 def _path_idf(terms: list[str], paths: list[str], cache: dict) -> dict[str, float]:
-    """IDF of each term over file paths: ``log(1 + N / (1 + df_path))`` (df = paths containing its stem)."""
-    key = ("__path_stems__",)
+    """IDF of each term over file paths: ``log(1 + N / (1 + df_path))`` (df = paths containing one of its
+    stems). The paths' stems are inverted once per generation (stem → indices of the paths holding it,
+    in ``cache``), so a new term costs a few set lookups instead of a pass over every path (measured
+    on the synthetic 102k-chunk index of 15,725 paths: 2.2 ms per question before)."""
+    key = ("__path_postings__",)
     if key not in cache:
-        cache[key] = [{light_stem(w) for w in index_text(p).split()} for p in paths]
-    path_stems: list[set[str]] = cache[key]
-    n = len(path_stems)
+        postings: dict[str, list[int]] = defaultdict(list)
+        for i, p in enumerate(paths):
+            for stem in {light_stem(w) for w in index_text(p).split()}:
+                postings[stem].append(i)
+        cache[key] = (len(paths), dict(postings))
+    n, path_postings = cache[key]
     out = {}
     for t in terms:
         k = ("__path__", t)
         if k not in cache:
-            st = _term_stems(t)
-            df = sum(1 for ps in path_stems if st & ps)
+            lists = [path_postings[s] for s in _term_stems(t) if s in path_postings]
+            df = len(lists[0]) if len(lists) == 1 else len(set().union(*lists))
             cache[k] = math.log(1.0 + n / (1.0 + df))
         out[t] = cache[k]
     return out
@@ -444,15 +454,16 @@ def focus_line(text: str, start: int, query: Query) -> int | None:
     # → "query"): a line holding none of these cores matches nothing and is not tokenised.
     cores = {stem[:-1] if stem.endswith("y") else stem for group in wanted.values() for stem in group}
     best, best_hits = None, 0
+    any_line = "" in cores
+    # The text is lower-cased and flattened once; lower() keeps every "\n", so its lines are the lines'.
+    flats = [] if any_line else text.lower().replace("_", "").replace("$", "").split("\n")
     for offset, line in enumerate(text.split("\n")):
-        if "" in cores:
+        if any_line:
             if not line.strip():
                 continue
-        else:
-            flat = line.lower().replace("_", "").replace("$", "")
-            if not any(core in flat for core in cores):
-                continue
-        stems = {light_stem(w) for w in index_text(line).split()}
+        elif not any(core in flats[offset] for core in cores):
+            continue
+        stems = light_stems(index_text(line))
         hits = sum(1 for group in wanted.values() if group & stems)
         if hits > best_hits:
             best, best_hits = start + offset, hits

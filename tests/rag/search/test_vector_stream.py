@@ -29,7 +29,8 @@ from repo_helpers import write_repo
 from rag.providers.embeddings import OpenAIEmbeddings
 from rag.engine import Engine
 from rag.errors import ProviderError
-from rag.search.vector_stream import embed_key, embed_text, safe_query_vector, safe_search, top_zscore
+from rag.search.vector_stream import (embed_key, embed_text, safe_query_vector, safe_search, start_search,
+                                      top_zscore)
 from rag.ingest.reindexer import Reindexer
 from rag.search.query import analyze
 from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, Candidate, fuse_streams
@@ -220,6 +221,33 @@ def test_hybrid_finds_the_file_bm25_misses(repo, open_engine, server):
     assert ANSWER in paths(found)[:3]
     source = next(s for s in found if s.path == ANSWER)
     assert (source.start, source.end) == (1, LIMITS_JS.count("\n")) and "rejectOversize" in source.text
+
+
+def test_the_search_beside_the_lexical_stage_finds_what_the_search_in_the_transaction_finds(
+        repo, open_engine, server, monkeypatch):
+    engine = open_engine(repo, embeddings=provider(server))
+    engine.update()
+    engine.embed_pending()
+    threads: list[str] = []
+    embed = engine.vectors.embed_query
+    monkeypatch.setattr(engine.vectors, "embed_query",
+                        lambda q: threads.append(threading.current_thread().name) or embed(q))
+    with engine.index.read() as conn:
+        pending = start_search(engine.vectors, conn, PARAPHRASE, k=5)
+        inline = engine.vectors.search(conn, embed(PARAPHRASE), k=5)
+        assert pending.result() == inline and inline
+        assert start_search(None, conn, PARAPHRASE, k=5).result() == []
+    assert threads and all(name.startswith("sz-vector-search") for name in threads)  # not the caller's thread
+
+
+def test_warm_loads_the_generations_vectors(repo, open_engine, server, monkeypatch):
+    engine = open_engine(repo, embeddings=provider(server))
+    engine.update()
+    engine.embed_pending()
+    engine.warm()
+    from rag.search import vector_stream
+    monkeypatch.setattr(vector_stream, "load_vectors", lambda *a, **k: pytest.fail("loaded again"))
+    assert ANSWER in paths(engine.retrieve(PARAPHRASE))[:3]   # the first question uses what warm() loaded
 
 
 def test_hybrid_abstains_when_neither_stream_matches(repo, open_engine, server):
