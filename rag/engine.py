@@ -9,7 +9,8 @@ Wiring only; each stage owns its logic:
 - ``update`` walks (:func:`rag.ingest.walk.walk`), runs the per-file ingest step
   (:func:`rag.ingest.prepare.prepare_file`, in worker processes for large updates:
   :mod:`rag.ingest.pool`) and applies the result in one transaction
-  (:meth:`rag.store.index.Index.apply`), copy detection included
+  (:meth:`rag.store.index.Index.apply`; a full rebuild writes each file as it comes back,
+  :meth:`rag.store.index.Index.writer`), copy detection included
   (:func:`rag.ingest.copies.update_copies`), reporting an :class:`~rag.ingest.stats.IndexStats`;
 - ``retrieve``, ``retrieve_images``, ``structures`` and ``code_graph`` delegate to the
   :class:`~rag.search.retriever.Retriever`, which owns the caches keyed by the index
@@ -195,10 +196,22 @@ class Engine:
             seen: set[str] = set()
             images_changed = sorted(report.images) != self.index.image_paths()
             updates: list[FileUpdate] = []
-            with contextlib.closing(prepare_files(
+            meta = {"repo_root": str(self.repo_root), "parse_version": str(PARSE_VERSION),
+                    "secret_values": literals.digest, "chunker": self.chunk_policy.signature()}
+
+            def record_copies(conn) -> None:
+                stats.copies = update_copies(conn, repo_root=self.repo_root, updates=updates,
+                                             removed=removed, full=full)
+
+            with contextlib.ExitStack() as stack:
+                results = stack.enter_context(contextlib.closing(prepare_files(
                     report.files, known=known, literals=literals, parser=self._parser,
                     chunk_policy=self.chunk_policy, policy=self.pool_policy, progress=progress,
-                    should_stop=should_stop)) as results:
+                    should_stop=should_stop)))
+                # A full rebuild writes each file as it comes back, inside one transaction (rolled
+                # back on any failure), so writing overlaps the workers' preparing; the rows and
+                # their ids are those Index.apply would write after the last file.
+                writer = stack.enter_context(self.index.writer(full=True)) if full else None
                 for wf, result in zip(report.files, results, strict=True):
                     old = known.get(wf.path)
                     if isinstance(result, Skipped):
@@ -208,25 +221,25 @@ class Engine:
                     if isinstance(result, Unchanged):
                         continue
                     updates.append(result.update)
+                    if writer is not None:
+                        writer.insert(result.update)
                     stats.redactions += result.update.redactions
                     stats.parse_seconds += result.parse_seconds
                     if old is None:
                         stats.added += 1
                     else:
                         stats.changed += 1
-            removed = [p for p in known if p not in seen]
+                removed = [p for p in known if p not in seen]
+                if writer is not None:
+                    writer.set_images(report.images)
+                    writer.set_meta(meta)
+                    record_copies(writer.conn)
             stats.removed = len(removed)
-            if updates or removed or full or images_changed or self.index.generation() == 0:
-                def record_copies(conn) -> None:
-                    stats.copies = update_copies(conn, repo_root=self.repo_root, updates=updates,
-                                                 removed=removed, full=full)
-
-                stats.generation = self.index.apply(
-                    updates=updates, removed=removed, images=report.images, full=full,
-                    meta={"repo_root": str(self.repo_root), "parse_version": str(PARSE_VERSION),
-                          "secret_values": literals.digest, "chunker": self.chunk_policy.signature()},
-                    after=record_copies,
-                )
+            if full:
+                stats.generation = self.index.generation()
+            elif updates or removed or images_changed or self.index.generation() == 0:
+                stats.generation = self.index.apply(updates=updates, removed=removed, images=report.images,
+                                                    meta=meta, after=record_copies)
             else:
                 stats.generation = self.index.generation()
                 stats.copies = self.index.copy_count()
@@ -305,7 +318,7 @@ class Engine:
         return self.retriever.code_graph()
 
     def warm(self) -> int:
-        """Build the committed generation's structures, code graph and symbol table now, once
+        """Build the committed generation's structures, code graph and symbol table (and load its vectors) now, once
         (:meth:`rag.search.retriever.Retriever.warm`), so the next question does not wait for them;
         returns the generation."""
         return self.retriever.warm()

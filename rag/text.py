@@ -26,6 +26,7 @@ __all__ = [
     "index_text",
     "query_terms",
     "light_stem",
+    "light_stems",
     "stem_set",
     "synonyms_of",
     "words",
@@ -221,6 +222,12 @@ def _light_stem_uncached(word: str) -> str:
 
 
 _STEMS = _Memo(_light_stem_uncached)
+
+
+def light_stems(text: str) -> set[str]:
+    """The distinct :func:`light_stem` of the space-separated words of ``text`` (one memo lookup per word,
+    no Python call: for the hot loops of retrieval)."""
+    return set(map(_STEMS.__getitem__, text.split()))
 
 
 def stem_set(text: str) -> str:

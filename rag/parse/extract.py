@@ -268,6 +268,10 @@ class _Collector:
         # Lines of ESM statements / CommonJS constructs (→ FileStructure.module_system).
         self.esm_lines: list[int] = []
         self.cjs_lines: list[int] = []
+        # Top-level `const NAME = "literal"` (name → value; None when bound twice or not a string).
+        self.constants: dict[str, str | None] = {}
+        # (index into out.env_vars, key name) of `process.env[NAME]` reads awaiting the constants.
+        self.named_keys: list[tuple[int, str]] = []
 
     # -- definitions ---------------------------------------------------------
     def definition(self, kind: str, name_node: Node, def_node: Node) -> None:
@@ -469,6 +473,8 @@ class _Collector:
             if name and "${" not in name:
                 env_vars.append(EnvVar(name=name, line=line_of(index), default=_fallback_default(parent)))
             else:  # process.env[k], process.env[`${p}_URL`]
+                if index.type == "identifier" and not _is_parameter(index):
+                    self.named_keys.append((len(env_vars), text_of(index)))
                 env_vars.append(EnvVar(name="*", line=line_of(index), default=_fallback_default(parent),
                                        dynamic=True, expression=_compact(index, _MAX_EXPRESSION_CHARS)))
         elif parent.type in ("variable_declarator", "assignment_expression"):
@@ -480,13 +486,64 @@ class _Collector:
                         env_vars.append(EnvVar(name=name, line=line_of(child), default=_destructured_default(child)))
 
     # -- sweep -------------------------------------------------------------------
+    def constant(self, declaration: Node) -> None:
+        """Record the ``NAME = "literal"`` bindings of a top-level ``const``/``let``/``var``."""
+        for declarator in declaration.named_children:
+            if declarator.type != "variable_declarator":
+                continue
+            name = declarator.child_by_field_name("name")
+            if name is None or name.type != "identifier":
+                continue
+            value = declarator.child_by_field_name("value")
+            literal = value is not None and value.type == "string" and string_value(value) or None
+            key = text_of(name)
+            self.constants[key] = literal if key not in self.constants else None
+
     def finish(self) -> Extraction:
-        """Fill ``Definition.parent`` and ``Call.enclosing`` with one sweep."""
+        """Name the ``process.env[NAME]`` reads whose ``NAME`` is a top-level string constant, and fill
+        ``Definition.parent`` and ``Call.enclosing`` with one sweep."""
         out = self.out
+        for position, key in self.named_keys:
+            value = self.constants.get(key)
+            if value:
+                read = out.env_vars[position]
+                out.env_vars[position] = EnvVar(name=value, line=read.line, default=read.default)
         out.calls.extend(nest_definitions(out.definitions, self.def_spans, owned=self.owned,
                                           call_sites=self.call_sites))
         apply_inline_mounts(out.routes, self.inline_mounts)
         return Extraction(out, esm_lines=self.esm_lines, cjs_lines=self.cjs_lines)
+
+
+_FUNCTION_TYPES = frozenset({"function_declaration", "function_expression", "function", "arrow_function",
+                             "method_definition", "generator_function", "generator_function_declaration"})
+
+
+def _is_parameter(identifier: Node) -> bool:
+    """Whether ``identifier``'s name is a parameter of a function enclosing it (it shadows a
+    top-level constant of the same name)."""
+    name = text_of(identifier)
+    parent = identifier.parent
+    while parent is not None:
+        if parent.type in _FUNCTION_TYPES:
+            parameters = parent.child_by_field_name("parameters") or parent.child_by_field_name("parameter")
+            if parameters is not None and (parameters.type == "identifier" and text_of(parameters) == name or any(
+                    text_of(p) == name for p in _parameter_names(parameters))):
+                return True
+        parent = parent.parent
+    return False
+
+
+def _parameter_names(parameters: Node) -> list[Node]:
+    """The plain identifier parameters (also ``x = 1`` and TypeScript's ``x: T``) of a parameter list."""
+    found = []
+    for child in parameters.named_children:
+        if child.type == "identifier":
+            found.append(child)
+        elif child.type in ("assignment_pattern", "required_parameter", "optional_parameter"):
+            inner = child.child_by_field_name("left") or child.child_by_field_name("pattern")
+            if inner is not None and inner.type == "identifier":
+                found.append(inner)
+    return found
 
 
 def _destructured_default(member: Node) -> str | None:
@@ -587,6 +644,8 @@ def extract(matches: Iterable[tuple[int, dict[str, list[Node]]]], *, path: str, 
                 collector.cjs_export(node)
             elif key == "reference.env":
                 collector.env(node)
+            elif key == "reference.constant":
+                collector.constant(node)
             elif key == "reference.pathname":
                 collector.out.routes.extend(routes_from_pathname_compare(node))
             elif key == "reference.pathname_switch":

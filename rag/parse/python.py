@@ -36,6 +36,7 @@ from rag.parse.python_env import (
     env_from_call,
     env_from_compare,
     env_from_subscript,
+    module_constants,
     reader_names,
     settings_env_vars,
 )
@@ -64,6 +65,7 @@ class _Captured:
     subscripts: list[Node] = field(default_factory=list)
     compares: list[Node] = field(default_factory=list)
     decorated: list[Node] = field(default_factory=list)
+    constants: list[Node] = field(default_factory=list)
 
 
 def _capture(matches) -> _Captured:
@@ -91,6 +93,8 @@ def _capture(matches) -> _Captured:
                 found.compares.append(node)
             elif key == "reference.decorated":
                 found.decorated.append(node)
+            elif key == "reference.constant":
+                found.constants.append(node)
     return found
 
 
@@ -290,7 +294,7 @@ def extract_python(matches, *, path: str, has_error: bool) -> FileStructure:
     for kind, name_node, node in captured.definitions:
         collector.definition(kind, name_node, node)
 
-    aliases = env_aliases(out.imports)
+    aliases = env_aliases(out.imports, constants=module_constants(captured.constants))
     routes = route_context(out.imports)
     readers = {name for call, _fn in captured.calls
                if call.parent is not None and call.parent.type == "assignment"

@@ -33,8 +33,10 @@ Defaults (``EnvVar.default``, source text, quotes kept): the ``get``/``getenv``
 second argument or ``default=``, a reader's ``default=`` (or second positional
 literal), a settings field's value or ``Field(<default>)``/``Field(default=…)``,
 and ``<read> or <literal>`` (also through ``int()``/``float()``/``str()``/``bool()``).
-A key that is not a literal string is a dynamic read: name ``*``, ``dynamic=True``,
-``expression`` its source text.
+A key that is a name bound once at module level to a literal string (``ENVIRONMENT_VARIABLE =
+"DJANGO_SETTINGS_MODULE"``, then ``os.environ.get(ENVIRONMENT_VARIABLE)``) reads that string, unless a
+parameter of the enclosing function shadows the name. Any other key that is not a literal string is a
+dynamic read: name ``*``, ``dynamic=True``, ``expression`` its source text.
 """
 from __future__ import annotations
 
@@ -47,7 +49,7 @@ from rag.parse.nodes import line_of, text_of
 from rag.parse.pynodes import call_arguments, compact, dotted_name, literal_text, string_value, strings_of
 from rag.parse.records import EnvVar, Import
 
-__all__ = ["EnvAliases", "env_aliases", "env_from_call", "env_from_subscript", "env_from_compare",
+__all__ = ["EnvAliases", "env_aliases", "module_constants", "env_from_call", "env_from_subscript", "env_from_compare",
            "reader_names", "settings_env_vars"]
 
 _MAX_EXPRESSION_CHARS = 120
@@ -64,11 +66,13 @@ _TEST_ITEM_METHODS = frozenset({"setitem", "delitem"})
 
 @dataclass(slots=True)
 class EnvAliases:
-    """Dotted names that mean ``os.environ``, ``os.getenv`` and the ``Env`` reader class in one file."""
+    """Dotted names that mean ``os.environ``, ``os.getenv`` and the ``Env`` reader class in one file,
+    and its module-level string constants (name → value, :func:`module_constants`)."""
 
     environ: set[str] = field(default_factory=set)
     getenv: set[str] = field(default_factory=set)
     reader_classes: set[str] = field(default_factory=set)
+    constants: dict[str, str] = field(default_factory=dict)
 
     def is_environ(self, name: str | None) -> bool:
         """Whether a dotted name is ``os.environ``: an alias, or reached through another module's
@@ -76,9 +80,24 @@ class EnvAliases:
         return name is not None and (name in self.environ or name.endswith(".os.environ"))
 
 
-def env_aliases(imports: Iterable[Import]) -> EnvAliases:
-    """The aliases bound by a file's (Python) import records (module docstring)."""
-    aliases = EnvAliases()
+def module_constants(assignments: Iterable[Node]) -> dict[str, str]:
+    """Name → value of the module-level ``NAME = "literal"`` assignments (tree-sitter ``assignment``
+    nodes); a name bound twice, or to an f-string or an empty string, is left out."""
+    found: dict[str, str | None] = {}
+    for assignment in assignments:
+        left, right = assignment.child_by_field_name("left"), assignment.child_by_field_name("right")
+        if left is None or right is None:
+            continue
+        name = text_of(left)
+        value = string_value(right)
+        found[name] = value if name not in found and value else None
+    return {name: value for name, value in found.items() if value is not None}
+
+
+def env_aliases(imports: Iterable[Import], *, constants: dict[str, str] | None = None) -> EnvAliases:
+    """The aliases bound by a file's (Python) import records (module docstring), with its module-level
+    string ``constants`` (:func:`module_constants`) for keys written as a name."""
+    aliases = EnvAliases(constants=dict(constants or {}))
     for item in imports:
         if item.kind == "import":
             if item.spec == "os" or item.spec.startswith("os."):
@@ -132,8 +151,10 @@ def _fallback_default(read: Node) -> str | None:
     return literal_text(right)
 
 
-def _read(key: Node, default: str | None) -> EnvVar:
+def _read(key: Node, default: str | None, constants: dict[str, str] | None = None) -> EnvVar:
     name = string_value(key)
+    if not name and constants and key.type == "identifier" and not _shadowed(key, text_of(key)):
+        name = constants.get(text_of(key))
     if name is not None and name:
         return EnvVar(name=name, line=line_of(key), default=default)
     return EnvVar(name="*", line=line_of(key), default=default, dynamic=True,
@@ -201,7 +222,7 @@ def _env_call(call: Node, callee: str, receiver: str, method: str, aliases: EnvA
     default = literal_text(default_node)
     if default is None and default_node is None and kind == "environ":
         default = _fallback_default(call)
-    return _read(positional[0], default)
+    return _read(positional[0], default, aliases.constants)
 
 
 _SCOPE_TYPES = frozenset({"function_definition", "lambda"})
@@ -233,7 +254,7 @@ def env_from_subscript(subscript: Node, aliases: EnvAliases) -> EnvVar | None:
     key = subscript.child_by_field_name("subscript")
     if key is None:
         return None
-    return _read(key, _fallback_default(subscript))
+    return _read(key, _fallback_default(subscript), aliases.constants)
 
 
 def env_from_compare(compare: Node, aliases: EnvAliases) -> EnvVar | None:
@@ -246,7 +267,7 @@ def env_from_compare(compare: Node, aliases: EnvAliases) -> EnvVar | None:
     name = dotted_name(container)
     if name is None or not aliases.is_environ(name) or _shadowed(compare, name):
         return None
-    return _read(key, None)
+    return _read(key, None, aliases.constants)
 
 
 # -- pydantic settings classes ---------------------------------------------------------------------

@@ -37,7 +37,8 @@ __all__ = [
 # 2: class bases, static/accessor flags, function-valued class fields as methods,
 #    computed import specifiers, env defaults and dynamic env reads, module_system.
 # 3: Python structure, definitions for Go/Java/Rust/Ruby, Route.handler.
-PARSE_VERSION = 3
+# 4: env keys named by a top-level string constant (`os.environ.get(NAME)`, `process.env[NAME]`).
+PARSE_VERSION = 4
 
 MODULE_SYSTEMS = ("esm", "commonjs", "mixed", "unknown")
 

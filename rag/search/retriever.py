@@ -5,13 +5,14 @@ index generation):
 
 1. :func:`rag.search.query.analyze` (terms, identifiers, path mentions, intents);
 2. the vector stream, when an embeddings provider is configured
-   (:mod:`rag.search.vector_stream`; the question is embedded *before* the transaction);
+   (:mod:`rag.search.vector_stream`: the question is embedded and the vectors searched in a
+   worker thread while the lexical stage runs, :func:`~rag.search.vector_stream.start_search`);
 3. the structure stream (:func:`rag.search.structure.structure_bonus`);
 4. lexical ranking (:func:`rag.search.lexical.rank_chunks`: FTS5 BM25 + coverage + priors)
-   and abstention (:meth:`rag.search.lexical.Evidence.abstain`, overruled when the vectors'
-   best chunk clearly stands out);
+   and abstention (:meth:`rag.search.lexical.Evidence.abstain`, overruled for a long
+   description when the vectors' best chunk clearly stands out);
 
-then, outside it: Reciprocal Rank Fusion of the streams
+then, outside it: fusion of the streams' file scores by z-scores
 (:func:`rag.search.lexical.fuse_streams`), the optional reranker
 (:func:`rag.search.rerank.rerank_candidates`, a network call), the issue/PR quota
 (:func:`rag.search.item_quota.limit_items`), per-file diversification
@@ -49,7 +50,7 @@ from rag.search.query import Query, analyze
 from rag.search.rerank import rerank_candidates
 from rag.search.structure import SymbolTable, structure_bonus, symbol_table
 from rag.search.copies import prefer_sources
-from rag.search.vector_stream import VectorStream, above_floor, safe_query_vector, safe_search, top_zscore
+from rag.search.vector_stream import VectorStream, above_floor, start_search, top_zscore
 from rag.store import queries
 from rag.store.index import Index
 from rag.text import index_text, light_stem
@@ -153,35 +154,39 @@ class Retriever:
         query = analyze(question)
         policy = self.policy
         streams = policy.streams
-        query_vector = safe_query_vector(self.vectors, question) if "vectors" in streams else None
         with self.index.read() as conn:
-            all_hits = safe_search(self.vectors, conn, query_vector, k=policy.stream_pool)
-            hits = above_floor(all_hits, policy.vector_floor_ratio)
+            # the question is embedded and the vectors searched in a worker thread meanwhile
+            pending = start_search(self.vectors if "vectors" in streams else None, conn, question,
+                                   k=policy.stream_pool)
             cache = self._cache_for(conn)
             if cache.paths is None:
                 cache.paths = queries.file_paths(conn)
                 cache.total_chunks = queries.count_chunks(conn)
             copies = self._copies(conn, cache)
             if "lexical" not in streams:
-                return self._vectors_only(conn, all_hits, copies, limit=limit, kind=kind, query=query)
+                return self._vectors_only(conn, pending.result(), copies, limit=limit, kind=kind, query=query)
             structure = self._structure_bonus(conn, cache, query) if "structure" in streams else None
             cands, evidence = lexical.rank_chunks(
                 conn, query, policy=policy, kind=kind, idf_cache=cache.idf,
                 total_chunks=cache.total_chunks, known_paths=cache.paths,
                 symbol_files=structure,
-                extra_ids=[h.chunk_id for h in hits] or None,
+                extra_ids=lambda: [h.chunk_id for h in above_floor(pending.result(), policy.vector_floor_ratio)],
                 meta_terms=self._repository_names(cache), copies=copies,
             )
+            all_hits = pending.result()
+        hits = above_floor(all_hits, policy.vector_floor_ratio)
         # Lexical evidence decides abstention (cosines of answerable and unanswerable questions
-        # overlap), but a question worded unlike the code ("refuse a body that is too large" for
-        # bodyLimit) is answered when the vectors' best chunk clearly stands out of its neighbours.
-        vectors_decide = top_zscore(all_hits) >= policy.min_vector_z
-        if not cands or (abstain and evidence.abstain(policy) and not vectors_decide):
+        # overlap), but a long description worded unlike the code is answered when the vectors'
+        # best chunk clearly stands out of its neighbours (Evidence.abstain).
+        if not cands or (abstain and evidence.abstain(policy, vector_z=top_zscore(all_hits) if all_hits else None)):
             return []
         pinned = {c.id for c in cands if c.score >= lexical.HARD_BOOST}  # before fusion rescales scores
         pool = list(cands)
         if hits:
-            cands = lexical.fuse_streams(cands, [h.chunk_id for h in hits], policy=policy, structure=structure,
+            similarity: dict[int, float] = {}
+            for h in hits:
+                similarity.setdefault(h.chunk_id, h.similarity)
+            cands = lexical.fuse_streams(cands, similarity, policy=policy, structure=structure,
                                          coverage=evidence.coverage)
         cands = prefer_sources(cands, copies, pool=pool)
         if self.reranker is not None:  # optional; outside the read transaction (a network call)
@@ -197,16 +202,16 @@ class Retriever:
 
     def _vectors_only(self, conn: sqlite3.Connection, hits: list, copies: dict[str, tuple[str, ...]], *,
                       limit: int, kind: str | None, query: Query) -> list[Source]:
-        """The vector stream alone (``policy.streams == {"vectors"}``): chunks by cosine, sources
-        over copies, per-file diversified; never abstains (a measuring tool, see
+        """The vector stream alone (``policy.streams == {"vectors"}``): chunks by cosine × intent prior
+        (:func:`rag.search.lexical.intent_prior`), sources over copies, per-file diversified; never abstains (a measuring tool, see
         :class:`~rag.search.lexical.RetrievalPolicy`)."""
         similarity = {}
         for h in hits:
             similarity.setdefault(h.chunk_id, h.similarity)
         rows = queries.chunks_by_id(conn, list(similarity), kind=kind)
         cands = [lexical.Candidate(*row) for row in rows]
-        for c in cands:
-            c.score = similarity[c.id]
+        for c in cands:   # cosine × the intent prior, as the vector stream is fused (lexical.fuse_streams)
+            c.score = similarity[c.id] * lexical.intent_prior(c, query)
         cands.sort(key=lambda c: (-c.score, c.id))
         cands = prefer_sources(cands, copies)
         sources = lexical.diversify(cands, limit=limit, per_file=self.policy.per_file, relative_threshold=0.0)
@@ -260,11 +265,14 @@ class Retriever:
 
     def warm(self) -> int:
         """Build the structures, the code graph and the symbol table of the committed generation
-        now (each once: a no-op when already built); returns that generation."""
+        now (each once: a no-op when already built), and load its vectors when there is a vector
+        stream (0.6-1 s at 100k chunks); returns that generation."""
         with self.index.read() as conn:
             cache = self._cache_for(conn)
             self._graph(conn, cache)
             self._symbols(conn, cache)
+            if self.vectors is not None:
+                self.vectors.matrix_of(conn)
             return cache.generation
 
     def _once(self, cache: GenerationCache, name: str, build):

@@ -14,8 +14,10 @@ re-embedded.
 Embedding runs after the lexical index is committed, in batches that each
 commit (bumping ``meta.vectors_version``, not the generation), so the bot
 answers with BM25 meanwhile and a provider failure leaves what was stored.
-Search is numpy brute force over the current model's vectors (see
-:mod:`rag.store.vectors` for its cost), cached per (generation, vectors_version).
+Search is exact over the current model's vectors (:class:`rag.store.vectors.VectorMatrix`: an
+int8 screen, then a float64 rescoring of the rows it cannot rule out), the matrix cached per
+(generation, vectors_version); a question's embedding and search run in a worker thread while
+the lexical stage runs (:func:`start_search`).
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,8 +38,9 @@ from rag.store import queries
 from rag.store.index import Index
 from rag.store.vectors import EmbedReport, VectorMatrix, embed_missing, load_vectors, prune_vectors, store_vectors, vector_hashes
 
-__all__ = ["EMBED_TEXT_CHARS", "EMBED_TEXT_VERSION", "VectorStream", "VectorHit", "embed_key", "embed_text",
-           "safe_query_vector", "safe_search", "above_floor", "top_zscore", "DEFAULT_MIN_VECTOR_Z"]
+__all__ = ["EMBED_TEXT_CHARS", "EMBED_TEXT_VERSION", "VectorStream", "VectorHit", "PendingHits", "embed_key",
+           "embed_text", "safe_query_vector", "safe_search", "start_search", "above_floor", "top_zscore",
+           "DEFAULT_MIN_VECTOR_Z", "SEARCH_THREADS"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +51,9 @@ EMBED_TEXT_VERSION = 2
 QUERY_CACHE_SIZE = 256
 QUERY_EMBED_DEADLINE_S = 2.0
 """A question's embedding must not hold up an answer longer than this (then: BM25 only)."""
+SEARCH_THREADS = 4
+"""Worker threads that embed questions and search the vectors beside the lexical stage
+(:func:`start_search`), shared by every stream of the process."""
 
 
 def embed_text(path: str, text: str, *, symbol: str | None = None, header: str | None = None,
@@ -81,9 +88,10 @@ def top_zscore(hits: list["VectorHit"]) -> float:
     neighbours, but a question the repository answers tends to have one chunk that is an
     outlier among its nearest ~50 (the z-score normalises away the model's and the
     corpus's scale). The usual outlier rule, three standard deviations
-    (:data:`DEFAULT_MIN_VECTOR_Z`), separated the eval sets' answerable questions that BM25
-    would abstain on (z 3.0–3.7) from most unanswerable ones (z 2.4–2.9; one at 3.36),
-    where the former margin rule (best minus 11th > 0.08) let two more through.
+    (:data:`DEFAULT_MIN_VECTOR_Z`). It does not separate answerable from unanswerable
+    questions by itself (issue 15, MiniLM on the three eval sets: of the 8 ``none`` questions
+    BM25 abstains on, 4 stand out at z 3.2–4.5), so it only decides long descriptions
+    (:meth:`rag.search.lexical.Evidence.abstain`).
     Fewer than 3 distinct values, or no spread: 0.0 (no signal).
     """
     sims = sorted({h.similarity for h in hits}, reverse=True)
@@ -197,7 +205,7 @@ class VectorStream:
         with self._lock:
             if key != self._cache_key:
                 self._matrix = load_vectors(conn, model=self.model)
-                self._ids_by_key = self._chunk_keys(conn)
+                self._ids_by_key = self._chunk_keys(conn) if len(self._matrix) else {}
                 self._cache_key = key
             return self._matrix, self._ids_by_key
 
@@ -205,12 +213,80 @@ class VectorStream:
         """The ``k`` chunks most similar to the question vector ``query`` (from :meth:`embed_query`),
         inside the caller's read transaction. Returns ``[]`` when no vector is stored yet."""
         matrix, ids_by_key = self._load(conn)
-        if len(matrix) == 0:
+        return _hits(matrix, ids_by_key, query, k=k)
+
+    def matrix_of(self, conn: sqlite3.Connection) -> tuple[VectorMatrix, dict[str, list[int]]]:
+        """``(vectors, content key → chunk ids)`` of the generation ``conn``'s read transaction sees,
+        loaded once per ``(generation, vectors_version)``; an empty matrix when no vector is stored."""
+        return self._load(conn)
+
+
+def _hits(matrix: VectorMatrix, ids_by_key: dict[str, list[int]], query: np.ndarray, *, k: int) -> list[VectorHit]:
+    """The chunks of the ``k`` vectors nearest ``query`` (a key shared by several chunks gives each),
+    at most ``2k`` hits."""
+    if len(matrix) == 0:
+        return []
+    hits: list[VectorHit] = []
+    for key, similarity in matrix.top_k(query, k=k):
+        hits.extend(VectorHit(chunk_id, similarity) for chunk_id in ids_by_key.get(key, ()))
+    return hits[: k * 2]
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _search_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=SEARCH_THREADS, thread_name_prefix="sz-vector-search")
+        return _pool
+
+
+class PendingHits:
+    """The vector stream's hits for one question, being computed in a worker thread
+    (:func:`start_search`); :meth:`result` waits for them."""
+
+    def __init__(self, future: Future | None = None) -> None:
+        self._future = future
+
+    def result(self) -> list[VectorHit]:
+        """The hits (``[]`` without vectors, or when the provider failed: logged, BM25 only).
+
+        Raises:
+            Exception: whatever else the search raised.
+        """
+        if self._future is None:
             return []
-        hits: list[VectorHit] = []
-        for key, similarity in matrix.top_k(query, k=k):
-            hits.extend(VectorHit(chunk_id, similarity) for chunk_id in ids_by_key.get(key, ()))
-        return hits[: k * 2]
+        try:
+            return self._future.result()
+        except ProviderError as exc:
+            log.warning("vector search unavailable, BM25 only: %s", exc)
+            return []
+
+
+def start_search(stream: VectorStream | None, conn: sqlite3.Connection, question: str, *, k: int) -> PendingHits:
+    """Start embedding ``question`` and searching the ``k`` nearest chunks in a worker thread, while
+    the caller goes on with the lexical stage: a question costs the longer of the two instead of
+    their sum (the model, SQLite and the int8 screen all run outside the GIL for most of their time).
+
+    The vectors are those of the generation ``conn``'s read transaction sees (loaded here, in the
+    caller's thread, when that generation's are not loaded yet), so the chunk ids of the hits are
+    that generation's. Without a stream, or with no vector stored, no question is embedded.
+    The caller's transaction stays open while it waits (at most :data:`QUERY_EMBED_DEADLINE_S`
+    for the question's embedding): a WAL reader blocks no writer.
+    """
+    if stream is None:
+        return PendingHits()
+    matrix, ids_by_key = stream.matrix_of(conn)
+    if len(matrix) == 0:
+        return PendingHits()
+
+    def search() -> list[VectorHit]:
+        return _hits(matrix, ids_by_key, stream.embed_query(question), k=k)
+
+    return PendingHits(_search_pool().submit(search))
 
 
 def safe_query_vector(stream: VectorStream | None, question: str) -> np.ndarray | None:

@@ -7,15 +7,16 @@ Three small pieces, each usable alone:
   ``np.frombuffer``), 4 × dim bytes, no header; the ``dim`` column says how
   to read it.
 * **Search** — :class:`VectorMatrix` holds ``(ids, matrix)`` in memory and
-  answers cosine top-k by numpy brute force: one matrix-vector product
-  (rows are unit vectors, so the dot product is the cosine) and
-  ``np.argpartition`` for the k best, sorted afterwards. Measured on this
-  machine (OpenBLAS, 100,000 × 384 float32, k = 20): p50 10.9 ms / p95
-  11.5 ms with one BLAS thread, p50 5.5 ms / p95 7.6 ms with two; the
-  product is 90 % of it, ``argpartition`` 0.4 ms. The matrix takes
-  4 × dim bytes per chunk (154 MB at 100k × 384; float16 would halve that
-  but numpy's float16 product is ~8× slower). Exact results, nothing to
-  maintain; an ANN index is only worth it if it measures better end to end.
+  answers the exact cosine top-k (rows are unit vectors, so the dot product
+  is the cosine). A float32 matrix-vector product is bound by memory
+  bandwidth (100,000 × 384: 154 MB read, 9-10 ms on one core here), so a
+  matrix of more than :data:`~rag.store.vector_screen.SCREEN_MIN_ROWS` rows is
+  first screened with int8 codes of its rows (a quarter of the bytes, SIMD
+  dot products) and only the rows that can still be in the top k are scored
+  in float64 (:mod:`rag.store.vector_screen`: same top k, 2-3 ms instead of
+  10). The matrix takes 4 × dim bytes per chunk (154 MB at 100k × 384) and
+  its codes dim bytes more. Exact results, nothing to maintain; an ANN
+  index is only worth it if it measures better end to end.
 * **Table helpers and planning** against the index's table::
 
       chunk_vectors(chunk_hash TEXT, model TEXT, dim INT, vec BLOB,
@@ -44,6 +45,7 @@ from threadpoolctl import threadpool_limits
 
 from rag.providers.embeddings import EmbeddingProvider
 from rag.errors import InputRejectedError, ProviderError
+from rag.store.vector_screen import SCREEN_MIN_ROWS, QuantizedRows, exact_top_k
 
 __all__ = [
     "VECTOR_DTYPE",
@@ -103,6 +105,10 @@ class VectorMatrix:
         matrix: C-contiguous float32 ``(n, dim)``; rows are expected to be unit
             vectors (providers return them so), making ``matrix @ q`` the cosine.
 
+    A matrix of more than :data:`~rag.store.vector_screen.SCREEN_MIN_ROWS` rows also keeps their
+    int8 codes (:class:`~rag.store.vector_screen.QuantizedRows`, made here: about 0.2 s at
+    100k × 384) for :meth:`top_k`'s screen.
+
     Example::
 
         vm = VectorMatrix.from_pairs([("h1", v1), ("h2", v2)])
@@ -111,12 +117,15 @@ class VectorMatrix:
 
     ids: tuple[str, ...]
     matrix: np.ndarray
+    _codes: QuantizedRows | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.matrix.ndim != 2 or self.matrix.shape[0] != len(self.ids):
             raise ValueError(f"matrix shape {self.matrix.shape} does not match {len(self.ids)} ids")
         if self.matrix.dtype != np.float32 or not self.matrix.flags.c_contiguous:
             object.__setattr__(self, "matrix", np.ascontiguousarray(self.matrix, dtype=np.float32))
+        if len(self.ids) > SCREEN_MIN_ROWS:  # made once, with the matrix (once per index generation)
+            object.__setattr__(self, "_codes", QuantizedRows(self.matrix))
 
     @classmethod
     def empty(cls, dim: int = 0) -> VectorMatrix:
@@ -172,15 +181,17 @@ class VectorMatrix:
             return self.matrix @ q
 
     def top_k(self, query: np.ndarray, *, k: int, min_score: float | None = None) -> list[tuple[str, float]]:
-        """The ``k`` rows most similar to ``query``, best first.
+        """The ``k`` rows most similar to ``query``, best first, exactly: an int8 screen finds the rows
+        that can be among them and only those are scored in float64 (:mod:`rag.store.vector_screen`).
 
         Args:
-            query: 1-D vector of the matrix's dimension (normalised here).
+            query: 1-D vector of the matrix's dimension (normalised here, in float64).
             k: how many results at most (``k <= 0`` → ``[]``).
             min_score: if set, drop results whose cosine is below it.
 
         Returns:
-            ``[(id, cosine)]`` sorted by cosine descending, ties by row order.
+            ``[(id, cosine)]`` sorted by cosine descending, ties by row order; cosines are float64
+            dot products of the stored float32 rows with the normalised query.
 
         Raises:
             ValueError: dimension mismatch.
@@ -188,13 +199,14 @@ class VectorMatrix:
         n = len(self)
         if k <= 0 or n == 0:
             return []
-        sims = self.scores(query)
-        if k < n:
-            picked = np.argpartition(-sims, k - 1)[:k]
-        else:
-            picked = np.arange(n)
-        order = picked[np.lexsort((picked, -sims[picked]))]   # by -score, then row index
-        out = [(self.ids[i], float(sims[i])) for i in order]
+        q = np.asarray(query, dtype=np.float64).reshape(-1)
+        if q.shape[0] != self.dim:
+            raise ValueError(f"query has dimension {q.shape[0]}, vectors have {self.dim}")
+        norm = float(np.linalg.norm(q))
+        if norm > 0:
+            q = q / norm
+        rows, sims = exact_top_k(self.matrix, self._codes, q, k)
+        out = [(self.ids[i], s) for i, s in zip(rows.tolist(), sims.tolist())]
         if min_score is not None:
             out = [pair for pair in out if pair[1] >= min_score]
         return out

@@ -67,6 +67,10 @@
   (#eq? @_process "process")
   (#eq? @_env "env")) @reference.env
 
+; ---- top-level constants (a name `process.env[NAME]` may use as its key) ----
+(program (lexical_declaration) @reference.constant)
+(program (variable_declaration) @reference.constant)
+
 ; ---- url.pathname checks ---------------------------------------------------
 (binary_expression
   left: [(member_expression property: (property_identifier) @_pathname) (identifier) @_pathname]

@@ -26,5 +26,8 @@
 (subscript value: [(identifier) (attribute)] @name.reference.subscript) @reference.subscript
 (comparison_operator (_) [(identifier) (attribute)]) @reference.compare
 
+; ---- module-level string constants (a name an env read may use as its key) ----
+(module (expression_statement (assignment left: (identifier) right: (string)) @reference.constant))
+
 ; ---- decorators (routes, property/staticmethod flags) -----------------------
 (decorated_definition) @reference.decorated

@@ -211,7 +211,7 @@ const debug = process.env['DEBUG'] || false;
 const url = process.env.PRIMARY_URL || process.env.FALLBACK_URL || 'http://localhost';
 const cast = Number((process.env.RETRIES) || -1);
 const computed = process.env.SECRET || readSecret();
-const key = 'X';
+const key = pick('X');
 const value = process.env[key];
 const prefixed = process.env[`${prefix}_URL`] || '';
 for (const k of names) { out[k] = process.env[k.toUpperCase()]; }
@@ -265,11 +265,31 @@ def test_dynamic_env_access(parser):
     assert plain == [EnvVar("PLAIN", 1), EnvVar("Q", 1)]
 
 
+def test_a_top_level_constant_names_the_variable(parser):
+    """``process.env[KEY]`` with ``const KEY = 'X'`` at the top reads X (JS and TS, declared before or
+    after); a parameter named KEY, a non-string or a twice-bound name stays dynamic."""
+    source = (
+        "const KEY = 'API_TOKEN';\n"
+        "function read() { return process.env[KEY] || ''; }\n"
+        "function pick(KEY) { return process.env[KEY]; }\n"
+        "const LATER = process.env[AFTER];\n"
+        "const N = 3; process.env[N];\n"
+        "var TWICE = 'A'; var TWICE2 = 'B';\n"
+        "let AFTER = \"HOME_DIR\";\n"
+    )
+    for path in ("src/a.js", "src/a.ts"):
+        found = [(v.name, v.line, v.default, v.dynamic) for v in parser.parse(path, source).env_vars]
+        assert found == [("API_TOKEN", 2, "''", False), ("*", 3, None, True), ("HOME_DIR", 4, None, False),
+                         ("*", 5, None, True)], path
+    twice = parser.parse("b.js", "let K = 'A';\nK = 'B';\nlet K2 = 'C', K2b = 1;\nprocess.env[K2];\n").env_vars
+    assert twice == [EnvVar("C", 4)]
+
+
 def test_json_round_trip_keeps_new_fields_and_refuses_version_1(parser):
     for path, source in (("lib/store.js", CLASSES_JS), ("src/repo.ts", CLASSES_TS), ("src/config.js", ENV_JS)):
         structure = parser.parse(path, source)
         data = json.loads(json.dumps(structure.to_json()))
-        assert data["version"] == PARSE_VERSION == 3
+        assert data["version"] == PARSE_VERSION == 4
         again = FileStructure.from_json(data)
         assert again == structure and again.to_json() == structure.to_json()
         for name in ("imports", "exports", "definitions", "calls", "env_vars", "routes", "path_refs"):

@@ -119,6 +119,30 @@ def test_environment_variables(parsed):
     assert dynamic == [EnvVar("*", 2, dynamic=True, expression="f'{p}_URL'")]
 
 
+def test_a_module_constant_names_the_variable():
+    """``os.environ.get(ENVIRONMENT_VARIABLE)`` with ``ENVIRONMENT_VARIABLE = "X"`` at module level
+    (Django's settings loader) reads X; a parameter of that name, or a constant that is not a
+    string or is bound twice, stays a dynamic read."""
+    source = (
+        "import os\n"
+        "ENVIRONMENT_VARIABLE = 'DJANGO_SETTINGS_MODULE'\n"
+        "PREFIX = 'APP_'\n"
+        "COUNT = 3\n"
+        "TWICE = 'A'\n"
+        "TWICE = 'B'\n"
+        "def load():\n"
+        "    return os.environ.get(ENVIRONMENT_VARIABLE, 'site.settings')\n"
+        "def check(ENVIRONMENT_VARIABLE):\n"
+        "    return os.environ[ENVIRONMENT_VARIABLE]\n"
+        "flag = PREFIX in os.environ\n"
+        "n = os.getenv(COUNT)\n"
+        "t = os.getenv(TWICE)\n"
+    )
+    found = [(e.name, e.line, e.default, e.dynamic) for e in CodeParser().parse("conf.py", source).env_vars]
+    assert found == [("DJANGO_SETTINGS_MODULE", 8, "'site.settings'", False), ("*", 10, None, True),
+                     ("APP_", 11, None, False), ("*", 12, None, True), ("*", 13, None, True)]
+
+
 def test_test_setup_names_variables():
     source = (
         "import os\n"

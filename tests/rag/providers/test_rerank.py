@@ -159,7 +159,7 @@ def test_hybrid_fusion_then_rerank_keeps_a_named_file_first(open_engine, server)
         sources = engine.retrieve(question)
     finally:
         embeddings_server.close()
-    # Fusion rescales scores (a hard boost becomes ~1.1 < HARD_BOOST): pinning is decided before it.
+    # Fusion rescales scores (a hard boost becomes ~4.1 < HARD_BOOST): pinning is decided before it.
     assert fused[0].path == named and fused[0].score < HARD_BOOST
     assert len(server.requests) == 1 and named not in sent_paths(server)
     assert paths(sources) == paths(fused) == [named]

@@ -1,12 +1,14 @@
-"""Reciprocal Rank Fusion on hand-computed ranks (rag.search.fusion)."""
+"""Fusion on hand-computed ranks and scores (rag.search.fusion): RRF, adaptive weights, z-score fusion."""
 from __future__ import annotations
+
+import re
 
 import pytest
 
 from rag.search.fusion import (DEFAULT_CANDIDATE_POOL, DEFAULT_LEXICAL_BASE, DEFAULT_LEXICAL_SLOPE, DEFAULT_RRF_K,
-                               DEFAULT_WEIGHTS, adaptive_weights, reciprocal_rank_fusion)
+                               DEFAULT_WEIGHTS, adaptive_weights, reciprocal_rank_fusion, zscore_fusion)
 from rag.search.vector_stream import DEFAULT_MIN_VECTOR_Z, VectorHit, top_zscore
-from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY
+from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, Evidence
 
 
 def test_defaults_are_the_issue_values():
@@ -139,3 +141,82 @@ def test_adaptive_weights_follow_lexical_coverage():
     assert adaptive_weights(0.9)["bm25"] > adaptive_weights(0.1)["bm25"]
     with pytest.raises(ValueError, match="finite"):
         adaptive_weights(float("nan"))
+
+
+# --------------------------------------------------------------------------- 8. z-score fusion (issue 15)
+
+
+def test_zscore_fusion_docstring_example_by_hand():
+    fused = zscore_fusion({"bm25": {"a": 3.0, "b": 1.0, "c": 1.0}, "vectors": {"b": 0.5, "c": 0.4, "d": 0.1}},
+                          weights={"bm25": 0.5, "vectors": 0.5})
+    m1, s1 = 5 / 3, (((3 - 5 / 3) ** 2 + 2 * (1 - 5 / 3) ** 2) / 3) ** 0.5
+    m2 = 1.0 / 3
+    s2 = (((0.5 - m2) ** 2 + (0.4 - m2) ** 2 + (0.1 - m2) ** 2) / 3) ** 0.5
+    z1 = {"a": (3 - m1) / s1, "b": (1 - m1) / s1, "c": (1 - m1) / s1}
+    z2 = {"b": (0.5 - m2) / s2, "c": (0.4 - m2) / s2, "d": (0.1 - m2) / s2}
+    expected = {
+        "a": 0.5 * z1["a"] + 0.5 * z2["d"],      # absent from vectors: that stream's lowest z
+        "b": 0.5 * z1["b"] + 0.5 * z2["b"],
+        "c": 0.5 * z1["c"] + 0.5 * z2["c"],
+        "d": 0.5 * z1["b"] + 0.5 * z2["d"],      # absent from bm25: its lowest z (b's and c's)
+    }
+    assert fused == pytest.approx(expected, abs=1e-12)
+    assert [round(fused[k], 2) for k in "abcd"] == [0.02, 0.14, -0.16, -1.04]
+
+
+def test_zscore_fusion_a_stream_sure_of_its_best_moves_the_order_more():
+    # Both streams rank two files in opposite orders; the vectors' first stands far above its others.
+    flat = {"x": 0.52, "y": 0.50, "p": 0.49, "q": 0.48}
+    peaked = {"y": 0.90, "x": 0.40, "p": 0.39, "q": 0.38}
+    fused = zscore_fusion({"bm25": flat, "vectors": peaked}, weights={"bm25": 0.5, "vectors": 0.5})
+    assert max(fused, key=fused.get) == "y"
+    # RRF with the same weights cannot tell them apart: x and y tie.
+    rrf = dict(reciprocal_rank_fusion({"bm25": sorted(flat, key=lambda k: -flat[k]),
+                                       "vectors": sorted(peaked, key=lambda k: -peaked[k])},
+                                      weights={"bm25": 0.5, "vectors": 0.5}))
+    assert rrf["x"] == pytest.approx(rrf["y"])
+
+
+def test_zscore_fusion_depth_sets_the_reference_and_degenerate_streams_add_nothing():
+    scores = {"a": 5.0, "b": 4.0, "c": 0.0}
+    deep = zscore_fusion({"s": scores}, weights={"s": 1.0}, depth=3)
+    top2 = zscore_fusion({"s": scores}, weights={"s": 1.0}, depth=2)       # mean 4.5, std 0.5
+    assert top2 == pytest.approx({"a": 1.0, "b": -1.0, "c": -9.0})
+    assert deep["a"] < top2["a"]
+    assert zscore_fusion({"s": {"a": 1.0}}, weights={"s": 1.0}) == {"a": 0.0}          # one item: no scale
+    assert zscore_fusion({"s": {"a": 1.0, "b": 1.0}, "t": {"b": 2.0, "a": 1.0}},
+                         weights={"s": 1.0, "t": 1.0}) == pytest.approx({"a": -1.0, "b": 1.0})   # s is flat
+    assert zscore_fusion({}, weights={}) == {}
+
+
+@pytest.mark.parametrize(
+    "streams, weights, depth, message",
+    [
+        ({"bm25": {"a": 1.0}}, {}, 10, "no fusion weight for stream(s): bm25"),
+        ({"bm25": {"a": 1.0}}, {"bm25": -1.0}, 10, "must be a finite number >= 0"),
+        ({"bm25": {"a": float("inf")}}, {"bm25": 1.0}, 10, "must be finite"),
+        ({"bm25": {"a": 1.0}}, {"bm25": 1.0}, 0, "depth must be >= 1"),
+    ],
+)
+def test_zscore_fusion_rejects_bad_arguments(streams, weights, depth, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        zscore_fusion(streams, weights=weights, depth=depth)
+
+
+# --------------------------------------------------------------------------- 9. abstention with vectors (issue 15)
+
+
+def test_vectors_overrule_weak_lexical_evidence_only_for_a_long_description():
+    policy = DEFAULT_RETRIEVAL_POLICY
+    z = policy.min_vector_z
+    short = Evidence(coverage=0.3, absent_share=0.25, matched_terms=2, topical_terms=4)   # names its topic
+    long = Evidence(coverage=0.15, absent_share=0.4, matched_terms=2, topical_terms=policy.vector_override_min_terms)
+    none_matched = Evidence(coverage=0.0, absent_share=1.0, matched_terms=0, topical_terms=9)
+    assert short.abstain(policy) and long.abstain(policy) and none_matched.abstain(policy)
+    assert short.abstain(policy, vector_z=z + 2)            # a standing-out chunk is the closest topic, not an answer
+    assert not long.abstain(policy, vector_z=z)             # a description worded unlike the code
+    assert long.abstain(policy, vector_z=z - 0.01)
+    assert not none_matched.abstain(policy, vector_z=z)
+    covered = Evidence(coverage=0.8, absent_share=0.0, matched_terms=5, topical_terms=6)
+    assert not covered.abstain(policy, vector_z=0.0)        # vectors never veto real lexical evidence
+    assert not Evidence(0.0, 1.0, explicit_path=True).abstain(policy, vector_z=0.0)
