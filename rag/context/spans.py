@@ -331,12 +331,15 @@ def _window(number: int, definitions: Sequence[Definition], policy: SpanPolicy,
             lo, hi = min(lo, cut.start), max(hi, cut.end)
     # Long lines (prose, tables, minified code): give up the lines farthest from the anchor, in the
     # before/after proportion, until the window fits ``max_span_tokens``.
-    while hi > lo and lines.tokens(lo, hi) > policy.max_span_tokens:
+    total = lines.tokens(lo, hi)
+    while hi > lo and total > policy.max_span_tokens:
         if (hi - number) * max(policy.before, 1) >= (number - lo) * max(policy.after, 1) and hi > number:
+            total -= lines.tokens(hi, hi)
             hi -= 1
         else:
+            total -= lines.tokens(lo, lo)
             lo += 1
-    if lines.tokens(lo, hi) > policy.max_span_tokens:  # one line longer than a window: minified or data
+    if total > policy.max_span_tokens:  # one line longer than a window: minified or data
         return None
     return lo, hi, ""
 
@@ -356,7 +359,9 @@ def _chunk_drafts(path: str, numbers: range, chunk_index: int, source: Source, d
     if not policy.focus or best <= 0.0:
         end = source.end
         if policy.focus:  # a chunk no line of which matches (found by the vectors): its first lines, a window's worth
-            while end > source.start and lines.tokens(source.start, end) > policy.max_span_tokens:
+            total = lines.tokens(source.start, end)
+            while end > source.start and total > policy.max_span_tokens:
+                total -= lines.tokens(end, end)
                 end -= 1
         return [_Draft(source.start, end, "retrieved", chunk_index)]
     anchors = [n for n, score in scores.items() if score >= policy.anchor_share * best]
