@@ -287,7 +287,7 @@ class Engine:
         self.retriever.reranker = reranker
 
     def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None,
-                 depth: Depth | None = None) -> list[Source]:
+                 depth: Depth | None = None, abstain: bool = True) -> list[Source]:
         """Top chunks for ``question``; ``[]`` when nothing really matches.
 
         See :meth:`rag.search.retriever.Retriever.retrieve` for the pipeline.
@@ -297,8 +297,9 @@ class Engine:
             limit: maximum number of chunks (≥ 1).
             kind: only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``).
             depth: more chunks of the best files (:class:`rag.search.lexical.Depth`, the packer's pool).
+            abstain: ``False``: never abstain on weak evidence (:meth:`rag.search.retriever.Retriever.retrieve`).
         """
-        sources = self.retriever.retrieve(question, limit=limit, kind=kind, depth=depth)
+        sources = self.retriever.retrieve(question, limit=limit, kind=kind, depth=depth, abstain=abstain)
         for source in sources:
             source.repo = self.name
         return sources

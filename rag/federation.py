@@ -134,15 +134,19 @@ class FederatedEngine:
 
     # -- retrieval -------------------------------------------------------------------------------
 
-    def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None, depth=None) -> list[Source]:
+    def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None, depth=None,
+                 abstain: bool = True) -> list[Source]:
         """Each repository's top ``limit`` sources, fused (:func:`fuse_lists`) into the best ``limit``,
-        paths qualified. A repository whose search fails is logged and left out. ``kind`` and
-        ``depth`` (:class:`rag.search.lexical.Depth`) are passed to each repository's retrieval."""
+        paths qualified. A repository whose search fails is logged and left out. ``kind``,
+        ``depth`` (:class:`rag.search.lexical.Depth`) and ``abstain=False`` are passed to each
+        repository's retrieval (only when set, so a member's plain ``retrieve`` still serves)."""
         lists = []
+        extra = {} if abstain else {"abstain": False}
+        if depth is not None:
+            extra["depth"] = depth
         for name, engine in self.members.items():
             try:
-                found = (engine.retrieve(question, limit=limit, kind=kind) if depth is None
-                         else engine.retrieve(question, limit=limit, kind=kind, depth=depth))
+                found = engine.retrieve(question, limit=limit, kind=kind, **extra)
             except Exception as exc:  # noqa: BLE001 - one broken index must not cost the others
                 log.warning("retrieval in %s failed (%s); fusing the other repositories", name, type(exc).__name__)
                 continue

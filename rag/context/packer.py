@@ -40,7 +40,13 @@ then everything is taken in one **packing order** (smaller positions first):
   ``NAMED_CODE_POSITION`` + i (after the first two files' best spans), other code entries
   at ``CODE_POSITION`` + i;
 - the environment summary at ``ENV_SUMMARY_POSITION``, file summaries at
-  ``SUMMARY_POSITION`` + i.
+  ``SUMMARY_POSITION`` + i: after the leading files' fourth round (positions up to
+  ``wide_files − 1 + 3 × ROUND_STRIDE``; the pool keeps up to four chunks of them). A summary
+  says where things are, never holds the lines that answer, and cut to
+  ``MAX_SUMMARY_TOKENS`` it fits in a budget the leading files' later spans still need.
+
+Code entries are cut too: a snippet to its first lines within ``MAX_SNIPPET_TOKENS``, a
+summary at a list separator within ``MAX_SUMMARY_TOKENS`` (both used to have no token cap).
 
 An item whose lines are already at least half packed, or whose text repeats a packed one,
 is skipped; an item that does not fit the remaining budget is skipped, never truncated
@@ -52,10 +58,18 @@ the shown sources, a deeper retrieval (``DEFAULT_CONTEXT_SOURCES`` = 32 chunks, 
 ``DEFAULT_CONTEXT_DEPTH``: up to 4, 4 and 3 chunks of the best three files) and a
 retrieval restricted to source files (``DEFAULT_CODE_SOURCES``), so the implementation
 is among the leading files even when documentation matches the question's words better.
+That second retrieval never abstains (``retrieve(…, abstain=False)``): the question was
+answered already, and restricted to source files it often shares too few words with them to
+pass the abstention test again (it returned nothing for 12 of the 136 answered questions of
+the three eval sets, BM25 + structure).
 Measured with ``shared/eval/context_recall.py`` (4,000 tokens), line recall before → after
 this pool and the short later spans: BM25 + structure ``dev`` 0.778 → 0.852, ``dev-hard``
 0.341 → 0.500, held-out 0.786 → 0.833; with the local MiniLM vectors ``dev`` 0.741 → 0.907,
-``dev-hard`` 0.455 → 0.500, held-out 0.786 → 0.881 (retrieval's R@5/MRR unchanged).
+``dev-hard`` 0.455 → 0.500, held-out 0.786 → 0.881 (retrieval's R@5/MRR unchanged). Then
+(third pass) the source-only retrieval without abstention and the token caps (code entries,
+summaries, short spans, vector-only chunks, one-line spans): BM25 + structure ``dev``
+0.852 → 0.870, ``dev-hard`` 0.500 → 0.523, held-out 0.833 → 0.833; MiniLM ``dev``
+0.852 → 0.870, ``dev-hard`` 0.500 → 0.523, held-out 0.905 → 0.905 (main's hybrid fusion).
 """
 from __future__ import annotations
 
@@ -104,7 +118,7 @@ ROUND_STRIDE = 3
 NAMED_CODE_POSITION = 1.5
 ENV_SUMMARY_POSITION = 2.5
 CODE_POSITION = 6.0
-SUMMARY_POSITION = 8.0
+SUMMARY_POSITION = 12.0
 CALLEE_DELAY = 1.0
 COMPACT_FILE_STEP = 0.3
 COMPACT_ROUND_STRIDE = ROUND_STRIDE * COMPACT_FILE_STEP
@@ -126,6 +140,13 @@ ENV_ROOT_SCORE = 250
 MIN_MATCH_SCORE = 2 * TOKEN_SCORE  # a full-name mention or two tokens
 MAX_CODE_SNIPPETS = 8
 MAX_SNIPPET_LINES = 60
+MAX_SNIPPET_TOKENS = DEFAULT_SPAN_POLICY.max_span_tokens
+"""A code snippet keeps its first lines up to this many estimated tokens (an evidence window's cap):
+60 lines of a ``.d.ts`` overload list or of long JSDoc reached 839 tokens, a fifth of the budget."""
+MAX_SUMMARY_TOKENS = 160
+"""A file summary is cut to this many estimated tokens (long ``imports``/``defines``/``used by`` lists
+end in ``…``): on the dev sets the median summary is about 120 tokens and one in seven passed 320,
+up to 1,084, while a summary says where things are rather than holding the answer."""
 ROUTE_SNIPPET_LINES = 12
 MAX_ENV_NAMES = 20
 
@@ -251,9 +272,38 @@ def _snippet(read_lines: ReadLines, path: str, start: int, end: int, score: floa
     except (OSError, ValueError, KeyError) as exc:
         logger.debug("code context: cannot read %s:%d-%d (%s)", path, start, end, type(exc).__name__)
         return None
+    lines = text.rstrip("\n").split("\n")
+    used = kept = 0
+    for line in lines:  # the first lines within MAX_SNIPPET_TOKENS (at least one)
+        used += estimate_tokens(line) + 1
+        if kept and used > MAX_SNIPPET_TOKENS:
+            break
+        kept += 1
+    if kept < len(lines):
+        end = start + kept - 1
+    text = "\n".join(lines[:kept])
     if not text.strip():
         return None
-    return CodeEntry(kind="code", path=path, start=start, end=end, score=score, text=text.rstrip("\n"), reason=reason)
+    return CodeEntry(kind="code", path=path, start=start, end=end, score=score, text=text, reason=reason)
+
+
+def _cut_summary(text: str, cap: int = MAX_SUMMARY_TOKENS) -> str:
+    """``text`` within ``cap`` estimated tokens: whole lines while they fit, then the next line cut at a
+    list separator (``, `` or ``; ``) and ended with ``…``; the rest left out."""
+    out: list[str] = []
+    used = 0
+    for line in text.split("\n"):
+        cost = estimate_tokens(line) + 1
+        if used + cost <= cap:
+            out.append(line)
+            used += cost
+            continue
+        room = (cap - used - 1) * 4 - 2  # characters left (rag.tokens: four per token), less " …"
+        cut = max(line.rfind(", ", 0, room), line.rfind("; ", 0, room))
+        if cut > 0:
+            out.append(line[:cut] + " …")
+        break
+    return "\n".join(out)
 
 
 def _route_end(graph: CodeGraph, path: str, line: int) -> int:
@@ -335,7 +385,7 @@ def code_context(
     for path in selected:
         if len(entries) >= max_entries:
             break
-        summary = graph.summary(path)
+        summary = _cut_summary(graph.summary(path))
         if summary:
             entries.append(CodeEntry(kind="structure", path=path, start=None, end=None, score=STRUCTURE_SCORE,
                                      text=summary, reason=f"{reasons[path]} ({scores[path]:g})"))
@@ -395,47 +445,22 @@ def context_sources(retrieve: Callable[..., list[Source]], question: str, source
     with :data:`rag.context.pool.DEFAULT_MIX_POLICY`. No sources (an abstention) stays empty.
 
     Args:
-        retrieve: ``retrieve(question, limit=, kind=, depth=)`` → sources, best first
-            (:meth:`rag.engine.Engine.retrieve`, :meth:`rag.federation.FederatedEngine.retrieve`).
+        retrieve: ``retrieve(question, limit=, kind=, depth=, abstain=)`` → sources, best first
+            (:meth:`rag.engine.Engine.retrieve`, :meth:`rag.federation.FederatedEngine.retrieve`);
+            the source-only retrieval passes ``abstain=False`` (module docstring).
     """
     deeper: list[Source] = []
     code: list[Source] = []
     if sources:
         deeper = retrieve(question, limit=DEFAULT_CONTEXT_SOURCES, depth=DEFAULT_CONTEXT_DEPTH)
         if DEFAULT_CODE_SOURCES:
-            code = retrieve(question, limit=DEFAULT_CODE_SOURCES, kind="source")
+            code = retrieve(question, limit=DEFAULT_CODE_SOURCES, kind="source", abstain=False)
     return context_pool(sources, deeper, code, policy=DEFAULT_MIX_POLICY)
 
-def pack_context(
-    question: str,
-    *,
-    sources: Sequence[Source],
-    code_entries: Sequence[CodeEntry],
-    budget_tokens: int = DEFAULT_BUDGET_TOKENS,
-    read_lines: ReadLines | None = None,
-    graph: CodeGraph | None = None,
-    span_policy: SpanPolicy = DEFAULT_SPAN_POLICY,
-) -> PackedContext:
-    """Pack the evidence spans of ``sources`` and the code entries into at most ``budget_tokens`` estimated tokens.
-
-    Args:
-        question: the question (its terms choose the lines of each source that matter).
-        sources: retrieved sources, best first.
-        code_entries: output of :func:`code_context`.
-        budget_tokens: the budget, in ``estimate_tokens`` units.
-        read_lines: reads lines of an indexed file, so spans can take a whole symbol or
-            a window reaching past a chunk (``None``: the sources' own lines only).
-        graph: the code graph (symbol bodies, callees); ``None`` → line windows only.
-        span_policy: knobs of :func:`rag.context.spans.evidence_spans`.
-
-    Returns:
-        A :class:`PackedContext`; items in packing order, ``priority`` = minus their position.
-
-    Raises:
-        UserError: ``budget_tokens`` is not a positive integer.
-    """
-    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens <= 0:
-        raise UserError(f"The context budget must be a positive number of tokens (got {budget_tokens!r}).")
+def _candidates(question: str, *, sources: Sequence[Source], code_entries: Sequence[CodeEntry],
+                read_lines: ReadLines | None, graph: CodeGraph | None, span_policy: SpanPolicy) -> list[_Candidate]:
+    """Every item the packer may take (evidence spans, then code entries), each with its block, tokens and
+    packing position (``priority`` = minus the position), in no particular order."""
     candidates: list[_Candidate] = []
     headings = {(s.path, s.start): s.heading or s.symbol for s in sources}
 
@@ -470,6 +495,41 @@ def pack_context(
         block = _block(kind, entry.path, entry.start, entry.end, entry.text, entry.reason)
         candidates.append(_Candidate(kind, entry.path, entry.start, entry.end, score, block,
                                      estimate_tokens(block + "\n\n"), -position, len(candidates)))
+    return candidates
+
+
+def pack_context(
+    question: str,
+    *,
+    sources: Sequence[Source],
+    code_entries: Sequence[CodeEntry],
+    budget_tokens: int = DEFAULT_BUDGET_TOKENS,
+    read_lines: ReadLines | None = None,
+    graph: CodeGraph | None = None,
+    span_policy: SpanPolicy = DEFAULT_SPAN_POLICY,
+) -> PackedContext:
+    """Pack the evidence spans of ``sources`` and the code entries into at most ``budget_tokens`` estimated tokens.
+
+    Args:
+        question: the question (its terms choose the lines of each source that matter).
+        sources: retrieved sources, best first.
+        code_entries: output of :func:`code_context`.
+        budget_tokens: the budget, in ``estimate_tokens`` units.
+        read_lines: reads lines of an indexed file, so spans can take a whole symbol or
+            a window reaching past a chunk (``None``: the sources' own lines only).
+        graph: the code graph (symbol bodies, callees); ``None`` → line windows only.
+        span_policy: knobs of :func:`rag.context.spans.evidence_spans`.
+
+    Returns:
+        A :class:`PackedContext`; items in packing order, ``priority`` = minus their position.
+
+    Raises:
+        UserError: ``budget_tokens`` is not a positive integer.
+    """
+    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens <= 0:
+        raise UserError(f"The context budget must be a positive number of tokens (got {budget_tokens!r}).")
+    candidates = _candidates(question, sources=sources, code_entries=code_entries, read_lines=read_lines,
+                             graph=graph, span_policy=span_policy)
     candidates.sort(key=lambda c: (-c.priority, c.order))
 
     used = 0

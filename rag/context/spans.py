@@ -12,8 +12,9 @@ question :func:`evidence_spans` turns the retrieved sources into short spans:
    on every line says nothing about *which* lines matter.
 2. **Anchors.** The lines scoring at least :attr:`SpanPolicy.anchor_share` of the chunk's
    best line, at most :attr:`SpanPolicy.max_anchors` of them, best first. A chunk with no
-   matching line (found by the vector stream alone) keeps its whole window: the vectors
-   matched it as a whole.
+   matching line (found by the vector stream alone) keeps its first lines, up to
+   :attr:`SpanPolicy.max_span_tokens`: the vectors matched it as a whole, and a chunk begins
+   with what it is (a signature, a heading); whole, such chunks of prose cost 500-650 tokens.
 3. **Spans.** An anchor inside a definition of at most :attr:`SpanPolicy.max_symbol_lines`
    lines (and :attr:`SpanPolicy.max_merged_tokens` tokens) takes that whole definition (the
    symbol body); otherwise a window of ``before``/``after`` lines around it, kept inside the
@@ -22,14 +23,17 @@ question :func:`evidence_spans` turns the retrieved sources into short spans:
    text is read from the index by ``read_lines``. A window is then cut to
    :attr:`SpanPolicy.max_span_tokens` by dropping the lines farthest from its anchor (in
    the before/after proportion): 21 lines of prose or of a Markdown table cost three times
-   as many tokens as 21 lines of code, and would crowd other files out of the budget.
+   as many tokens as 21 lines of code, and would crowd other files out of the budget. An
+   anchor whose own line is longer than that (minified or generated code, a data line: one
+   line of a generated validator cost 562 tokens) gives no span.
 
    3b. **Short spans for the later files.** The first :attr:`SpanPolicy.wide_files` files
    get the spans above; each later file gives its best line per chunk with
    ``compact_before``/``compact_after`` lines around it (a definition whole only up to
-   ``compact_symbol_lines`` lines). The answer is often in a file ranked fourth to
-   twentieth (for paraphrased questions more often than in the first three), and a
-   ten-line span fits about three such files in the budget of one full span.
+   ``compact_symbol_lines`` lines), within :attr:`SpanPolicy.compact_span_tokens` (twice
+   that when merged). The answer is often in a file ranked fourth to twentieth (for
+   paraphrased questions more often than in the first three), and a ten-line span fits
+   about three such files in the budget of one full span, also when the lines are prose.
 4. **Merge.** Spans of one file that overlap or lie within :attr:`SpanPolicy.merge_gap`
    lines are merged while the result stays within :attr:`SpanPolicy.max_merged_lines`
    and :attr:`SpanPolicy.max_merged_tokens`.
@@ -97,6 +101,9 @@ class SpanPolicy:
             spans' anchors per chunk, window and longest definition taken whole
             (2 + 1 + 8 = 11 lines: the matched line and what follows it).
         interleave_chunks: order a file's spans round by round over its chunks (module docstring).
+        compact_span_tokens: token cap of a short span (twice it when merged): 11 of a full
+            window's 21 lines, so half its ``max_span_tokens``. Without it a short span of a
+            Markdown table or of long prose lines reached 420-580 tokens, a full span's price.
     """
 
     anchor_share: float = 0.5
@@ -117,6 +124,7 @@ class SpanPolicy:
     compact_after: int = 8
     compact_symbol_lines: int = 16
     interleave_chunks: bool = True
+    compact_span_tokens: int = 160
 
 
 DEFAULT_SPAN_POLICY = SpanPolicy()
@@ -279,7 +287,8 @@ def _compact(policy: SpanPolicy) -> SpanPolicy:
     """The span shape of a file ranked ``wide_files`` or later: its best line per chunk with a few lines
     around it, a definition whole only when it is short (step 3b)."""
     return replace(policy, max_anchors=policy.compact_anchors, before=policy.compact_before,
-                   after=policy.compact_after, max_symbol_lines=policy.compact_symbol_lines)
+                   after=policy.compact_after, max_symbol_lines=policy.compact_symbol_lines,
+                   max_span_tokens=policy.compact_span_tokens, max_merged_tokens=2 * policy.compact_span_tokens)
 
 
 class _Lines:
@@ -304,8 +313,9 @@ class _Lines:
 
 
 def _window(number: int, definitions: Sequence[Definition], policy: SpanPolicy,
-            lines: _Lines) -> tuple[int, int, str]:
-    """The span an anchor line stands for: its enclosing definition when short, else a window (step 3)."""
+            lines: _Lines) -> tuple[int, int, str] | None:
+    """The span an anchor line stands for: its enclosing definition when short, else a window (step 3);
+    ``None`` when the anchor line alone is longer than ``max_span_tokens`` (minified code, a data line)."""
     enclosing = _innermost(definitions, number)
     if (enclosing is not None and enclosing.end - enclosing.start + 1 <= policy.max_symbol_lines
             and lines.tokens(enclosing.start, enclosing.end) <= policy.max_merged_tokens):
@@ -321,11 +331,16 @@ def _window(number: int, definitions: Sequence[Definition], policy: SpanPolicy,
             lo, hi = min(lo, cut.start), max(hi, cut.end)
     # Long lines (prose, tables, minified code): give up the lines farthest from the anchor, in the
     # before/after proportion, until the window fits ``max_span_tokens``.
-    while hi > lo and lines.tokens(lo, hi) > policy.max_span_tokens:
+    total = lines.tokens(lo, hi)
+    while hi > lo and total > policy.max_span_tokens:
         if (hi - number) * max(policy.before, 1) >= (number - lo) * max(policy.after, 1) and hi > number:
+            total -= lines.tokens(hi, hi)
             hi -= 1
         else:
+            total -= lines.tokens(lo, lo)
             lo += 1
+    if total > policy.max_span_tokens:  # one line longer than a window: minified or data
+        return None
     return lo, hi, ""
 
 
@@ -342,13 +357,20 @@ def _chunk_drafts(path: str, numbers: range, chunk_index: int, source: Source, d
     scores = {n: sum(weights[t] for t in line_terms(path, n)) for n in numbers}
     best = max(scores.values(), default=0.0)
     if not policy.focus or best <= 0.0:
-        return [_Draft(source.start, source.end, "retrieved", chunk_index)]
+        end = source.end
+        if policy.focus:  # a chunk no line of which matches (found by the vectors): its first lines, a window's worth
+            total = lines.tokens(source.start, end)
+            while end > source.start and total > policy.max_span_tokens:
+                total -= lines.tokens(end, end)
+                end -= 1
+        return [_Draft(source.start, end, "retrieved", chunk_index)]
     anchors = [n for n, score in scores.items() if score >= policy.anchor_share * best]
     anchors.sort(key=lambda n: (-scores[n], n))
     drafts = []
     for n in anchors[: policy.max_anchors]:
-        lo, hi, reason = _window(n, definitions, policy, lines)
-        drafts.append(_Draft(lo, hi, reason, chunk_index))
+        window = _window(n, definitions, policy, lines)
+        if window is not None:
+            drafts.append(_Draft(*window, chunk_index))
     return drafts
 
 

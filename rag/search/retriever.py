@@ -126,7 +126,7 @@ class Retriever:
     # -- the question ------------------------------------------------------------------------
 
     def retrieve(self, question: str, *, limit: int = 8, kind: str | None = None,
-                 depth: lexical.Depth | None = None) -> list[Source]:
+                 depth: lexical.Depth | None = None, abstain: bool = True) -> list[Source]:
         """Top chunks for ``question``, best file first; ``[]`` when nothing really matches.
 
         Args:
@@ -136,6 +136,12 @@ class Retriever:
             depth: more chunks of the best files, interleaved with the other files' best chunks
                 (:class:`rag.search.lexical.Depth`; the packer's pool); ``None``: at most
                 ``policy.per_file`` chunks per file, every file's best chunk first.
+            abstain: ``False``: return the best chunks even when the lexical evidence is too weak
+                to answer (:meth:`rag.search.lexical.Evidence.abstain`); ``[]`` only when nothing
+                matches. For a second retrieval of a question already answered (the packer's
+                source-only pool, :func:`rag.context.packer.context_sources`): restricted to one
+                kind of file, a question often shares too few words with it to pass the test
+                its whole repository passed.
 
         Returns:
             :class:`~rag.types.Source` objects with scores (larger is better; their scale
@@ -172,7 +178,7 @@ class Retriever:
         # Lexical evidence decides abstention (cosines of answerable and unanswerable questions
         # overlap), but a long description worded unlike the code is answered when the vectors'
         # best chunk clearly stands out of its neighbours (Evidence.abstain).
-        if not cands or evidence.abstain(policy, vector_z=top_zscore(all_hits) if all_hits else None):
+        if not cands or (abstain and evidence.abstain(policy, vector_z=top_zscore(all_hits) if all_hits else None)):
             return []
         pinned = {c.id for c in cands if c.score >= lexical.HARD_BOOST}  # before fusion rescales scores
         pool = list(cands)

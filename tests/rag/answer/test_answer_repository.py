@@ -23,16 +23,18 @@ POOL_LINES = [
     "'use strict';",
     *FILLER,                                                          # lines 2-79
     "",                                                               # 80
-    "// nextDelay: exponential backoff between connection attempts.",  # 81
-    "function nextDelay(attempt) {",                                  # 82
+    "// nextDelay: exponential backoff between connection tries.",     # 81
+    "function nextDelay(tries) {",                                    # 82
     "  const base = 250;",                                            # 83
-    "  const delay = base * 2 ** attempt;",                           # 84
+    "  const delay = base * 2 ** tries;",                             # 84
     "  return Math.min(delay, 30000);",                               # 85
     "}",                                                              # 86
     "",                                                               # 87
     *[f"function tail{n}() {{ return {n}; }}" for n in range(1, 34)],  # 88-120
     "module.exports = { nextDelay };",                                # 121
 ]
+# The code shares no word with QUESTION (``tries``, not "attempts"), so no retrieval of the first
+# context finds it, not even the packer's source-only one that never abstains: only the README does.
 REPO = {
     "README.md": "# Shop client\n\nClients reconnect automatically when the connection drops; how long they "
                  "wait is decided in the connection pool.\n",
