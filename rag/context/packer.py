@@ -457,6 +457,7 @@ def context_sources(retrieve: Callable[..., list[Source]], question: str, source
             code = retrieve(question, limit=DEFAULT_CODE_SOURCES, kind="source", abstain=False)
     return context_pool(sources, deeper, code, policy=DEFAULT_MIX_POLICY)
 
+
 def _candidates(question: str, *, sources: Sequence[Source], code_entries: Sequence[CodeEntry],
                 read_lines: ReadLines | None, graph: CodeGraph | None, span_policy: SpanPolicy) -> list[_Candidate]:
     """Every item the packer may take (evidence spans, then code entries), each with its block, tokens and
