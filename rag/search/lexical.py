@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from rag.ingest.manifests import is_manifest
 from rag.search.bm25_topk import top_bm25
-from rag.search.query import Query, fts_expression, fts_phrases
+from rag.search.query import Query, fts_expression, fts_phrases, version_pattern
 from rag.store import queries
 from rag.text import index_text, light_stem, light_stems, synonyms_of
 from rag.types import Source
@@ -316,6 +316,10 @@ def rank_chunks(
     # A chunk's ``stems`` column is its distinct stems, space-joined: a stem is one of them when
     # " stem " occurs in " stems " (cheaper than building a set of hundreds of words per chunk).
     needles = {t: tuple(f" {s} " for s in stems[t]) for t in topical}
+    # A version term ("4 0") is a phrase: matched in the chunk's text and heading ("4.0.0"), not in its stems.
+    versions = {t: pattern for t in topical if (pattern := version_pattern(t)) is not None}
+    for t in versions:
+        needles[t] = ()
     priors: dict[tuple[str, str, str], float] = {}
     for c in cands:
         padded = f" {c.stems} "
@@ -324,6 +328,9 @@ def rank_chunks(
             path_cache[c.path] = _path_match(c.path, topical, stems, path_idf, path_total, cache)
         path_cov, matched_path = path_cache[c.path]
         matched = {t for t in topical if any(n in padded for n in needles[t])}
+        if versions:
+            matched |= {t for t, pattern in versions.items()
+                        if pattern.search(c.text) or (c.heading and pattern.search(c.heading))}
         c.matched = matched | matched_path
         c.coverage = sum(idf[t] for t in c.matched) / idf_total
         evident = [t for t in evidence_terms if t in c.matched]

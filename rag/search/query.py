@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 
 from rag.text import STOPWORDS, light_stem, query_terms, synonyms_of
 
-__all__ = ["Query", "analyze", "fts_expression", "fts_phrases", "MAX_QUERY_TERMS"]
+__all__ = ["Query", "analyze", "fts_expression", "fts_phrases", "version_terms", "version_pattern", "MAX_QUERY_TERMS"]
 
 MAX_QUERY_TERMS = 40
 
 # A path-like mention: "lib/view.js", "./src/a.ts", "README.md", "docs/api".
 _PATH_MENTION = re.compile(r"(?<![\w@])(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z0-9]{1,6}\b|(?<![\w@])(?:[\w.-]+/)+[\w.-]+")
+# A version number: "4.0", "v1.2.3" (not part of a path, a longer number or a word).
+_VERSION = re.compile(r"(?<![\w./-])v?(\d+(?:\.\d+){1,3})(?![\w/-]|\.\w)", re.I)
 # A code identifier as written: camelCase, PascalCase with a lower→upper hump,
 # snake_case, SCREAMING_CASE, $-prefixed, or letters mixed with digits.
 _IDENTIFIER = re.compile(
@@ -95,7 +97,8 @@ def analyze(question: str) -> Query:
     # A mentioned file's extension ("js" of lib/view.js) is not a topic word.
     extensions = {m.rsplit(".", 1)[1].lower() for m in paths if "." in m.rsplit("/", 1)[-1]}
     written = {w.lower() for w in re.findall(r"[A-Za-z0-9_$]+", _PATH_MENTION.sub(" ", question))}
-    terms = [t for t in terms if t not in extensions or t in written][:MAX_QUERY_TERMS]
+    terms = [t for t in terms if t not in extensions or t in written]
+    terms = list(dict.fromkeys(terms + version_terms(question)))[:MAX_QUERY_TERMS]
     intents = {name for name, pattern in _INTENTS.items() if pattern.search(question)}
     return Query(
         text=question,
@@ -105,6 +108,27 @@ def analyze(question: str) -> Query:
         intents=intents,
         stems={t: light_stem(t) for t in terms},
     )
+
+
+def version_terms(question: str) -> list[str]:
+    """The version numbers written in ``question`` as phrase terms: ``"the 4.0 release"`` →
+    ``["4 0"]``, ``"v1.2.3"`` → ``["1 2 3"]``.
+
+    The index splits ``4.0.0`` into the words ``4 0 0`` (:func:`rag.text.index_text`) and
+    :func:`rag.text.query_terms` drops one-character words, so without this a version is lost
+    from the question. The quoted FTS5 phrase ``"4 0"`` matches those words next to each other
+    (``4.0`` and ``4.0.0``, not ``14.0``); :func:`version_pattern` matches it in a chunk's text.
+    """
+    return list(dict.fromkeys(" ".join(m.group(1).split(".")) for m in _VERSION.finditer(question)))
+
+
+def version_pattern(term: str) -> re.Pattern[str] | None:
+    """For a :func:`version_terms` term (``"4 0"``), the regex of that version written in text
+    (``4.0``, ``v4.0``, ``4.0.0``; not ``14.0`` or ``4.01``); ``None`` for any other term."""
+    parts = term.split(" ")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts):
+        return None
+    return re.compile(r"(?<![\w.])v?" + r"\.".join(parts) + r"(?![\d]|\.\d*[A-Za-z_])")
 
 
 def _quote(term: str) -> str:

@@ -435,3 +435,27 @@ def test_a_package_named_like_its_main_component_still_finds_it(scheduler_repo):
 
 def test_only_manifests_are_ranked_down(scheduler_repo):
     assert paths(scheduler_repo.retrieve("Which environment variables does the worker get?"))[0] == "docker-compose.yml"
+
+
+def _history(versions: list[str]) -> str:
+    sections = []
+    for version in versions:
+        items = "\n".join(f"   - `feature{version.replace('.', '')}x{n}` - no longer bundled, use a package"
+                          for n in range(18))
+        sections.append(f"{version}\n{'=' * len(version)}\n\n * remove:\n{items}\n * deps: send@0.17.0\n")
+    return "\n".join(sections)
+
+
+def test_a_version_in_the_question_picks_that_release(tmp_path):
+    """"4.0" in a question is a term (the index splits ``4.0.0`` into ``4 0 0``; one-digit words are
+    dropped): the 4.0.0 section of a changelog outranks the other releases' identical wording."""
+    assert "4 0" in analyze("What was taken out in the 4.0 release?").terms
+    assert "1 2 3" in analyze("what changed in v1.2.3").terms and not any(" " in t for t in analyze("see lib/a.js v2.js").terms)
+    files = {"History.md": _history(["5.0.0", "4.1.0", "4.0.0", "3.0.0", "2.4.0"]),
+             "lib/app.js": "function app() { return 4.0; }\n"}
+    with indexed_engine(tmp_path, files) as engine:
+        for question, section in (("What was removed in the 4.0 release?", "4.0.0"),
+                                  ("Which features were removed in v3.0?", "3.0.0"),
+                                  ("what was removed in 4.1", "4.1.0")):
+            [first, *_] = engine.retrieve(question)
+            assert first.path == "History.md" and f"{section}\n=====" in first.text, (question, first.text[:40])
