@@ -281,7 +281,7 @@ def rank_chunks(
         vector_rows = queries.chunks_by_id(conn, [i for i in extra_ids if i not in have_ids], kind=kind)
     if not rows and not vector_rows and not explicit:
         return [], NO_EVIDENCE
-    dfs = _document_frequencies(conn, query.terms, idf_cache if idf_cache is not None else {})
+    dfs = _document_frequencies(conn, query.terms, cache)
     idf = {t: _bm25_idf(df, max(total_chunks, 1)) for t, df in dfs.items()}
     topical = [t for t in query.terms if t not in META_TERMS] or list(query.terms)
     idf_total = sum(idf[t] for t in topical) or 1.0
@@ -289,7 +289,7 @@ def rank_chunks(
     # koa matches everywhere. Ranking keeps it ("scheduler" still finds src/scheduler.js).
     evidence_terms = [t for t in topical if t not in meta_terms] or topical
     evidence_total = sum(idf[t] for t in evidence_terms) or 1.0
-    path_idf = _path_idf(query.terms, known_paths or [], idf_cache if idf_cache is not None else {})
+    path_idf = _path_idf(query.terms, known_paths or [], cache)
     path_total = sum(path_idf[t] for t in topical) or 1.0
     stems = {t: _term_stems(t) for t in query.terms}
     structural = set(explicit) | set(symbol_files or ())

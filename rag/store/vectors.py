@@ -13,7 +13,7 @@ Three small pieces, each usable alone:
   matrix of more than :data:`~rag.store.vector_screen.SCREEN_MIN_ROWS` rows is
   first screened with int8 codes of its rows (a quarter of the bytes, SIMD
   dot products) and only the rows that can still be in the top k are scored
-  in float64 (:mod:`rag.store.vector_screen`: same top k, 2-3 ms instead of
+  in float64 (:mod:`rag.store.vector_screen`: same top k, 4-4.5 ms instead of
   10). The matrix takes 4 × dim bytes per chunk (154 MB at 100k × 384) and
   its codes dim bytes more. Exact results, nothing to maintain; an ANN
   index is only worth it if it measures better end to end.
