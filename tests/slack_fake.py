@@ -401,6 +401,18 @@ class BotHarness:
     #: the app's ``bot.slack.ask_flow.AskFlow`` (from the composed ``bot.compose.Bot``)
     ask_flow: object = None
 
+    async def answered(self, count: int = 1, *, timeout: float = 30.0):
+        """Wait until the ask flow has finished ``count`` asks (delivered, and the thread's memory and
+        repository recorded: an answer visible in Slack is not yet the end) → the last ``AskOutcome``.
+
+        Raises ``AssertionError`` with the Web API methods called so far after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while len(self.ask_flow.completed) < count:
+            assert time.monotonic() < deadline, f"{len(self.ask_flow.completed)} of {count} asks finished; " \
+                                                f"calls so far: {self.fake.methods()}"
+            await asyncio.sleep(0.02)
+        return self.ask_flow.completed[-1]
+
     def form(self, command: str, text: str, *, user_id: str = USER, channel_id: str = "C0CHANNEL") -> dict:
         self.counter[0] += 1
         return {

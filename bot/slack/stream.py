@@ -110,6 +110,8 @@ class Coalescer(Generic[T]):
             wait = self._last_end + self._interval - self._clock()
             if wait > 0:
                 await asyncio.sleep(wait)
+                if self._latest is _NOTHING:  # cancelled while waiting: nothing left to send
+                    break
             state, self._latest = self._latest, _NOTHING
             try:
                 if await self._send(state) is False:

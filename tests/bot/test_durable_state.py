@@ -59,12 +59,6 @@ def backend(request, tmp_path):
         drop_database(name)
 
 
-async def answered(bot, count: int, *, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while len(bot.ask_flow.completed) < count:
-        assert time.monotonic() < deadline, f"calls so far: {bot.fake.methods()}"
-        await asyncio.sleep(0.02)
-    return bot.ask_flow.completed[-1]
 
 
 def footer_texts(bot) -> list[str]:
@@ -81,7 +75,7 @@ async def test_a_restart_keeps_thread_memory_dedupe_and_votes(make_bot, backend)
                "AI_MODEL": "fake-model"}
         first = await make_bot(ask_options=FAST, **env)
         await first.slash("/sz-ask", QUESTION)
-        asked = await answered(first, 1)
+        asked = await first.answered(1)
         vote = await first.click("sz_feedback_up", asked.answer_id, user_id=USER)
         assert vote.status == 200
         event = {"type": "app_mention", "user": USER, "text": "<@U0BOT> hello again", "ts": "1700000900.000001",
@@ -90,13 +84,13 @@ async def test_a_restart_keeps_thread_memory_dedupe_and_votes(make_bot, backend)
                 "type": "event_callback", "event_id": f"EvRestart{uuid.uuid4().hex[:6]}", "event_time": 1,
                 "event": event, "authorizations": [{"team_id": "T0TEAM", "user_id": "U0BOT", "is_bot": True}]}
         assert (await first.post_signed(json.dumps(body), headers={"Content-Type": "application/json"})).status == 200
-        await answered(first, 2)
+        await first.answered(2)
         await first.stop()
 
         second = await make_bot(ask_options=FAST, **env)  # the same replica, restarted
         model.script(text_reply("Still an HMAC."))
         await second.mention("and where does the secret come from?", thread_ts=asked.anchor_ts)
-        await answered(second, 1)
+        await second.answered(1)
         history = [m for m in model.requests[-1]["messages"] if m["role"] in ("user", "assistant")]
         assert history[0] == {"role": "user", "content": QUESTION}  # the turn from before the restart
         assert history[1] == {"role": "assistant", "content": "It uses an HMAC (src/webhook.js:4-7)."}
@@ -147,7 +141,7 @@ async def test_an_answer_in_flight_at_a_crash_is_finished_by_the_next_start(make
         await asyncio.sleep(0.05)
     # a normal answer is recorded while it runs and finished afterwards
     await bot.slash("/sz-ask", QUESTION)
-    await answered(bot, 1)
+    await bot.answered(1)
     deadline = time.monotonic() + 5  # finish_answer runs in the flow's finally, just after the post
     while [a.replica_id for a in store.unfinished()] != ["web-2"]:
         assert time.monotonic() < deadline, store.unfinished()
@@ -253,7 +247,7 @@ async def test_postgresql_down_then_up_the_bot_answers_says_memory_is_off_and_ca
     try:
         bot = await make_bot(ask_options=FAST, REPLICA_ID="web-1", DATABASE_URL=url, STATE_TIMEOUT_S="1")
         await bot.slash("/sz-ask", QUESTION)
-        first = await answered(bot, 1)
+        first = await bot.answered(1)
         assert "memory off" not in " ".join(footer_texts(bot))
 
         proxy.down()
@@ -261,7 +255,7 @@ async def test_postgresql_down_then_up_the_bot_answers_says_memory_is_off_and_ca
         started = time.perf_counter()
         ack = await bot.slash("/sz-ask", "where is the deploy webhook?")
         assert ack.status == 200 and "Working on" in ack.body and ack.seconds < 3  # still acked in time
-        down = await answered(bot, 2)
+        down = await bot.answered(2)
         assert down.ok and time.perf_counter() - started < 15
         assert "memory off" in " ".join(footer_texts(bot))  # the footer says so
         vote = await bot.click("sz_feedback_down", down.answer_id, user_id=USER)  # kept, written later
@@ -278,7 +272,7 @@ async def test_postgresql_down_then_up_the_bot_answers_says_memory_is_off_and_ca
         await asyncio.sleep(2.5)  # the fallback window passes; the next call tries the store again
         bot.fake.clear()
         await bot.mention("and where does the secret come from?", thread_ts=first.anchor_ts)
-        await answered(bot, 3)
+        await bot.answered(3)
         assert "memory off" not in " ".join(footer_texts(bot))
         assert any("available again" in r.getMessage() for r in caplog.records)
         store = open_store(StateConfig(database_url=with_database(ADMIN_URL, name)))
@@ -302,7 +296,7 @@ async def test_a_store_unreachable_at_start_is_not_fatal_and_its_password_is_nev
                          STATE_TIMEOUT_S="0.5")
     ack = await bot.slash("/sz-ask", QUESTION)
     assert ack.status == 200 and "Working on" in ack.body
-    outcome = await answered(bot, 1)
+    outcome = await bot.answered(1)
     assert outcome.ok and "memory off" in " ".join(footer_texts(bot))
     status = await asyncio.to_thread(bot.context.status)
     assert status["state"]["available"] is False

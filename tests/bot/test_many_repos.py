@@ -135,9 +135,10 @@ async def answer_in(bot, question: str, *, channel: str) -> str:
     asked.append(question)
     question += " please" * repeats
     bot.fake.clear()
+    finished = len(bot.ask_flow.completed)
     response = await bot.post_signed(_form(bot, "/sz-ask", question, channel))
     assert response.status == 200
-    await bot.fake.wait_for(lambda calls: bot.fake.answers(), timeout=15)
+    await bot.answered(finished + 1)  # the thread's repository is recorded after the answer is posted
     return texts(bot.fake.answers()[-1])
 
 

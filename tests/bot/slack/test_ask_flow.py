@@ -480,6 +480,20 @@ async def test_the_coalescer_survives_a_failing_send_and_reports_it():
     assert calls == [1, 2]
 
 
+async def test_a_coalescer_cancelled_while_it_waits_sends_nothing():
+    calls = []
+
+    async def send(state: int) -> None:
+        calls.append(state)
+
+    coalescer = Coalescer(send, interval_s=0.2, just_sent=True)  # the first state waits 0.2 s
+    coalescer.submit(1)
+    await asyncio.sleep(0.05)
+    coalescer.cancel()  # the answer is ready: the pending progress state must not be sent
+    await coalescer.flush()
+    assert calls == [] and coalescer.failures == 0 and coalescer.sent == 0
+
+
 def test_rate_limiter_window_and_retry_time():
     now = [1000.0]
     limiter = RateLimiter(6, clock=lambda: now[0])

@@ -42,12 +42,6 @@ def ask_bot(make_bot):
     return start
 
 
-async def finished(bot, count: int = 1, *, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while len(bot.ask_flow.completed) < count:
-        assert time.monotonic() < deadline, f"calls so far: {bot.fake.methods()}"
-        await asyncio.sleep(0.02)
-    return bot.ask_flow.completed[-1]
 
 
 def all_text(call) -> str:
@@ -104,7 +98,7 @@ async def test_a_transient_fault_on_the_progress_post_is_retried_and_keeps_progr
         bot = await ask_bot(**model_env(model))
         bot.fake.script("chat.postMessage", fault)
         await bot.slash("/sz-ask", QUESTION)
-        outcome = await finished(bot)
+        outcome = await bot.answered()
     first, second = bot.fake.of("chat.postMessage")[:2]
     if fault.status == 429:  # slack-sdk's RateLimitErrorRetryHandler waited Retry-After (+ jitter)
         assert second.at - first.at >= 1.0, second.at - first.at
@@ -122,7 +116,7 @@ async def test_a_failed_stream_append_goes_with_the_next_one_and_keeps_the_strea
         bot = await ask_bot(**model_env(model))
         bot.fake.script("chat.appendStream", server_error(500))
         await bot.slash("/sz-ask", QUESTION)
-        outcome = await finished(bot)
+        outcome = await bot.answered()
     appends = bot.fake.of("chat.appendStream")
     assert len(appends) >= 2 and appends[0].reply == {}  # the first append failed ...
     assert outcome.streamed and outcome.mode == "stream"  # ... and the answer stayed in the stream
@@ -140,7 +134,7 @@ async def test_retry_after_on_a_progress_update_pauses_that_method(ask_bot):
         bot.fake.refuse_streaming()  # every state of the answer is a chat.update
         bot.fake.script("chat.update", rate_limited(retry_after=2))
         await bot.slash("/sz-ask", QUESTION)
-        outcome = await finished(bot)
+        outcome = await bot.answered()
     limited, *rest = bot.fake.of("chat.update")
     assert rest and rest[0].at - limited.at >= 2.0, [round(c.at - limited.at, 2) for c in rest]
     assert outcome.delivered and outcome.mode == "in_place" and len(bot.fake.answers()) == 1
@@ -154,7 +148,7 @@ async def test_persistent_update_failures_give_one_copy_and_no_stale_searching(a
         bot = await ask_bot(**model_env(model))
         bot.fake.fail_status["chat.update"] = 500  # retried by the handlers, failing every time
         await bot.slash("/sz-ask", QUESTION)
-        outcome = await finished(bot)
+        outcome = await bot.answered()
     assert streamed_text(bot) == answer  # the stream carried the answer ...
     copies = [c for c in bot.fake.calls if c.method in ("chat.postMessage", "response_url", "chat.postEphemeral")
               and "timingSafeEqual" in all_text(c) and c.reply.get("ok")]
@@ -172,7 +166,7 @@ async def test_updates_failing_without_a_stream_post_the_answer_once_and_remove_
         bot.fake.refuse_streaming()
         bot.fake.fail["chat.update"] = "cant_update_message"
         await bot.slash("/sz-ask", QUESTION)
-        outcome = await finished(bot)
+        outcome = await bot.answered()
     copies = [c for c in posts_and_updates(bot) if "timingSafeEqual" in all_text(c) and c.reply.get("ok")]
     assert [c.method for c in copies] == ["chat.postMessage"] and bot.fake.of("chat.delete")
     assert bot.fake.of("chat.delete")[0].body["ts"] == outcome.anchor_ts
@@ -186,7 +180,7 @@ async def test_response_url_404_after_a_refused_post_is_logged_as_a_failure_and_
     bot.fake.fail_status["response_url"] = 404
     caplog.set_level(logging.INFO)
     await bot.slash("/sz-ask", QUESTION)
-    outcome = await finished(bot)
+    outcome = await bot.answered()
     assert bot.fake.of("response_url")  # it was tried ...
     lines = [r.getMessage() for r in caplog.records if "ask" in r.getMessage() and "deliver" in r.getMessage()]
     assert not any("ok=True" in line for line in lines), lines  # ... and is not taken for a delivery
@@ -205,7 +199,7 @@ async def test_a_500_from_response_url_is_retried_then_falls_back_to_an_ephemera
     bot.fake.fail["chat.postMessage"] = "not_in_channel"
     bot.fake.fail_status["response_url"] = 500
     await bot.slash("/sz-ask", QUESTION)
-    outcome = await finished(bot)
+    outcome = await bot.answered()
     assert len(bot.fake.of("response_url")) >= 2  # retried by ServerErrorRetryHandler
     ephemeral, = bot.fake.of("chat.postEphemeral")
     assert ephemeral.body["user"] == USER and "src/webhook.js" in all_text(ephemeral)
@@ -224,7 +218,7 @@ async def test_twenty_asks_stay_within_the_chat_update_budget_and_each_answer_go
         started = time.monotonic()
         await asyncio.gather(*[bot.slash("/sz-ask", f"question {i} about the webhook signature", user_id=f"U{i:04d}")
                                for i in range(count)])
-        await finished(bot, count, timeout=60)
+        await bot.answered(count, timeout=60)
         outcomes = list(bot.ask_flow.completed)
     elapsed = time.monotonic() - started
     updates = bot.fake.of("chat.update")
@@ -256,7 +250,7 @@ async def test_a_60000_character_answer_goes_out_as_several_valid_messages_carry
         model.script(text_reply(answer, pieces=60, usage=(900, 15000)))
         bot = await ask_bot(**model_env(model))
         await bot.slash("/sz-ask", "walk me through the router")
-        outcome = await finished(bot)
+        outcome = await bot.answered()
     continued = [c for c in bot.fake.of("chat.postMessage") if c.body.get("thread_ts") == outcome.thread_ts]
     pages = [outcome_final(bot, outcome), *continued]
     assert len(pages) >= 5, [c.method for c in pages]
@@ -286,7 +280,7 @@ async def test_the_plain_text_retry_after_invalid_blocks_carries_the_answer(ask_
         bot.fake.refuse_blocks["chat.update"] = "invalid_blocks"
         bot.fake.refuse_blocks["chat.postMessage"] = "invalid_blocks"
         await bot.mention("where does the secret come from?")
-        outcome = await finished(bot)
+        outcome = await bot.answered()
     plain = [c for c in posts_and_updates(bot) if "blocks" not in c.body and "DEPLOY_SECRET" in c.body.get("text", "")]
     assert plain, [c.summary() for c in posts_and_updates(bot)]
     assert "src/webhook.js" in plain[-1].body["text"]  # the sources line too
@@ -303,7 +297,7 @@ async def test_fences_with_backticks_inside_stay_one_code_block(ask_bot):
         model.script(text_reply(answer, pieces=5, usage=(50, 20)))
         bot = await ask_bot(**model_env(model))
         await bot.slash("/sz-ask", "how do I quote a fence?")
-        await finished(bot)
+        await bot.answered()
     final, = bot.fake.answers()
     body = "\n".join(sections(final))
     fences = [line for line in body.split("\n") if line.startswith("```")]
