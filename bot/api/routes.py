@@ -36,6 +36,7 @@ import logging
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from bot.api.bodies import BodyTooLargeError, read_json
 from bot.api.exposure import Refusal, ask_refusal, read_refusal
 from bot.api.documents import install_documents_api
 from bot.identity import Identity
@@ -231,11 +232,11 @@ async def ask(request: web.Request) -> web.StreamResponse:
     if refusal is not None:
         log.info("refused POST /api/ask: %s", refusal.code)
         return _refused(refusal)
-    if request.content_length is not None and request.content_length > MAX_QUESTION_BODY_BYTES:
-        return _error(413, "too_large", f"The body is larger than {MAX_QUESTION_BODY_BYTES} bytes.")
     try:
-        body = await request.json()
-    except (ValueError, UnicodeDecodeError):
+        body = await read_json(request, limit=MAX_QUESTION_BODY_BYTES)
+    except BodyTooLargeError as err:
+        return _error(413, "too_large", str(err))
+    except ValueError:  # not UTF-8, not JSON
         return _error(400, "bad_request", 'The body must be JSON like {"question": "..."}.')
     question = body.get("question") if isinstance(body, dict) else None
     try:

@@ -138,6 +138,31 @@ async def test_ask_rejects_bad_bodies(make_bot):
             assert expected in (await response.json())["message"], payload
 
 
+async def test_ask_refuses_a_chunked_body_over_the_cap_with_a_json_413(make_bot):
+    """Without Content-Length the 64 KiB cap was not applied: a chunked 500 KB question was answered,
+    and one over aiohttp's 1 MiB default got a plain-text 413 instead of the API's JSON error."""
+    from bot.api.routes import MAX_QUESTION_BODY_BYTES
+
+    bot = await make_bot()
+    for size in (MAX_QUESTION_BODY_BYTES + 10, 2 * 1024 * 1024):
+        payload = json.dumps({"question": "where is the webhook verified? " + "x" * size}).encode()
+
+        async def chunked(data=payload):
+            for start in range(0, len(data), 16 * 1024):
+                yield data[start:start + 16 * 1024]
+
+        async with bot.session.post(bot.base_url + "/api/ask", data=chunked(),
+                                    headers={"Content-Type": "application/json"}) as response:
+            assert response.status == 413, size
+            assert (await response.json()) == {"error": "too_large",
+                                               "message": f"The body is larger than {MAX_QUESTION_BODY_BYTES} bytes."}
+    async def small():
+        yield json.dumps({"question": "where is the deploy webhook verified?", "with_ai": False}).encode()
+
+    async with bot.session.post(bot.base_url + "/api/ask", data=small()) as response:
+        assert response.status == 200 and events(await response.read())[-1].event == "done"
+
+
 async def test_ask_without_model_and_with_the_admin_token(make_bot):
     bot = await make_bot(ADMIN_API_TOKEN=ADMIN_TOKEN)
     body = {"question": "where is the deploy webhook signature checked?", "with_ai": False}
