@@ -15,7 +15,8 @@ and converts the answer back):
     GET  /api/admin/errors    {"errors": [...]}   bearer ADMIN_API_TOKEN; 404 when the token is unset
     *    /api/documents       documents (bearer ADMIN_API_TOKEN): see bot.api.documents
     POST /api/ask             {"question", "with_ai"?} → bot.asker.Asker.answer → text/event-stream of
-                              ``activity``, ``token`` and ``done`` events (``error`` on failure)
+                              ``activity``, ``token`` and ``done`` events (``error`` on failure);
+                              any other field is a 400, a body over 64 KiB a 413
 
 Who may call them is :mod:`bot.api.exposure`'s rule: on a server reachable from other
 hosts every route but ``/healthz`` needs the bearer ``ADMIN_API_TOKEN``; on a local one
@@ -239,6 +240,10 @@ async def ask(request: web.Request) -> web.StreamResponse:
     except ValueError:  # not UTF-8, not JSON
         return _error(400, "bad_request", 'The body must be JSON like {"question": "..."}.')
     question = body.get("question") if isinstance(body, dict) else None
+    unknown = sorted(set(body) - {"question", "with_ai"}) if isinstance(body, dict) else []
+    if unknown:  # a client's top_k or repo must not be dropped without a word
+        return _error(400, "bad_request", f"Unknown field(s): {', '.join(unknown)[:200]}; "
+                                          'the body takes "question" and "with_ai".')
     try:
         if not isinstance(question, str):
             raise EmptyQuestionError()

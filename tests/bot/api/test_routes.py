@@ -131,7 +131,10 @@ async def test_ask_rejects_bad_bodies(make_bot):
     bot = await make_bot()
     for payload, expected in ((b"not json", "must be JSON"), (b'{"question": ""}', "non-empty"),
                               (b'{"question": 42}', "non-empty"), (b"[1, 2]", "non-empty"),
-                              (b'{"question": "q", "with_ai": "yes"}', "with_ai")):
+                              (b'{"question": "q", "with_ai": "yes"}', "with_ai"),
+                              # a field the API does not take was ignored: the answer silently used defaults
+                              (b'{"question": "q", "top_k": 3}', 'Unknown field(s): top_k'),
+                              (b'{"question": "q", "repo": "web", "kind": "test"}', 'Unknown field(s): kind, repo')):
         async with bot.session.post(bot.base_url + "/api/ask", data=payload,
                                     headers={"Content-Type": "application/json"}) as response:
             assert response.status == 400, payload
