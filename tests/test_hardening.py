@@ -81,3 +81,30 @@ def test_json_output_never_carries_raw_control_characters(tmp_path, repo):
                                       "--index", str(tmp_path / "j.sqlite")])
     assert result.exit_code == 0 and "\x1b" not in result.stdout
     json.loads(result.stdout)
+
+
+def test_listings_escape_control_characters_and_line_breaks_in_names(tmp_path):
+    """File names are repository data: ``code symbols|env|deps`` printed them raw (an escape sequence in
+    a name reached the terminal), and a newline or tab in a name split one listing line in two."""
+    root = tmp_path / "names"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "\x1b[31mevil.py").write_text("import os\n\ndef evil_escape():\n    return os.environ['EVIL_MODE']\n")
+    (root / "src" / "new\nline.py").write_text("def newline_file():\n    return 1\n")
+    (root / "src" / "tab\there.py").write_text("def tab_file():\n    return 2\n")
+    index = str(tmp_path / "names.sqlite")
+
+    def run(*args: str) -> str:
+        result = CliRunner().invoke(cli, [*args, "--repo", str(root), "--index", index], color=True)
+        assert result.exit_code == 0, result.output
+        assert "\x1b" not in result.stdout and "\t" not in result.stdout, args
+        return result.stdout
+
+    symbols = run("code", "symbols").splitlines()
+    assert "src/\\x1b[31mevil.py:3-4  function  evil_escape" in symbols
+    assert "src/new\\x0aline.py:1-2  function  newline_file" in symbols
+    assert "src/tab\\x09here.py:1-2  function  tab_file" in symbols
+    assert "EVIL_MODE                        src/\\x1b[31mevil.py:4" in run("code", "env").splitlines()
+    assert "dependencies:" in run("code", "deps", "src/\x1b[31mevil.py")
+    listed = run("retrieve", "newline_file tab_file evil_escape").splitlines()
+    assert any(line.endswith("src/new\\x0aline.py:1-2") for line in listed), listed
+    assert all(":" in line for line in listed), listed  # one source per line

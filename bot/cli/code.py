@@ -85,7 +85,7 @@ def symbols_cmd(repo, index_path, as_json) -> None:
         return
     for r in records:
         owner = f"{r['parent']}." if r.get("parent") else ""
-        click.echo(f"{r['path']}:{r['line']}-{r['end']}  {r['kind']:<9} {owner}{r['name']}")
+        click.echo(printable(f"{r['path']}:{r['line']}-{r['end']}  {r['kind']:<9} {owner}{r['name']}", one_line=True))
 
 
 @code_group.command("routes")
@@ -103,7 +103,7 @@ def routes_cmd(repo, index_path, as_json) -> None:
         return
     for r in records:
         handler = f"  → {r['handler']}" if r.get("handler") else ""
-        click.echo(f"{r['method']:<7} {r['route']:<40} {r['path']}:{r['line']}{handler}")
+        click.echo(printable(f"{r['method']:<7} {r['route']:<40} {r['path']}:{r['line']}{handler}", one_line=True))
 
 
 @code_group.command("env")
@@ -122,7 +122,7 @@ def env_cmd(repo, index_path, as_json) -> None:
         emit(records)
         return
     for r in records:
-        click.echo(f"{r['name']:<32} {r['path']}:{r['line']}")
+        click.echo(printable(f"{r['name']:<32} {r['path']}:{r['line']}", one_line=True))
 
 
 @code_group.command("deps")
@@ -138,7 +138,7 @@ def deps_cmd(path, repo, index_path, as_json) -> None:
         graph = engine.code_graph()
         structure = graph.structure(path)
         if structure is None and path not in engine.indexed_paths():
-            raise click.UsageError(f"{path} is not an indexed file of this repository")
+            raise click.UsageError(f"{printable(path, one_line=True)} is not an indexed file of this repository")
         result = {"dependencies": graph.dependencies(path), "dependants": graph.dependants(path)}
     finally:
         engine.close()
@@ -154,7 +154,7 @@ def deps_cmd(path, repo, index_path, as_json) -> None:
     for title in ("dependencies", "dependants"):
         click.echo(f"{title}:")
         for p in result[title] or ["(none)"]:
-            click.echo(f"  {p}")
+            click.echo(printable(f"  {p}", one_line=True))
 
 
 @click.command("context")

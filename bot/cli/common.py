@@ -83,15 +83,19 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print one JS
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL_OR_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-def printable(text: str) -> str:
+def printable(text: str, *, one_line: bool = False) -> str:
     """``text`` safe for a terminal: control characters other than newline and tab shown as ``\\xNN``.
 
     Repository text could otherwise carry escape sequences (OSC 52 clipboard
-    writes, cursor moves) into the user's terminal.
+    writes, cursor moves) into the user's terminal. With ``one_line`` (a listing
+    line holding a file name, a heading or a symbol), newline and tab are escaped
+    too: a name ``a\\nb.py`` would otherwise print as two lines of the listing.
     """
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+    pattern = _CONTROL_OR_BREAK if one_line else _CONTROL
+    return pattern.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 
 def emit(data) -> None:

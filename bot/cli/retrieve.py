@@ -50,4 +50,5 @@ def retrieve_cmd(question, repo, index_path, limit, kind, batch, as_json) -> Non
     if not sources:
         click.echo("No matching sources.")
     for s in sources:
-        click.echo(printable(f"{s.score:7.3f}  {s.path}:{s.start}-{s.end}" + (f"  # {s.heading}" if s.heading else "")))
+        click.echo(printable(f"{s.score:7.3f}  {s.path}:{s.start}-{s.end}" + (f"  # {s.heading}" if s.heading else ""),
+                             one_line=True))
