@@ -40,7 +40,8 @@ def fail(message: str, code: int = EXIT_FAILURE) -> None:
 
 
 def friendly_errors(fn: Callable) -> Callable:
-    """Turn engine and OS errors into one clear line and a non-zero exit."""
+    """Turn engine and OS errors into one clear line and a non-zero exit (a closed stdout pipe, as
+    under ``| head``, is left to click, which exits 1 quietly)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -48,6 +49,9 @@ def friendly_errors(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except RagError as exc:
             fail(str(exc))
+        except BrokenPipeError:
+            # The reader went away (`| head`): click's own handler exits 1 without a message.
+            raise
         except (OSError, ValueError) as exc:
             fail(str(exc))
         except sqlite3.Error as exc:

@@ -468,6 +468,24 @@ def test_console_script_subprocess(repo, index_path):
     assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
 
 
+def test_a_reader_that_stops_reading_is_not_an_error(repo, index_path):
+    """``slackzilla retrieve … | head -1``: the pipe closes before the output is written. That printed
+    ``error: [Errno 32] Broken pipe``, as if the command had failed."""
+    env = {k: v for k, v in os.environ.items() if k not in CLEAN_ENV}
+    subprocess.run([_script(), "index", "--repo", str(repo), "--index", str(index_path)],
+                   capture_output=True, timeout=120, env=env, check=True)
+    for args in (["retrieve", "database connection pool"], ["ask", "database connection pool", "--no-ai"],
+                 ["code", "symbols"]):
+        proc = subprocess.Popen([_script(), *args, "--repo", str(repo), "--index", str(index_path)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        proc.stdout.close()  # the reader went away before anything was printed
+        stderr = proc.stderr.read().decode()
+        proc.wait(timeout=120)
+        proc.stderr.close()
+        assert "Broken pipe" not in stderr and "error:" not in stderr and "Traceback" not in stderr, (args, stderr)
+        assert proc.returncode != 0, args  # nothing was delivered: not a success, but not an error message
+
+
 def _run_with_tty_stderr(args: list[str]) -> tuple[int, str, str]:
     """Run the console script with stderr on a pseudo-terminal; return (code, stdout, terminal text)."""
     import pty
