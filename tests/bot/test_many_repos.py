@@ -357,6 +357,17 @@ def test_document_round_trip_through_the_cli(two_repos, tmp_path, monkeypatch):
     too_big = runner.invoke(cli, ["docs", "add", "-", "--title", "Big"], input="x" * 200_001)
     assert too_big.exit_code == 1 and "the limit is 200,000" in too_big.output
 
+    # A binary file was stored as thousands of U+FFFD characters; a UTF-16 file with its BOM is text.
+    binary = tmp_path / "build.tar.gz"
+    binary.write_bytes(b"\x1f\x8b\x08\x00" + bytes(range(256)) * 8)
+    refused = runner.invoke(cli, ["docs", "add", str(binary), "--title", "Archive"])
+    assert refused.exit_code == 1 and "is not text" in refused.output and "Traceback" not in refused.output
+    assert json.loads(run("docs", "list", "--json").stdout)["documents"] == []
+    utf16 = tmp_path / "notes.txt"
+    utf16.write_bytes("\ufeffRollback needs the release tag.\n".encode("utf-16-le"))
+    added16 = json.loads(run("docs", "add", str(utf16), "--title", "Notes", "--json").stdout)["id"]
+    assert json.loads(run("docs", "show", added16, "--json").stdout)["text"] == "Rollback needs the release tag.\n"
+
 
 # -- /sz-reindex per repository ------------------------------------------------------------------------
 
