@@ -259,9 +259,21 @@ async def ask(request: web.Request) -> web.StreamResponse:
     })
     await response.prepare(request)
 
+    answering: asyncio.Future | None = None
+    gone = False
+
     async def send(event: str, data) -> None:
+        nonlocal gone
+        if gone:
+            return
         payload = json.dumps(data, ensure_ascii=False, default=str)
-        await response.write(f"event: {event}\ndata: {payload}\n\n".encode())
+        try:
+            await response.write(f"event: {event}\ndata: {payload}\n\n".encode())
+        except ConnectionResetError:
+            # The client went away: nobody reads the rest, so the answer (and the model) stop here.
+            gone = True
+            if answering is not None:
+                answering.cancel()
 
     async def on_activity(activity) -> None:
         await send("activity", activity.to_json() if hasattr(activity, "to_json") else activity)
@@ -270,18 +282,26 @@ async def ask(request: web.Request) -> web.StreamResponse:
         await send("token", {"text": text})
 
     identity = Identity(user_id=None, is_admin=bool(token), source="api")
+    started = asyncio.get_running_loop().time()
     try:
-        result = await request.app[ASKER_KEY].answer(question, identity=identity, on_activity=on_activity,
-                                                     on_token=on_token, with_ai=with_ai)
-        await send("done", result.to_json())
+        answering = asyncio.ensure_future(request.app[ASKER_KEY].answer(
+            question, identity=identity, on_activity=on_activity, on_token=on_token, with_ai=with_ai))
+        try:
+            result = await answering
+        except asyncio.CancelledError:
+            if not gone:
+                raise  # the server is stopping
+        else:
+            await send("done", result.to_json())
     except UserError as err:
         await send("error", {"error": type(err).__name__, "message": str(err)})
-    except ConnectionResetError:
-        log.info("/api/ask client went away")
-        return response
     except Exception as err:  # noqa: BLE001 - the stream must end with a reason
         ctx.runtime.errors.capture(err, command="api.ask", keep_message=False)
         log.error("/api/ask failed with %s", type(err).__name__, exc_info=True)
         await send("error", {"error": "internal", "message": "The answer failed; the error has been logged."})
+    if gone:
+        log.info("/api/ask client went away after %.1f s; the answer was stopped",
+                 asyncio.get_running_loop().time() - started)
+        return response
     await response.write_eof()
     return response

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from openai._streaming import SSEDecoder  # the SDK's own SSE decoder: no hand-written parser here
-from openai_server import FakeOpenAIServer, text_reply
+from openai_server import FakeOpenAIServer, Reply, chunk, text_reply
 from slack_fake import ADMIN_TOKEN
 
 from commands.registry import CommandSpec
@@ -164,6 +164,34 @@ async def test_ask_refuses_a_chunked_body_over_the_cap_with_a_json_413(make_bot)
 
     async with bot.session.post(bot.base_url + "/api/ask", data=small()) as response:
         assert response.status == 200 and events(await response.read())[-1].event == "done"
+
+
+async def test_ask_stops_the_answer_when_the_client_goes_away(make_bot, caplog):
+    """A client that disconnects mid-answer: the model kept streaming to the end (its tokens paid for),
+    every batch of text failed to send and was logged as an ERROR ("Task exception was never
+    retrieved", with a traceback), and "client went away" came only at the very end."""
+    import asyncio
+    import logging
+    import time
+
+    words = [chunk({"role": "assistant", "content": "word "})] * 60 + [chunk({}, finish_reason="stop"), "[DONE]"]
+    async with FakeOpenAIServer() as model:
+        model.script(Reply(events=words, gap_s=0.1))  # six seconds of streaming
+        bot = await make_bot(AI_URL=model.base_url, AI_API_KEY="sk-test", AI_MODEL="fake-model")
+        caplog.set_level(logging.INFO)
+        async with bot.session.post(bot.base_url + "/api/ask",
+                                    json={"question": "how is the deploy webhook verified?"}) as response:
+            async for line in response.content:
+                if line.startswith(b"event: token"):
+                    break
+            left = time.monotonic()
+            response.close()
+        while "client went away" not in caplog.text and time.monotonic() - left < 8:
+            await asyncio.sleep(0.05)
+        assert "client went away" in caplog.text
+        assert time.monotonic() - left < 3, "the answer ran on after the client left"
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and "callback" in r.getMessage()]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 async def test_ask_without_model_and_with_the_admin_token(make_bot):
