@@ -545,8 +545,8 @@ def read_text(path: Path) -> str | None:
     """Read a walked file as text.
 
     Returns ``None`` for a binary file (one containing a NUL byte, git's own
-    heuristic). Otherwise the UTF-8 decoding with undecodable bytes replaced by
-    U+FFFD and a leading UTF-8 BOM removed; line endings are left as they are.
+    heuristic). Otherwise the text as :func:`decode_text` decodes it (UTF-8, a BOM removed,
+    a legacy Latin-1/Windows-1252 file recognised); line endings are left as they are.
 
     Raises:
         OSError: the file cannot be read (the indexer counts it as ``unreadable``).
@@ -565,8 +565,10 @@ def decode_text(data: bytes) -> str | None:
 
     A UTF-16 or UTF-32 file with its byte-order mark (Windows editors and PowerShell
     write them) is decoded by it; without a mark, a NUL byte means binary (git's
-    heuristic). Otherwise UTF-8, a leading UTF-8 BOM dropped, undecodable bytes replaced
-    by U+FFFD.
+    heuristic). Otherwise UTF-8, a leading UTF-8 BOM dropped; a file that is not valid
+    UTF-8 and holds no valid multi-byte UTF-8 sequence at all is a legacy single-byte
+    file, decoded as Windows-1252 (a superset of Latin-1 for text); otherwise its
+    undecodable bytes are replaced by U+FFFD.
     """
     for bom, encoding in _UNICODE_BOMS:
         if data.startswith(bom):
@@ -576,7 +578,18 @@ def decode_text(data: bytes) -> str | None:
         return None
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
-    return data.decode("utf-8", errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    text = data.decode("utf-8", errors="replace")
+    if any(ch > "\x7f" and ch != "\ufffd" for ch in text):
+        return text  # UTF-8 with a few stray bytes
+    # Not one valid multi-byte sequence: a single-byte legacy encoding. Windows-1252 is ISO-8859-1
+    # (Latin-1) plus letters and punctuation in 0x80-0x9F (WHATWG's Encoding Standard decodes
+    # "latin1"/"iso-8859-1" labels as windows-1252 for this reason); its five unassigned bytes are
+    # replaced.
+    return data.decode("cp1252", errors="replace")
 
 
 _DOC_TYPES = frozenset({"md", "markdown", "rst", "txt", "adoc"})

@@ -105,6 +105,25 @@ def test_utf16_and_utf32_files_with_a_byte_order_mark_are_text(tmp_path: Path, e
     assert decode_text(b"\x00\x01binary") is None  # no mark: a NUL byte still means binary
 
 
+def test_a_latin1_or_cp1252_file_is_read_as_such_not_as_replacement_characters(tmp_path: Path) -> None:
+    """A legacy source file in Latin-1 (or Windows-1252) was decoded as UTF-8 with every accented
+    letter turned into U+FFFD: ``menu_café`` could not be found, and was shown as ``menu_caf�``."""
+    latin1 = "# Menu du café\ndef menu_café():\n    return 'crème brûlée — 5 €'\n"
+    data = latin1.encode("cp1252")
+    assert decode_text(data) == latin1
+    assert decode_text("façade".encode("latin-1")) == "façade"
+    # UTF-8 text with one stray byte stays UTF-8 (the stray byte replaced), not re-read as cp1252
+    assert decode_text("naïve café".encode("utf-8") + b"\xff") == "naïve café\ufffd"
+    (tmp_path / "menu.py").write_bytes(data)
+    engine = Engine.open(tmp_path, index_path=tmp_path / "idx" / "index.sqlite")
+    try:
+        engine.update()
+        assert "menu_café" in engine.read_lines("menu.py", 1, 3)
+        assert [s.path for s in engine.retrieve("crème brûlée")] == ["menu.py"]
+    finally:
+        engine.close()
+
+
 def test_virtual_environments_and_installed_packages_are_not_the_repository(tmp_path: Path) -> None:
     make_tree(tmp_path, {
         "app.py": "print('hi')\n",
