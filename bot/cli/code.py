@@ -17,7 +17,8 @@ from collections import Counter
 
 import click
 
-from bot.cli.common import check_question, emit, friendly_errors, index_option, json_option, open_engine, printable, repo_option
+from bot.cli.common import (check_question, emit, friendly_errors, index_option, json_option, note_if_nothing_indexed,
+                            open_engine, printable, repo_option)
 from rag.parse.parser import FULL, language_display, language_for_path, structure_level, supported_languages
 
 __all__ = ["code_group", "context_cmd"]
@@ -172,6 +173,8 @@ def context_cmd(question, repo, index_path, budget, limit, as_json) -> None:
     try:
         sources = engine.retrieve(question, limit=limit)
         packed = engine.pack_context(question, sources=sources, budget_tokens=budget)
+        if not sources:
+            note_if_nothing_indexed(engine)
     finally:
         engine.close()
     if as_json:

@@ -25,8 +25,8 @@ from rag.errors import EmptyQuestionError, RagError
 
 __all__ = [
     "EXIT_FAILURE", "EXIT_USAGE", "bot_core", "check_question", "emit", "embeddings_provider", "fail",
-    "friendly_errors", "index_option", "json_option", "open_engine", "pool_policy", "printable", "progress_bar",
-    "repo_option", "reranker", "run_update",
+    "friendly_errors", "index_option", "json_option", "note_if_nothing_indexed", "open_engine", "pool_policy",
+    "printable", "progress_bar", "repo_option", "reranker", "run_update",
 ]
 
 EXIT_USAGE = 2
@@ -155,6 +155,22 @@ def open_engine(repo: Path | None, index_path: Path | None, *, update: bool = Tr
     from rag.federation import FederatedEngine
 
     return FederatedEngine(engines)
+
+
+def note_if_nothing_indexed(engine) -> None:
+    """``note: Nothing is indexed in NAME: …`` on stderr for each repository of ``engine`` whose index
+    holds no file, so an empty answer is not taken for "nothing matched" (``ask`` raises
+    ``IndexEmptyError`` instead; :func:`rag.ingest.reindexer.empty_index_message` is the text)."""
+    from rag.ingest.reindexer import empty_index_message
+
+    members = getattr(engine, "members", None) or {"": engine}
+    for member in members.values():
+        try:
+            files = member.index.counts()[0]
+        except sqlite3.Error:
+            continue  # the retrieval itself reports an unreadable index
+        if files == 0:
+            click.echo(f"note: {empty_index_message(member.repo_root.name, None)}", err=True)
 
 
 def run_update(engine: Engine, *, full: bool, quiet: bool):
