@@ -232,7 +232,27 @@ def _load_ignore_spec(directory: str, names: set[str], extra: list[str] | None =
         lines.extend(_read_ignore_lines(os.path.join(directory, ignore_name)))
     if not any(line.strip() and not line.startswith("#") for line in lines):
         return None
-    return GitIgnoreSpec.from_lines(lines)
+    try:
+        return GitIgnoreSpec.from_lines(lines)
+    except Exception:  # noqa: BLE001 - pathspec's GitIgnorePatternError (a ValueError), re.error for a bad range
+        return GitIgnoreSpec.from_lines(_patterns_that_compile(lines, directory))
+
+
+def _patterns_that_compile(lines: list[str], directory: str) -> list[str]:
+    """``lines`` without the patterns pathspec refuses (a lone ``!``, a trailing backslash, a reversed
+    range such as ``[z-a]``), each logged with its directory. git reads such an ignore file and those
+    patterns match nothing, so dropping them keeps git's result; refusing the file failed the whole
+    index build."""
+    kept: list[str] = []
+    for line in lines:
+        try:
+            GitIgnoreSpec.from_lines([line])
+        except Exception as exc:  # noqa: BLE001 - as above
+            logger.warning("ignore rules in %r (.gitignore, .szignore or .git/info/exclude): pattern %r skipped, "
+                           "it matches nothing (%s)", directory, line, exc)
+            continue
+        kept.append(line)
+    return kept
 
 
 def _read_info_exclude(root: str) -> list[str]:

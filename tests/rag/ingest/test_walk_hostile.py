@@ -124,6 +124,28 @@ def test_a_latin1_or_cp1252_file_is_read_as_such_not_as_replacement_characters(t
         engine.close()
 
 
+def test_a_pattern_git_never_matches_is_skipped_not_fatal(tmp_path: Path, caplog) -> None:
+    """A lone ``!``, a trailing backslash or a reversed range in a ``.gitignore``: git accepts the file
+    and those lines match nothing; pathspec refused the whole file, and the index build failed
+    ("indexing failed: GitIgnorePatternError: Invalid git pattern: '!'")."""
+    make_tree(tmp_path, {
+        ".gitignore": "*.log\n!\nbuild/\nnotes\\\n[z-a].js\n!keep.log\n",
+        "app.js": "x\n", "debug.log": "x\n", "keep.log": "x\n", "build/out.js": "x\n", "a.js": "x\n",
+        "sub/.gitignore": "\\\n*.tmp.js\n", "sub/b.js": "x\n", "sub/c.tmp.js": "x\n",
+    })
+    found = paths(tmp_path)
+    assert found == ["a.js", "app.js", "sub/b.js"]  # keep.log is re-included, but .log is not indexed
+    git(tmp_path, "init", "-q")
+    tracked = set(git(tmp_path, "ls-files", "--others", "--exclude-standard").split())
+    assert set(found) <= tracked and not ({"debug.log", "build/out.js", "sub/c.tmp.js"} & tracked)
+    assert "'!'" in caplog.text and ".gitignore" in caplog.text  # the skipped line is named in the log
+    engine = Engine.open(tmp_path, index_path=tmp_path / "idx" / "index.sqlite")
+    try:
+        assert engine.update().files >= 3
+    finally:
+        engine.close()
+
+
 def test_virtual_environments_and_installed_packages_are_not_the_repository(tmp_path: Path) -> None:
     make_tree(tmp_path, {
         "app.py": "print('hi')\n",
