@@ -453,3 +453,26 @@ def test_index_is_readable_by_plain_sqlite(engine):
         assert conn.execute("SELECT COUNT(*) FROM files").fetchone()[0] == 12
     finally:
         conn.close()
+
+
+def test_an_index_kept_inside_the_repository_never_indexes_its_own_files(tmp_path):
+    """``RAG_INDEX_PATH=index.sqlite`` in the repository (or ``--index src/i.sqlite``): the reindex
+    lock's ``index.sqlite.lock.json`` (pid, trigger, user, start time) was indexed as a config file,
+    found by questions, and re-read on every update since it changes with each run."""
+    from rag.ingest.reindexer import Reindexer
+
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.js").write_text("export function startServer() { return 'listening'; }\n")
+    index = root / "src" / "i.sqlite"
+    reindexer = Reindexer(Engine.open(root, index_path=index))
+    try:
+        for _ in range(2):
+            record = reindexer.run(trigger="cli")
+            assert record.ok, record.error
+        engine = reindexer.engine
+        assert engine.indexed_paths() == ["src/app.js"]
+        assert record.stats.added == record.stats.changed == 0  # nothing of the index's own is re-read
+        assert all("lock" not in s.path for s in engine.retrieve("pid trigger started_at user"))
+    finally:
+        reindexer.engine.close()
