@@ -65,6 +65,7 @@ Example::
 from __future__ import annotations
 
 import codecs
+import errno
 import logging
 import os
 import re
@@ -89,6 +90,7 @@ __all__ = [
     "decode_text",
     "classify_kind",
     "is_secret_file",
+    "read_regular_file",
     "read_text",
     "text_file_type",
     "walk",
@@ -561,6 +563,24 @@ def walk(root: Path, policy: WalkPolicy = DEFAULT_WALK_POLICY, *, should_stop=No
                       secret_files=sorted(walker.secret_files), problems=walker.problems)
 
 
+def read_regular_file(path: Path | str, limit: int | None = None) -> bytes:
+    """The bytes of ``path`` (at most ``limit``), only if it is still a regular file, not a link.
+
+    The walk checked each file with ``lstat``, but the tree may change before it is read: a
+    file replaced by a FIFO would block ``open`` forever (the index build hung), one replaced by
+    a symbolic link would be read through it (a file outside the repository indexed). Opened with
+    ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat``, as the ignore files are.
+
+    Raises:
+        OSError: it cannot be opened (gone, a link: ``ELOOP``) or is not a regular file (``EINVAL``).
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        return fh.read() if limit is None else fh.read(limit)
+
+
 def read_text(path: Path) -> str | None:
     """Read a walked file as text.
 
@@ -571,7 +591,7 @@ def read_text(path: Path) -> str | None:
     Raises:
         OSError: the file cannot be read (the indexer counts it as ``unreadable``).
     """
-    return decode_text(Path(path).read_bytes())
+    return decode_text(read_regular_file(path))
 
 
 _UNICODE_BOMS = (  # longest first: the UTF-32 LE mark starts with the UTF-16 LE one

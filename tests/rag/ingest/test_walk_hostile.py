@@ -146,6 +146,41 @@ def test_a_pattern_git_never_matches_is_skipped_not_fatal(tmp_path: Path, caplog
         engine.close()
 
 
+@pytest.mark.parametrize("swap", ["fifo", "symlink"])
+def test_a_file_swapped_after_the_walk_is_not_read_through(tmp_path: Path, swap: str) -> None:
+    """Between the walk and the read a file became a FIFO (the read blocked forever: the index build
+    hung) or a symbolic link to a file outside the repository (which was then read and indexed)."""
+    from rag.ingest.prepare import Skipped, StructureParser, prepare_file
+    from rag.secrets import LiteralRedactor
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("PRIVATE outside the repository\n")
+    repo = tmp_path / "repo"
+    make_tree(repo, {"a.js": "export const a = 1;\n", "b.js": "export const b = 2;\n"})
+    report = walk(repo)
+    (repo / "b.js").unlink()
+    if swap == "fifo":
+        os.mkfifo(repo / "b.js")
+    else:
+        (repo / "b.js").symlink_to(outside)
+    box: dict = {}
+
+    def prepare_all() -> None:
+        box["results"] = [prepare_file(wf, indexed=None, literals=LiteralRedactor(set()), parser=StructureParser())
+                          for wf in report.files]
+
+    thread = threading.Thread(target=prepare_all, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():  # unblock the reader so the test process can exit
+        fd = os.open(repo / "b.js", os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+        pytest.fail("reading a file that became a FIFO blocked")
+    by_path = dict(zip([wf.path for wf in report.files], box["results"]))
+    assert isinstance(by_path["b.js"], Skipped) and by_path["b.js"].reason == "unreadable"
+    assert not isinstance(by_path["a.js"], Skipped)
+
+
 def test_virtual_environments_and_installed_packages_are_not_the_repository(tmp_path: Path) -> None:
     make_tree(tmp_path, {
         "app.py": "print('hi')\n",
