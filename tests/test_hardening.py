@@ -108,3 +108,21 @@ def test_listings_escape_control_characters_and_line_breaks_in_names(tmp_path):
     listed = run("retrieve", "newline_file tab_file evil_escape").splitlines()
     assert any(line.endswith("src/new\\x0aline.py:1-2") for line in listed), listed
     assert all(":" in line for line in listed), listed  # one source per line
+
+
+def test_json_output_escapes_c1_control_characters(tmp_path):
+    """JSON escapes U+0000-U+001F itself, but ``ensure_ascii=False`` printed U+007F-U+009F raw: a
+    repository string holding U+009B (CSI) or U+009D (OSC) reached the terminal through ``--json``
+    and ``slackzilla tool``, though the text output escapes them."""
+    root = tmp_path / "c1"
+    root.mkdir()
+    (root / "app.js").write_text('// banner printer\nconsole.log("\u009b31m red \u009d0;title\x07 hello");\n',
+                                 encoding="utf-8")
+    index = str(tmp_path / "c1.sqlite")
+    for args in (["context", "banner printer hello", "--json"], ["ask", "banner printer hello", "--no-ai", "--json"],
+                 ["tool", "readFile", "--args", '{"path": "app.js"}']):
+        result = CliRunner().invoke(cli, [*args, "--repo", str(root), "--index", index])
+        assert result.exit_code in (0, 1), result.output
+        assert not any(0x7F <= ord(ch) <= 0x9F for ch in result.stdout), args
+        data = json.loads(result.stdout)
+        assert "\u009b31m red" in json.dumps(data, ensure_ascii=False), args  # the text itself is kept

@@ -25,8 +25,8 @@ from rag.errors import EmptyQuestionError, RagError
 
 __all__ = [
     "EXIT_FAILURE", "EXIT_USAGE", "bot_core", "check_question", "emit", "embeddings_provider", "fail",
-    "friendly_errors", "index_option", "json_option", "note_if_nothing_indexed", "open_engine", "pool_policy",
-    "printable", "progress_bar", "repo_option", "reranker", "run_update",
+    "friendly_errors", "index_option", "json_option", "json_text", "note_if_nothing_indexed", "open_engine",
+    "pool_policy", "printable", "progress_bar", "repo_option", "reranker", "run_update",
 ]
 
 EXIT_USAGE = 2
@@ -102,9 +102,19 @@ def printable(text: str, *, one_line: bool = False) -> str:
     return pattern.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 
+_C1 = re.compile(r"[\x7f-\x9f]")
+
+
+def json_text(data, *, indent: int | None = None) -> str:
+    """``data`` as JSON with non-ASCII text kept, except DEL and the C1 controls (U+007F-U+009F,
+    e.g. U+009B, an 8-bit CSI a terminal may obey), written as ``\\u`` escapes; JSON itself
+    escapes U+0000-U+001F. Only string contents can hold them, so the result parses the same."""
+    return _C1.sub(lambda m: f"\\u{ord(m.group(0)):04x}", json.dumps(data, ensure_ascii=False, indent=indent))
+
+
 def emit(data) -> None:
-    """Print ``data`` as one JSON line on stdout."""
-    click.echo(json.dumps(data, ensure_ascii=False, indent=None))
+    """Print ``data`` as one JSON line on stdout (:func:`json_text`)."""
+    click.echo(json_text(data))
 
 
 def check_question(question: str | None) -> str:
