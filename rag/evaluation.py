@@ -29,9 +29,10 @@ __all__ = ["load_jsonl", "rank_of", "score_results", "run_eval", "run_bench", "B
 
 
 def load_jsonl(path: Path) -> list[dict]:
-    """Parse a JSON-lines file (blank lines skipped). Raises ``ValueError`` with the line number."""
+    """Parse a JSON-lines file (blank lines skipped, a UTF-8 byte-order mark dropped). Raises ``ValueError`` with the
+    line number."""
     out = []
-    with open(path, encoding="utf-8", errors="strict") as fh:
+    with open(path, encoding="utf-8-sig", errors="strict") as fh:
         try:
             lines = fh.readlines()
         except UnicodeDecodeError as exc:

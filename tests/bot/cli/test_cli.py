@@ -187,6 +187,16 @@ def test_retrieve_batch(repo, index_path, tmp_path):
     assert all(len(r["sources"]) <= 3 and all(set(s) == SOURCE_KEYS for s in r["sources"]) for r in rows)
 
 
+def test_retrieve_batch_written_with_a_bom_and_crlf(repo, index_path, tmp_path):
+    """Notepad and PowerShell write a UTF-8 byte-order mark: the batch failed on line 1 with
+    "not valid JSON (Unexpected UTF-8 BOM)"."""
+    batch = tmp_path / "windows.jsonl"
+    batch.write_bytes(b"\xef\xbb\xbf" + b'{"id": "pool", "question": "database connection pool"}\r\n\r\n')
+    result = run_repo(repo, index_path, "retrieve", "--batch", batch, "--limit", "1")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["sources"][0]["path"] == "src/db/pool.js"
+
+
 def test_retrieve_batch_with_a_bad_line_is_one_error_line(repo, index_path, tmp_path):
     batch = tmp_path / "bad.jsonl"
     batch.write_text('{"id": 1, "question": "pool"}\n{not json\n', encoding="utf-8")
