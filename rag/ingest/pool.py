@@ -61,7 +61,7 @@ from rag.store.index import FileRow, chunk_terms
 from rag.types import WalkedFile
 
 __all__ = ["PoolPolicy", "DEFAULT_POOL_POLICY", "MAX_AUTO_WORKERS", "MIN_POOL_FILES", "POLL_S",
-           "usable_cpus", "prepare_files"]
+           "exit_with_owner", "usable_cpus", "prepare_files"]
 
 log = logging.getLogger(__name__)
 
@@ -357,12 +357,12 @@ one place a process-pool worker can keep what its tasks share. Unused in the par
 
 def _start_worker(literals: LiteralRedactor, chunk_policy: ChunkPolicy, owner: int) -> None:
     global _WORKER
-    _exit_with_owner(owner)
+    exit_with_owner(owner)
     _WORKER = _WorkerState(literals, chunk_policy, StructureParser())
 
 
-def _exit_with_owner(owner: int) -> None:
-    """End this worker when ``owner``, the process that runs the pool, dies (``kill -9`` of
+def exit_with_owner(owner: int) -> None:
+    """End this worker process when ``owner``, the process that runs its pool, dies (``kill -9`` of
     ``slackzilla index`` or of the bot's update child, an out-of-memory kill).
 
     Nothing else would: a worker holds the write end of its own task queue, so it never sees
@@ -371,7 +371,9 @@ def _exit_with_owner(owner: int) -> None:
     alive, since each child inherits the server's liveness pipe. A daemon thread checks every
     :data:`PARENT_POLL_S` that this process's parent is unchanged (a forked worker's parent is the
     owner) and that ``owner`` still exists (a fork-server worker's parent is the server), and ends
-    the process at once (``os._exit``: nothing to save, the writer of the results is gone).
+    the process at once (``os._exit``: nothing to save, the writer of the results is gone; an
+    uncommitted SQLite transaction of the worker is rolled back). Also used by the bot's update
+    process (:mod:`bot.isolated_update`), a pool worker too.
     """
     parent = os.getppid()
 
