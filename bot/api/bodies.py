@@ -38,7 +38,8 @@ async def read_json(request: web.Request, *, limit: int):
 
     Raises:
         BodyTooLargeError: more than ``limit`` bytes (by ``Content-Length`` or as read).
-        ValueError: the body is not UTF-8 (``UnicodeDecodeError``) or not JSON (``json.JSONDecodeError``).
+        ValueError: the body is not UTF-8 (``UnicodeDecodeError``), not JSON (``json.JSONDecodeError``) or
+            nested too deeply for the parser.
     """
     if request.content_length is not None and request.content_length > limit:
         raise BodyTooLargeError(limit)
@@ -49,4 +50,7 @@ async def read_json(request: web.Request, *, limit: int):
         if size > limit:
             raise BodyTooLargeError(limit)
         parts.append(data)
-    return json.loads(b"".join(parts).decode("utf-8"))
+    try:
+        return json.loads(b"".join(parts).decode("utf-8"))
+    except RecursionError:  # nested deeper than Python's recursion limit ("[[[[…")
+        raise ValueError("the JSON is nested too deeply") from None

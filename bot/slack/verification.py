@@ -112,7 +112,7 @@ def check_payload(content_type: str, body: bytes) -> None:
         return
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
         data = None
     if not isinstance(data, dict) or not isinstance(data.get("event", {}), dict):
         raise SignatureProblem(400, "malformed_body", "The body is not a Slack payload (a JSON object).")

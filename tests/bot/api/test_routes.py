@@ -134,7 +134,9 @@ async def test_ask_rejects_bad_bodies(make_bot):
                               (b'{"question": "q", "with_ai": "yes"}', "with_ai"),
                               # a field the API does not take was ignored: the answer silently used defaults
                               (b'{"question": "q", "top_k": 3}', 'Unknown field(s): top_k'),
-                              (b'{"question": "q", "repo": "web", "kind": "test"}', 'Unknown field(s): kind, repo')):
+                              (b'{"question": "q", "repo": "web", "kind": "test"}', 'Unknown field(s): kind, repo'),
+                              # nested past Python's recursion limit: RecursionError, an HTTP 500 with a traceback
+                              (b"[" * 50_000, "must be JSON")):
         async with bot.session.post(bot.base_url + "/api/ask", data=payload,
                                     headers={"Content-Type": "application/json"}) as response:
             assert response.status == 400, payload
