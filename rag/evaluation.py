@@ -43,6 +43,8 @@ def load_jsonl(path: Path) -> list[dict]:
                     out.append(json.loads(line))
                 except json.JSONDecodeError as exc:
                     raise ValueError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+                except RecursionError:
+                    raise ValueError(f"{path}:{number}: not valid JSON (nested too deeply)") from None
     return out
 
 

@@ -204,6 +204,14 @@ def test_retrieve_batch_with_a_bad_line_is_one_error_line(repo, index_path, tmp_
     assert "bad.jsonl:2" in line
 
 
+def test_retrieve_batch_with_a_line_nested_too_deeply_is_one_error_line(repo, index_path, tmp_path):
+    """``[[[[…`` past Python's recursion limit: a RecursionError traceback reached the terminal."""
+    batch = tmp_path / "deep.jsonl"
+    batch.write_text('{"id": 1, "question": "pool"}\n' + "[" * 50_000 + "\n", encoding="utf-8")
+    line = assert_one_line_error(run_repo(repo, index_path, "retrieve", "--batch", batch))
+    assert "deep.jsonl:2" in line and "nested too deeply" in line
+
+
 def test_retrieve_batch_with_a_non_object_line_is_one_error_line(repo, index_path, tmp_path):
     batch = tmp_path / "strings.jsonl"
     batch.write_text('"just a question"\n', encoding="utf-8")
