@@ -96,6 +96,25 @@ def test_repo_and_index_from_environment(repo, index_path):
     assert json.loads(result.stdout)["files"] == 12 and index_path.is_file()
 
 
+def test_docs_and_repos_use_the_repository_and_index_of_the_environment(repo, index_path, tmp_path, monkeypatch):
+    """``REPO_PATH=… RAG_INDEX_PATH=… slackzilla docs add`` (the bot's own settings): the document went
+    into ``<current directory>/.rag/index.sqlite``, where the bot never looks, and ``repos`` listed
+    the current directory; every other command reads the two variables."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    env = {"REPO_PATH": str(repo), "RAG_INDEX_PATH": str(index_path)}
+    added = CliRunner(env={**CLEAN_ENV, **env}).invoke(cli, ["docs", "add", "-", "--title", "Rollback runbook", "--json"],
+                                                       input="Roll back with the zebrafish-release tag.\n",
+                                                       catch_exceptions=False)
+    assert added.exit_code == 0, added.output
+    assert not (elsewhere / ".rag").exists()
+    found = run("retrieve", "zebrafish release rollback", "--json", env=env)
+    assert json.loads(found.stdout)["sources"][0]["path"] == f"doc:{json.loads(added.stdout)['id']}"
+    listed = json.loads(run("repos", "--json", env=env).stdout)["repositories"]
+    assert [(r["path"], r["index"], r["documents"]) for r in listed] == [(str(repo), str(index_path), 1)]
+
+
 def test_repo_option_wins_over_the_environment_and_a_bad_repo_path_is_one_line(repo, index_path, tmp_path):
     env = {"REPO_PATH": str(tmp_path / "missing"), "RAG_INDEX_PATH": str(tmp_path / "unused.sqlite")}
     result = run("index", "--json", "--repo", repo, "--index", index_path, env=env)
