@@ -56,15 +56,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from detect_secrets.plugins.aws import AWSKeyDetector
-from detect_secrets.plugins.basic_auth import BasicAuthDetector
-from detect_secrets.plugins.github_token import GitHubTokenDetector
-from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.openai import OpenAIDetector
-from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.stripe import StripeDetector
 
-__all__ = ["CODE_FILE_TYPES", "LiteralRedactor", "REDACTED", "redact_secrets", "redact_text", "secret_file_values"]
+__all__ = ["CODE_FILE_TYPES", "DETECT_SECRETS_DENYLISTS", "LiteralRedactor", "REDACTED", "redact_secrets", "redact_text", "secret_file_values"]
 
 logger = logging.getLogger(__name__)
 
@@ -123,6 +116,27 @@ def _credential_shaped(value: str) -> bool:
 
 # --------------------------------------------------------------------------- token patterns
 
+DETECT_SECRETS_DENYLISTS: dict[str, tuple[re.Pattern[str], ...]] = {
+    "SlackDetector": (
+        re.compile(r"xox(?:a|b|p|o|s|r)-(?:\d+-)+[a-z0-9]+", re.IGNORECASE),
+        re.compile(r"https://hooks\.slack\.com/services/T[a-zA-Z0-9_]+/B[a-zA-Z0-9_]+/[a-zA-Z0-9_]+",
+                   re.IGNORECASE | re.VERBOSE),
+    ),
+    "OpenAIDetector": (re.compile(r"sk-[A-Za-z0-9-_]*[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}"),),
+    "GitHubTokenDetector": (re.compile(r"(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{36}"),),
+    "AWSKeyDetector": (
+        re.compile(r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}"),
+        re.compile(r"aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?[\'\"]([0-9a-zA-Z/+]{40})[\'\"]",
+                   re.IGNORECASE),
+    ),
+    "StripeDetector": (re.compile(r"(?:r|s)k_live_[0-9a-zA-Z]{24}"),),
+    "BasicAuthDetector": (re.compile(r"://[^:/\?\#\[\]@!\$\&'\(\)\*\+,;=\s]+:([^:/\?\#\[\]@!\$\&'\(\)\*\+,;=\s]+)@"),),
+}
+"""The ``denylist`` regexes of the detect-secrets plugins reused here (``detect_secrets.plugins.*``,
+detect-secrets 1.5.0), by plugin class, copied as they are: importing the plugins loads detect-secrets'
+scanner and ``requests`` (~0.1 s, a fifth of a cold ``slackzilla index``) for nothing but these
+patterns. ``tests/rag/test_secrets.py`` checks that they equal the installed plugins' patterns and flags."""
+
 @dataclass(frozen=True)
 class _TokenPattern:
     """One whole-text pattern; group *group* is the value to redact.
@@ -160,6 +174,8 @@ def _openai_modern(text: str, m: re.Match[str]) -> bool:
 
 
 def _jwt_valid(text: str, m: re.Match[str]) -> bool:
+    from detect_secrets.plugins.jwt import JwtTokenDetector  # only once a JWT-shaped token was found
+
     return JwtTokenDetector.is_formally_valid(_value(text, m, 0).rstrip("."))
 
 
@@ -190,18 +206,18 @@ def _auth_header_value(text: str, m: re.Match[str]) -> bool:
 
 
 _TOKEN_PATTERNS: tuple[_TokenPattern, ...] = (
-    *(_ds(p, "slack") for p in SlackDetector.denylist),
+    *(_ds(p, "slack") for p in DETECT_SECRETS_DENYLISTS["SlackDetector"]),
     _TokenPattern("slack", re.compile(r"xapp-\d+-[A-Za-z0-9]+-\d+-[A-Za-z0-9]+")),
-    *(_ds(p, "openai") for p in OpenAIDetector.denylist),
+    *(_ds(p, "openai") for p in DETECT_SECRETS_DENYLISTS["OpenAIDetector"]),
     _TokenPattern("openai", re.compile(r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
                   validate=_openai_modern),
-    *(_ds(p, "github") for p in GitHubTokenDetector.denylist),
+    *(_ds(p, "github") for p in DETECT_SECRETS_DENYLISTS["GitHubTokenDetector"]),
     _TokenPattern("github", re.compile(r"github_pat_[A-Za-z0-9_]{22,}")),
-    _ds(AWSKeyDetector.denylist[0], "aws", validate=_bounded),
-    _ds(AWSKeyDetector.denylist[1], "aws", group=1),
+    _ds(DETECT_SECRETS_DENYLISTS["AWSKeyDetector"][0], "aws", validate=_bounded),
+    _ds(DETECT_SECRETS_DENYLISTS["AWSKeyDetector"][1], "aws", group=1),
     # Stripe keys grew past detect-secrets' 24 characters; the whole value goes first.
     _TokenPattern("stripe", re.compile(r"[rsp]k_live_[0-9a-zA-Z]{24,}"), gate=("k_live_",), validate=_bounded),
-    *(_ds(p, "stripe", gate=("k_live_",)) for p in StripeDetector.denylist),
+    *(_ds(p, "stripe", gate=("k_live_",)) for p in DETECT_SECRETS_DENYLISTS["StripeDetector"]),
     _TokenPattern("gitlab", re.compile(r"glpat-[A-Za-z0-9_-]{20,}"), validate=_bounded),
     _TokenPattern("npm", re.compile(r"npm_[A-Za-z0-9]{36}"), validate=_bounded),
     _TokenPattern("huggingface", re.compile(r"hf_[A-Za-z]{34,}"), validate=_bounded),
@@ -210,7 +226,7 @@ _TOKEN_PATTERNS: tuple[_TokenPattern, ...] = (
     _TokenPattern("google", re.compile(r"AIza[0-9A-Za-z_-]{35}"), validate=_bounded),
     _TokenPattern("jwt", re.compile(r"eyJ[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+(?:\.[A-Za-z0-9_=-]*)?"),
                   validate=_jwt_valid),
-    *(_ds(p, "basic_auth", group=1, validate=_url_password) for p in BasicAuthDetector.denylist),
+    *(_ds(p, "basic_auth", group=1, validate=_url_password) for p in DETECT_SECRETS_DENYLISTS["BasicAuthDetector"]),
     _TokenPattern("bearer", re.compile(r"bearer[ \t]+([a-z0-9._~+/-]{8,}=*)"), group=1,
                   on_lowered=True, validate=_bearer_value),
     # "Authorization": "Basic dXNl…" / "Token 9f8e…" / set("Authorization", "ApiKey …") in header literals.

@@ -56,13 +56,15 @@ import posixpath
 import re
 import sqlite3
 import zlib
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+if TYPE_CHECKING:  # numpy is imported where copies are detected, not where files are fingerprinted
+    import numpy as np
 
 __all__ = [
     "CopyRelation", "update_copies", "detect_copies", "fingerprint_lines", "file_fingerprint", "derived_rank", "map_sources",
@@ -125,7 +127,14 @@ def fingerprint_lines(lines: Iterable[str]) -> np.ndarray:
     Two different lines colliding on both is negligible at repository sizes, and a
     collision could only add one shared line to a pair of files.
     """
-    hashes = []
+    import numpy as np
+
+    return np.array(sorted(_line_hashes(lines)), dtype=np.uint64)
+
+
+def _line_hashes(lines: Iterable[str]) -> set[int]:
+    """The hashes :func:`fingerprint_lines` sorts."""
+    hashes = set()
     for line in set(lines):
         if len(line) < MIN_LINE_CHARS:  # fewer characters than the informative minimum of non-space ones
             continue
@@ -133,21 +142,23 @@ def fingerprint_lines(lines: Iterable[str]) -> np.ndarray:
         if len(norm) - norm.count(" ") < MIN_LINE_CHARS or not _LETTER.search(norm):
             continue
         raw = norm.encode("utf-8", "surrogatepass")
-        hashes.append((zlib.crc32(raw) << 32) | zlib.adler32(raw))
-    return np.unique(np.array(hashes, dtype=np.uint64))
+        hashes.add((zlib.crc32(raw) << 32) | zlib.adler32(raw))
+    return hashes
 
 
 def file_fingerprint(update) -> bytes:
     """The stored fingerprint (``file_fingerprints.lines``) of a :class:`~rag.store.index.FileUpdate`:
     :func:`fingerprint_lines` of its chunks' lines, as ``uint64`` bytes; empty for a test file.
 
-    Pure CPU, so an indexing worker computes it (``update.fingerprint``) beside the chunks' terms.
+    Pure CPU, so an indexing worker computes it (``update.fingerprint``) beside the chunks' terms;
+    the bytes are those of ``fingerprint_lines(...).tobytes()``, built without numpy (the workers never
+    import it).
     """
     # Overlapping chunks repeat lines; fingerprints are sets, so the chunks' lines are taken as they come.
     # Tests are neither build output nor the sources of any (and they are most of the lines of many
     # repositories): their fingerprint is left empty, path rules still apply to them.
     lines = () if update.kind == "test" else (line for c in update.chunks for line in c.text.split("\n"))
-    return fingerprint_lines(lines).tobytes()
+    return array("Q", sorted(_line_hashes(lines))).tobytes()
 
 
 def map_sources(path: str, tail: str, repo_root: Path | None) -> list[str]:
@@ -351,6 +362,8 @@ def _shared_lines(fingerprints: dict[str, np.ndarray], *, involving: Iterable[st
     or containment (both files of at least :data:`MIN_INFORMATIVE_LINES`, line Jaccard or a
     containment share within a hair of its threshold); the others would be looked at and dropped.
     """
+    import numpy as np
+
     paths = sorted(fingerprints)
     counts: Counter = Counter()
     if not paths:
@@ -420,6 +433,8 @@ def update_copies(conn: sqlite3.Connection, *, repo_root: Path | None, updates: 
         conn.execute("INSERT INTO file_fingerprints (path, lines, map_sources) VALUES (?,?,?)",
                      (u.path, blob, json.dumps(listed) if listed else None))
     conn.execute("DELETE FROM file_fingerprints WHERE path NOT IN (SELECT path FROM files)")
+    import numpy as np
+
     fingerprints: dict[str, np.ndarray] = {}
     maps: dict[str, list[str]] = {}
     for path, blob, listed in conn.execute("SELECT path, lines, map_sources FROM file_fingerprints"):

@@ -311,3 +311,30 @@ def test_redact_text_removes_credentials_in_prose(text: str, secret: str) -> Non
 
     out, count = redact_text(text)
     assert secret not in out and "ret@host" not in out.replace("[REDACTED]@host", "") and count >= 1
+
+
+def test_the_copied_denylists_equal_the_installed_detect_secrets_plugins() -> None:
+    # rag.secrets keeps the plugins' patterns so that indexing never imports detect-secrets' scanner;
+    # an upgrade that changes a plugin's denylist fails here until the copy follows it.
+    import importlib
+
+    from rag.secrets import DETECT_SECRETS_DENYLISTS
+
+    modules = {"SlackDetector": "slack", "OpenAIDetector": "openai", "GitHubTokenDetector": "github_token",
+               "AWSKeyDetector": "aws", "StripeDetector": "stripe", "BasicAuthDetector": "basic_auth"}
+    assert set(DETECT_SECRETS_DENYLISTS) == set(modules)
+    for name, module in modules.items():
+        plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)
+        assert [(p.pattern, p.flags) for p in DETECT_SECRETS_DENYLISTS[name]] == \
+            [(p.pattern, p.flags) for p in plugin.denylist], name
+
+
+def test_redacting_imports_no_detect_secrets_until_a_jwt_shaped_token_is_seen() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; from rag.secrets import redact_secrets; "
+            "redact_secrets('password = \"hunter2hunter2\"\\nkey = \"AKIAIOSFODNN7EXAMPLE\"\\n'); "
+            "print('detect_secrets' in sys.modules, 'requests' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["False", "False"]
