@@ -11,8 +11,9 @@ Detected:
 * token-shaped secrets. Slack tokens and webhooks, OpenAI keys, GitHub tokens,
   AWS access key ids and ``aws ... key = "<40 chars>"`` secrets, Stripe live
   keys and basic-auth passwords in URLs reuse the ``denylist`` regexes of the
-  maintained ``detect-secrets`` plugins (``detect_secrets.plugins.*``); JWTs use
-  its pattern with a greedy signature and its ``is_formally_valid`` check.
+  maintained ``detect-secrets`` plugins (``detect_secrets.plugins.*``; copied, and checked against
+  the installed plugins by the tests, so indexing never imports detect-secrets' scanner); JWTs use
+  its pattern with a greedy signature and its ``is_formally_valid`` check (copied likewise).
   Slack app tokens (``xapp-``), current OpenAI key formats (``sk-proj-`` ...),
   fine-grained GitHub tokens (``github_pat_``), Google API keys (``AIza``),
   GitLab (``glpat-``), npm (``npm_``), Hugging Face (``hf_``), SendGrid and
@@ -51,6 +52,8 @@ in Python.
 """
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import re
 from collections.abc import Callable
@@ -174,9 +177,25 @@ def _openai_modern(text: str, m: re.Match[str]) -> bool:
 
 
 def _jwt_valid(text: str, m: re.Match[str]) -> bool:
-    from detect_secrets.plugins.jwt import JwtTokenDetector  # only once a JWT-shaped token was found
+    return jwt_formally_valid(_value(text, m, 0).rstrip("."))
 
-    return JwtTokenDetector.is_formally_valid(_value(text, m, 0).rstrip("."))
+
+def jwt_formally_valid(token: str) -> bool:
+    """Whether every ``.``-separated part of ``token`` is padded-able base64url and the first two decode to
+    JSON: detect-secrets 1.5.0's ``JwtTokenDetector.is_formally_valid``, copied for the reason
+    :data:`DETECT_SECRETS_DENYLISTS` is (``tests/rag/test_secrets.py`` compares the two)."""
+    for index, part in enumerate(token.split(".")):
+        try:
+            raw = part.encode("ascii")
+            pad = len(raw) % 4
+            if pad == 1:
+                return False
+            decoded = base64.urlsafe_b64decode(raw + (b"==" if pad == 2 else b"===" if pad == 3 else b""))
+            if index < 2:
+                json.loads(decoded.decode("utf-8"))
+        except (TypeError, ValueError, UnicodeDecodeError):
+            return False
+    return True
 
 
 def _url_password(text: str, m: re.Match[str]) -> bool:
