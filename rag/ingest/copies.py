@@ -55,6 +55,7 @@ import logging
 import posixpath
 import re
 import sqlite3
+import sys
 import zlib
 from array import array
 from collections import Counter, defaultdict
@@ -349,10 +350,21 @@ def _pair(a: str, b: str) -> tuple[str, str]:
 def _shared_lines(fingerprints: dict[str, Sequence[int]], *, involving: Iterable[str] | None = None) -> Counter:
     """``(a, b)`` (sorted pair) → informative lines both hold (lines in more than MAX_POSTINGS files skipped).
 
-    One pass over every file's hashes builds each hash's holders (a file's fingerprint holds a hash
-    once); a hash held by ``s`` files (2 ≤ s ≤ :data:`MAX_POSTINGS`) gives its ``s(s-1)/2`` pairs.
-    Plain Python: on eslint (425 files, 54k hashes) ~15 ms, where numpy's vectorised form needed
-    ~130 ms to import first; at ten times that it is ~0.3 s, about numpy's import plus its run.
+    In plain Python (:func:`_shared_lines_python`) unless numpy is imported already, then vectorised
+    (:func:`_shared_lines_numpy`); the same counts either way. On eslint (425 files, 54k hashes) the
+    Python form takes ~15-35 ms and numpy's ~5-15 ms, after an import of ~130 ms that a cold
+    ``slackzilla index`` (no vectors) otherwise never pays; a long-lived process that has numpy for
+    its vectors keeps the faster one for its incremental updates.
+    """
+    pair = _shared_lines_numpy if "numpy" in sys.modules else _shared_lines_python
+    return pair(fingerprints, involving=involving)
+
+
+def _shared_lines_python(fingerprints: dict[str, Sequence[int]], *,
+                         involving: Iterable[str] | None = None) -> Counter:
+    """:func:`_shared_lines` in plain Python: one pass over every file's hashes builds each hash's holders
+    (a file's fingerprint holds a hash once); a hash held by ``s`` files (2 ≤ s ≤ :data:`MAX_POSTINGS`)
+    gives its ``s(s-1)/2`` pairs.
 
     With ``involving``, only the pairs :func:`detect_copies` can use are returned: those with a
     path of ``involving`` (the source-mapped files), and those near enough to be a near-duplicate
@@ -393,6 +405,58 @@ def _shared_lines(fingerprints: dict[str, Sequence[int]], *, involving: Iterable
                     or common / na >= CONTAINED_SHARE - slack or common / nb >= CONTAINED_SHARE - slack):
                 continue
         counts[(paths[a], paths[b])] = common
+    return counts
+
+
+def _shared_lines_numpy(fingerprints: dict[str, Sequence[int]], *, involving: Iterable[str] | None = None) -> Counter:
+    """:func:`_shared_lines`, vectorised: the files' hashes are sorted together; each run of one hash held
+    by ``s`` files (2 ≤ s ≤ :data:`MAX_POSTINGS`) gives its ``s(s-1)/2`` file pairs, all runs of one size
+    at once, and ``np.unique`` counts the pairs. Used when numpy is imported already."""
+    import numpy as np
+
+    fingerprints = {p: np.asarray(f, dtype=np.uint64) for p, f in fingerprints.items()}
+    paths = sorted(fingerprints)
+    counts: Counter = Counter()
+    if not paths:
+        return counts
+    arrays = [fingerprints[p] for p in paths]
+    hashes = np.concatenate(arrays)
+    if len(hashes) == 0:
+        return counts
+    owners = np.repeat(np.arange(len(paths), dtype=np.int64), [len(a) for a in arrays])
+    order = np.argsort(hashes)  # the holders' order inside a run does not matter: not a stable sort (5× faster)
+    hashes, owners = hashes[order], owners[order]
+    boundaries = np.flatnonzero(np.diff(hashes)) + 1
+    starts = np.concatenate(([0], boundaries))
+    sizes = np.diff(np.concatenate((starts, [len(hashes)])))
+    n = len(paths)
+    codes = []
+    for size in range(2, MAX_POSTINGS + 1):
+        first = starts[sizes == size]
+        if not len(first):
+            continue
+        group = owners[first[:, None] + np.arange(size)]  # one row per line, its holders
+        for x in range(size):
+            for y in range(x + 1, size):
+                a, b = group[:, x], group[:, y]
+                codes.append(np.minimum(a, b) * n + np.maximum(a, b))
+    if not codes:
+        return counts
+    pairs, hits = np.unique(np.concatenate(codes), return_counts=True)
+    if involving is not None:
+        lengths = np.array([len(a) for a in arrays], dtype=np.float64)
+        na, nb, common = lengths[pairs // n], lengths[pairs % n], hits.astype(np.float64)
+        slack = 1e-9  # the loop in detect_copies decides with Python floats
+        useful = (np.minimum(na, nb) >= MIN_INFORMATIVE_LINES) & (
+            (common / (na + nb - common) >= NEAR_DUPLICATE_JACCARD - slack)
+            | (common / na >= CONTAINED_SHARE - slack) | (common / nb >= CONTAINED_SHARE - slack))
+        mapped = set(involving)
+        wanted = [i for i, p in enumerate(paths) if p in mapped]
+        if wanted:
+            useful |= np.isin(pairs // n, wanted) | np.isin(pairs % n, wanted)
+        pairs, hits = pairs[useful], hits[useful]
+    for code, hit in zip(pairs.tolist(), hits.tolist()):
+        counts[(paths[code // n], paths[code % n])] = hit
     return counts
 
 
