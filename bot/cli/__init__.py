@@ -17,7 +17,8 @@ command family, imported when that command runs (shared options and helpers are 
     repos      bot.cli.repos        the configured repositories and their index state
     docs       bot.cli.docs         add, list, show, remove and clear documents
 
-``retrieve``, ``index``, ``code`` and ``state`` load neither Bolt nor the openai SDK.
+``retrieve``, ``index``, ``code`` and ``state`` load neither Bolt nor the openai SDK; ``index`` loads only the
+ingest side: no retrieval, answer stack, numpy or detect-secrets scanner (``tests/bot/cli/test_cold_start.py``).
 """
 from __future__ import annotations
 
