@@ -39,7 +39,7 @@ from rag.store.index import Index
 from rag.store.vectors import EmbedReport, VectorMatrix, embed_missing, load_vectors, prune_vectors, store_vectors, vector_hashes
 
 __all__ = ["EMBED_TEXT_CHARS", "EMBED_TEXT_VERSION", "VectorStream", "VectorHit", "PendingHits", "embed_key",
-           "embed_text", "safe_query_vector", "safe_search", "start_search", "above_floor", "top_zscore",
+           "embed_text", "start_search", "above_floor", "top_zscore",
            "DEFAULT_MIN_VECTOR_Z", "SEARCH_THREADS"]
 
 log = logging.getLogger(__name__)
@@ -287,29 +287,6 @@ def start_search(stream: VectorStream | None, conn: sqlite3.Connection, question
         return _hits(matrix, ids_by_key, stream.embed_query(question), k=k)
 
     return PendingHits(_search_pool().submit(search))
-
-
-def safe_query_vector(stream: VectorStream | None, question: str) -> np.ndarray | None:
-    """The question's vector, or ``None`` (logged) without a stream or when the provider fails.
-
-    Call it before opening the read transaction: embedding may take up to
-    :data:`QUERY_EMBED_DEADLINE_S`.
-    """
-    if stream is None or not stream.has_vectors():
-        return None
-    try:
-        return stream.embed_query(question)
-    except ProviderError as exc:
-        log.warning("vector search unavailable, BM25 only: %s", exc)
-        return None
-
-
-def safe_search(stream: VectorStream | None, conn: sqlite3.Connection, query: np.ndarray | None, *,
-                k: int) -> list[VectorHit]:
-    """:meth:`VectorStream.search` for a vector from :func:`safe_query_vector`; ``[]`` without one."""
-    if stream is None or query is None:
-        return []
-    return stream.search(conn, query, k=k)
 
 
 def above_floor(hits: list[VectorHit], ratio: float) -> list[VectorHit]:
