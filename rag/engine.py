@@ -31,7 +31,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-
 from typing import TYPE_CHECKING, Any
 
 from rag.errors import RepoNotFoundError
