@@ -31,10 +31,8 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from rag.context import packer as _context
-from rag.context.codegraph import CodeGraph
-from rag.context.packer import CodeEntry, PackedContext
 from rag.errors import RepoNotFoundError
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy
 from rag.ingest.copies import update_copies
@@ -43,15 +41,20 @@ from rag.ingest.scope import PathScope
 from rag.ingest.prepare import Skipped, StructureParser, Unchanged, secret_literals
 from rag.ingest.stats import IndexStats
 from rag.ingest.walk import DEFAULT_WALK_POLICY, WalkPolicy, walk
-from rag.parse.parser import PARSE_VERSION, FileStructure
-from rag.providers.embeddings import EmbeddingProvider
-from rag.providers.rerank import Reranker
-from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, Depth, RetrievalPolicy
-from rag.search.retriever import MAX_QUESTION_CHARS, Retriever
-from rag.search.vector_stream import VectorStream
+from rag.parse.records import PARSE_VERSION
 from rag.secrets import LiteralRedactor
 from rag.store.index import FileUpdate, Index
-from rag.types import ImageHit, Source
+
+if TYPE_CHECKING:  # the retrieval side is imported when first used (an index update needs none of it)
+    from rag.context.codegraph import CodeGraph
+    from rag.context.packer import CodeEntry, PackedContext
+    from rag.parse.parser import FileStructure
+    from rag.providers.embeddings import EmbeddingProvider
+    from rag.providers.rerank import Reranker
+    from rag.search.lexical import Depth, RetrievalPolicy
+    from rag.search.retriever import Retriever
+    from rag.search.vector_stream import VectorStream
+    from rag.types import ImageHit, Source
 
 __all__ = ["Engine", "IndexStats", "default_index_path", "MAX_QUESTION_CHARS"]
 
@@ -59,6 +62,15 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BUDGET_TOKENS = 4000
 ProgressFn = Callable[[int, int], None]
+
+
+def __getattr__(name: str) -> Any:
+    """``MAX_QUESTION_CHARS`` (:data:`rag.search.retriever.MAX_QUESTION_CHARS`), imported on first use."""
+    if name == "MAX_QUESTION_CHARS":
+        from rag.search.retriever import MAX_QUESTION_CHARS
+
+        return MAX_QUESTION_CHARS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def default_index_path(repo: Path) -> Path:
@@ -79,7 +91,7 @@ class Engine:
         *,
         walk_policy: WalkPolicy = DEFAULT_WALK_POLICY,
         chunk_policy: ChunkPolicy = DEFAULT_CHUNK_POLICY,
-        retrieval_policy: RetrievalPolicy = DEFAULT_RETRIEVAL_POLICY,
+        retrieval_policy: RetrievalPolicy | None = None,
         pool_policy: PoolPolicy = DEFAULT_POOL_POLICY,
         embeddings: EmbeddingProvider | None = None,
         reranker: Reranker | None = None,
@@ -96,10 +108,29 @@ class Engine:
         self._update_lock = threading.Lock()
         self._secret_values: LiteralRedactor | None = None
         self._parser = StructureParser()
-        self.retriever = Retriever(
-            repo_root, index, policy=retrieval_policy, reranker=reranker,
-            vectors=VectorStream(index, embeddings) if embeddings is not None else None,
-        )
+        self._retriever: Retriever | None = None
+        self._retriever_lock = threading.Lock()
+        self._retriever_args = (retrieval_policy, embeddings, reranker)
+
+    @property
+    def retriever(self) -> Retriever:
+        """The :class:`~rag.search.retriever.Retriever` of this engine, built (and its modules imported)
+        on first use: a process that only updates the index never loads the retrieval side."""
+        retriever = self._retriever
+        if retriever is None:
+            with self._retriever_lock:
+                if self._retriever is None:
+                    from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY
+                    from rag.search.retriever import Retriever
+                    from rag.search.vector_stream import VectorStream
+
+                    policy, embeddings, reranker = self._retriever_args
+                    self._retriever = Retriever(
+                        self.repo_root, self.index, policy=policy or DEFAULT_RETRIEVAL_POLICY, reranker=reranker,
+                        vectors=VectorStream(self.index, embeddings) if embeddings is not None else None,
+                    )
+                retriever = self._retriever
+        return retriever
 
     @classmethod
     def open(cls, repo: Path | str | None = None, *, index_path: Path | str | None = None, **policies) -> Engine:
@@ -291,6 +322,8 @@ class Engine:
     @property
     def vectors(self) -> VectorStream | None:
         """The vector stream, ``None`` without an embeddings provider (the retriever's; settable)."""
+        if self._retriever is None and self._retriever_args[1] is None:
+            return None  # nothing to build: an index update without embeddings stays free of the retrieval side
         return self.retriever.vectors
 
     @vectors.setter
@@ -345,6 +378,8 @@ class Engine:
 
     def code_context(self, question: str, *, retrieved: list[Source], max_entries: int = 20) -> list[CodeEntry]:
         """Structural context for ``question`` (:func:`rag.context.packer.code_context` on this repository)."""
+        from rag.context import packer as _context
+
         return _context.code_context(question, graph=self.code_graph(), retrieved=retrieved,
                                      read_lines=self.read_lines, max_entries=max_entries,
                                      copies=self.retriever.copies())
@@ -362,6 +397,8 @@ class Engine:
         Raises:
             UserError: ``budget_tokens`` is not a positive integer.
         """
+        from rag.context import packer as _context
+
         # The context reads deeper than the sources shown: spans are short, so more files fit
         # (the pool: rag.context.pool; an abstention, no sources, stays an empty context).
         pool = _context.context_sources(self.retrieve, question, sources)

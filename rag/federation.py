@@ -34,11 +34,14 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rag.context import packer as _packer
-from rag.context.packer import DEFAULT_BUDGET_TOKENS, CodeEntry, PackedContext
 from rag.documents import DOC_PREFIX  # document paths are never qualified: their ids are unique across indexes
+from rag.engine import DEFAULT_BUDGET_TOKENS
 from rag.types import ImageHit, Source
+
+if TYPE_CHECKING:  # the packer is imported when a context is packed (bot.cli.selection only needs ALL)
+    from rag.context.packer import CodeEntry, PackedContext
 
 __all__ = ["FederatedEngine", "fuse_lists", "qualify", "split_qualified", "ALL", "DOC_PREFIX"]
 
@@ -194,6 +197,8 @@ class FederatedEngine:
         context: the same pool (the shown sources, a deeper retrieval and a source-only one, each
         fused over the repositories; :func:`rag.context.packer.context_sources`) and evidence spans read
         from each repository's files (:meth:`read_lines`)."""
+        from rag.context import packer as _packer
+
         pool = _packer.context_sources(self.retrieve, question, sources)
         entries = self.code_context(question, retrieved=sources) if with_code else []
         return _packer.pack_context(question, sources=pool, code_entries=entries, budget_tokens=budget_tokens,

@@ -11,8 +11,9 @@ Detected:
 * token-shaped secrets. Slack tokens and webhooks, OpenAI keys, GitHub tokens,
   AWS access key ids and ``aws ... key = "<40 chars>"`` secrets, Stripe live
   keys and basic-auth passwords in URLs reuse the ``denylist`` regexes of the
-  maintained ``detect-secrets`` plugins (``detect_secrets.plugins.*``); JWTs use
-  its pattern with a greedy signature and its ``is_formally_valid`` check.
+  maintained ``detect-secrets`` plugins (``detect_secrets.plugins.*``; copied, and checked against
+  the installed plugins by the tests, so indexing never imports detect-secrets' scanner); JWTs use
+  its pattern with a greedy signature and its ``is_formally_valid`` check (copied likewise).
   Slack app tokens (``xapp-``), current OpenAI key formats (``sk-proj-`` ...),
   fine-grained GitHub tokens (``github_pat_``), Google API keys (``AIza``),
   GitLab (``glpat-``), npm (``npm_``), Hugging Face (``hf_``), SendGrid and
@@ -51,20 +52,15 @@ in Python.
 """
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from detect_secrets.plugins.aws import AWSKeyDetector
-from detect_secrets.plugins.basic_auth import BasicAuthDetector
-from detect_secrets.plugins.github_token import GitHubTokenDetector
-from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.openai import OpenAIDetector
-from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.stripe import StripeDetector
 
-__all__ = ["CODE_FILE_TYPES", "LiteralRedactor", "REDACTED", "redact_secrets", "redact_text", "secret_file_values"]
+__all__ = ["CODE_FILE_TYPES", "DETECT_SECRETS_DENYLISTS", "LiteralRedactor", "REDACTED", "redact_secrets", "redact_text", "secret_file_values"]
 
 logger = logging.getLogger(__name__)
 
@@ -123,6 +119,27 @@ def _credential_shaped(value: str) -> bool:
 
 # --------------------------------------------------------------------------- token patterns
 
+DETECT_SECRETS_DENYLISTS: dict[str, tuple[re.Pattern[str], ...]] = {
+    "SlackDetector": (
+        re.compile(r"xox(?:a|b|p|o|s|r)-(?:\d+-)+[a-z0-9]+", re.IGNORECASE),
+        re.compile(r"https://hooks\.slack\.com/services/T[a-zA-Z0-9_]+/B[a-zA-Z0-9_]+/[a-zA-Z0-9_]+",
+                   re.IGNORECASE | re.VERBOSE),
+    ),
+    "OpenAIDetector": (re.compile(r"sk-[A-Za-z0-9-_]*[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}"),),
+    "GitHubTokenDetector": (re.compile(r"(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{36}"),),
+    "AWSKeyDetector": (
+        re.compile(r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}"),
+        re.compile(r"aws.{0,20}?(?:key|pwd|pw|password|pass|token).{0,20}?[\'\"]([0-9a-zA-Z/+]{40})[\'\"]",
+                   re.IGNORECASE),
+    ),
+    "StripeDetector": (re.compile(r"(?:r|s)k_live_[0-9a-zA-Z]{24}"),),
+    "BasicAuthDetector": (re.compile(r"://[^:/\?\#\[\]@!\$\&'\(\)\*\+,;=\s]+:([^:/\?\#\[\]@!\$\&'\(\)\*\+,;=\s]+)@"),),
+}
+"""The ``denylist`` regexes of the detect-secrets plugins reused here (``detect_secrets.plugins.*``,
+detect-secrets 1.5.0), by plugin class, copied as they are: importing the plugins loads detect-secrets'
+scanner and ``requests`` (~0.1 s, a fifth of a cold ``slackzilla index``) for nothing but these
+patterns. ``tests/rag/test_secrets.py`` checks that they equal the installed plugins' patterns and flags."""
+
 @dataclass(frozen=True)
 class _TokenPattern:
     """One whole-text pattern; group *group* is the value to redact.
@@ -160,7 +177,25 @@ def _openai_modern(text: str, m: re.Match[str]) -> bool:
 
 
 def _jwt_valid(text: str, m: re.Match[str]) -> bool:
-    return JwtTokenDetector.is_formally_valid(_value(text, m, 0).rstrip("."))
+    return jwt_formally_valid(_value(text, m, 0).rstrip("."))
+
+
+def jwt_formally_valid(token: str) -> bool:
+    """Whether every ``.``-separated part of ``token`` is padded-able base64url and the first two decode to
+    JSON: detect-secrets 1.5.0's ``JwtTokenDetector.is_formally_valid``, copied for the reason
+    :data:`DETECT_SECRETS_DENYLISTS` is (``tests/rag/test_secrets.py`` compares the two)."""
+    for index, part in enumerate(token.split(".")):
+        try:
+            raw = part.encode("ascii")
+            pad = len(raw) % 4
+            if pad == 1:
+                return False
+            decoded = base64.urlsafe_b64decode(raw + (b"==" if pad == 2 else b"===" if pad == 3 else b""))
+            if index < 2:
+                json.loads(decoded.decode("utf-8"))
+        except (TypeError, ValueError, UnicodeDecodeError):
+            return False
+    return True
 
 
 def _url_password(text: str, m: re.Match[str]) -> bool:
@@ -190,18 +225,18 @@ def _auth_header_value(text: str, m: re.Match[str]) -> bool:
 
 
 _TOKEN_PATTERNS: tuple[_TokenPattern, ...] = (
-    *(_ds(p, "slack") for p in SlackDetector.denylist),
+    *(_ds(p, "slack") for p in DETECT_SECRETS_DENYLISTS["SlackDetector"]),
     _TokenPattern("slack", re.compile(r"xapp-\d+-[A-Za-z0-9]+-\d+-[A-Za-z0-9]+")),
-    *(_ds(p, "openai") for p in OpenAIDetector.denylist),
+    *(_ds(p, "openai") for p in DETECT_SECRETS_DENYLISTS["OpenAIDetector"]),
     _TokenPattern("openai", re.compile(r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
                   validate=_openai_modern),
-    *(_ds(p, "github") for p in GitHubTokenDetector.denylist),
+    *(_ds(p, "github") for p in DETECT_SECRETS_DENYLISTS["GitHubTokenDetector"]),
     _TokenPattern("github", re.compile(r"github_pat_[A-Za-z0-9_]{22,}")),
-    _ds(AWSKeyDetector.denylist[0], "aws", validate=_bounded),
-    _ds(AWSKeyDetector.denylist[1], "aws", group=1),
+    _ds(DETECT_SECRETS_DENYLISTS["AWSKeyDetector"][0], "aws", validate=_bounded),
+    _ds(DETECT_SECRETS_DENYLISTS["AWSKeyDetector"][1], "aws", group=1),
     # Stripe keys grew past detect-secrets' 24 characters; the whole value goes first.
     _TokenPattern("stripe", re.compile(r"[rsp]k_live_[0-9a-zA-Z]{24,}"), gate=("k_live_",), validate=_bounded),
-    *(_ds(p, "stripe", gate=("k_live_",)) for p in StripeDetector.denylist),
+    *(_ds(p, "stripe", gate=("k_live_",)) for p in DETECT_SECRETS_DENYLISTS["StripeDetector"]),
     _TokenPattern("gitlab", re.compile(r"glpat-[A-Za-z0-9_-]{20,}"), validate=_bounded),
     _TokenPattern("npm", re.compile(r"npm_[A-Za-z0-9]{36}"), validate=_bounded),
     _TokenPattern("huggingface", re.compile(r"hf_[A-Za-z]{34,}"), validate=_bounded),
@@ -210,7 +245,7 @@ _TOKEN_PATTERNS: tuple[_TokenPattern, ...] = (
     _TokenPattern("google", re.compile(r"AIza[0-9A-Za-z_-]{35}"), validate=_bounded),
     _TokenPattern("jwt", re.compile(r"eyJ[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+(?:\.[A-Za-z0-9_=-]*)?"),
                   validate=_jwt_valid),
-    *(_ds(p, "basic_auth", group=1, validate=_url_password) for p in BasicAuthDetector.denylist),
+    *(_ds(p, "basic_auth", group=1, validate=_url_password) for p in DETECT_SECRETS_DENYLISTS["BasicAuthDetector"]),
     _TokenPattern("bearer", re.compile(r"bearer[ \t]+([a-z0-9._~+/-]{8,}=*)"), group=1,
                   on_lowered=True, validate=_bearer_value),
     # "Authorization": "Basic dXNl…" / "Token 9f8e…" / set("Authorization", "ApiKey …") in header literals.

@@ -16,12 +16,14 @@ import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from rag.answer.question import require_question
-from rag.engine import Engine
 from rag.errors import EmptyQuestionError, RagError
+
+if TYPE_CHECKING:
+    from rag.engine import Engine
 
 __all__ = [
     "EXIT_FAILURE", "EXIT_USAGE", "bot_core", "check_question", "emit", "embeddings_provider", "fail",
@@ -120,6 +122,8 @@ def emit(data) -> None:
 def check_question(question: str | None) -> str:
     """The question, or exit 2 with one line when it is empty (the check is
     :func:`rag.answer.question.require_question`, shared with Slack and the HTTP API)."""
+    from rag.answer.question import require_question
+
     try:
         require_question(question)
     except EmptyQuestionError:
@@ -139,6 +143,7 @@ def open_engine(repo: Path | None, index_path: Path | None, *, update: bool = Tr
     stored (``slackzilla index`` computes missing ones; questions do not wait for that).
     """
     from bot.cli.selection import select_repositories
+    from rag.engine import Engine
 
     configs = select_repositories(repo, index_path)
     if len(configs) > 1 and not allow_all:

@@ -84,11 +84,12 @@ def _index_one(config, *, full: bool, as_json: bool, single: bool = False) -> di
         click.echo(f"{run.copies} files are build output or copies of an indexed source (ranked below their sources)")
     for problem in run.problems:
         click.echo(f"  not indexed: {printable(problem['path'], one_line=True)} ({problem['reason']})")
-    from rag.sources.github import github_status
+    report = (record.sources or {}).get("github")
+    if report:
+        from rag.sources.github import github_status
 
-    line = github_status((record.sources or {}).get("github"))
-    if line:
-        click.echo(f"github: {printable(line)}", err=not (record.sources or {}).get("github", {}).get("ok"))
+        line = github_status(report)
+        click.echo(f"github: {printable(line)}", err=not report.get("ok"))
     if run.files == 0:
         click.echo(f"warning: {empty_index_message(Path(repo or '.').resolve().name, record)}", err=True)
     return stats

@@ -57,7 +57,7 @@ from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy
 from rag.ingest.prepare import Prepared, PrepareResult, StructureParser, prepare_file
 from rag.parse.parser import warm_grammars
 from rag.secrets import LiteralRedactor
-from rag.store.index import FileRow, chunk_terms
+from rag.store.index import FileRow, chunk_terms, structure_text
 from rag.types import WalkedFile
 
 __all__ = ["PoolPolicy", "DEFAULT_POOL_POLICY", "MAX_AUTO_WORKERS", "MIN_POOL_FILES", "POLL_S",
@@ -180,7 +180,8 @@ def prepare_files(
     Returns:
         An iterator of one result per file, in the order of ``files``, each as soon as it is
         ready. Results of a pool carry their chunks' :class:`~rag.store.index.ChunkTerms`
-        (``update.terms``); in-process ones leave that to the writer. Either way the index
+        (``update.terms``), fingerprint and structure JSON (``update.structure_json``, with
+        ``update.structure`` ``None``); in-process ones leave that to the writer. Either way the index
         written is the same. Close it (``contextlib.closing``) if it may be left unfinished:
         closing terminates the pool's workers.
 
@@ -395,8 +396,8 @@ def exit_with_owner(owner: int) -> None:
 
 
 def _prepare_batch(batch: list[tuple[WalkedFile, FileRow | None]]) -> list[PrepareResult]:
-    """Runs in a worker: ``prepare_file`` on each file, then the chunks' terms and the line fingerprint
-    (copy detection) of what was prepared."""
+    """Runs in a worker: ``prepare_file`` on each file, then the chunks' terms, the line fingerprint
+    (copy detection) and the stored JSON of the structure of what was prepared."""
     state = _WORKER
     assert state is not None, "the pool initializer did not run"
     out: list[PrepareResult] = []
@@ -404,7 +405,9 @@ def _prepare_batch(batch: list[tuple[WalkedFile, FileRow | None]]) -> list[Prepa
         result = prepare_file(wf, indexed=indexed, literals=state.literals, parser=state.parser,
                               chunk_policy=state.chunk_policy)
         if isinstance(result, Prepared):
-            result.update.terms = chunk_terms(result.update)
-            result.update.fingerprint = file_fingerprint(result.update)
+            update = result.update
+            update.terms = chunk_terms(update)
+            update.fingerprint = file_fingerprint(update)
+            update.structure_json, update.structure = structure_text(update.structure), None
         out.append(result)
     return out

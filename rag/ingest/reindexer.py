@@ -38,7 +38,6 @@ terminated), and a worker that dies fails the run with
 """
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import json
@@ -455,6 +454,8 @@ class Reindexer:
         Raises:
             ReindexBusyError: an update of this index is already running (raised at once).
         """
+        import asyncio  # here, not at the top: the CLI's synchronous run never needs the event loop machinery
+
         record = self._begin(trigger=trigger, user=user, full=full)
         work: asyncio.Future | None = None
         finish_now = True

@@ -7,9 +7,10 @@ imports the other.
 from __future__ import annotations
 
 import hashlib
-from typing import Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Sequence, runtime_checkable
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported when rows are normalised
+    import numpy as np
 
 __all__ = ["EmbeddingProvider", "Prefixes", "normalise_rows"]
 
@@ -77,6 +78,8 @@ def normalise_rows(matrix: np.ndarray) -> np.ndarray:
 
     All-zero rows stay zero (no NaN). Shape ``(n, dim)`` in, same shape out.
     """
+    import numpy as np
+
     out = np.array(matrix, dtype=np.float32, order="C", copy=True)
     if out.size:
         norms = np.linalg.norm(out, axis=1, keepdims=True)

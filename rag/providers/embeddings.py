@@ -50,9 +50,10 @@ import base64
 import logging
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported when texts are embedded (choosing no provider needs none)
+    import numpy as np
 
 from rag.config import DEFAULT_EMBEDDINGS_BATCH_SIZE, DEFAULT_EMBEDDINGS_TIMEOUT_S, EmbeddingsConfig
 from rag.errors import InputRejectedError, ProviderError
@@ -182,6 +183,8 @@ class OpenAIEmbeddings(Prefixes):
                 inconsistent response (wrong count, ragged or non-finite vectors,
                 dimension change between batches).
         """
+        import numpy as np
+
         texts = [t if t else " " for t in texts]
         budget = self.deadline_s if deadline_s is None else deadline_s
         deadline = time.monotonic() + budget
@@ -233,6 +236,8 @@ class OpenAIEmbeddings(Prefixes):
         )
 
     def _parse(self, response: Any, *, expected: int) -> np.ndarray:
+        import numpy as np
+
         try:
             items = sorted(response.data, key=lambda item: item.index)
             if len(items) != expected or [item.index for item in items] != list(range(expected)):
@@ -258,6 +263,8 @@ class OpenAIEmbeddings(Prefixes):
 
 def _decode_embedding(value: Any) -> Any:
     """A float list as is; a base64 string (some servers ignore ``encoding_format``) as float32."""
+    import numpy as np
+
     if isinstance(value, str):
         return np.frombuffer(base64.b64decode(value), dtype="<f4")
     return value

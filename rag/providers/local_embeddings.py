@@ -36,9 +36,10 @@ import threading
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported when texts are embedded (choosing no provider needs none)
+    import numpy as np
 
 from rag.errors import ProviderError
 from rag.providers.base import one_line
@@ -316,6 +317,8 @@ class OnnxEmbeddings(Prefixes):
             log.info("local embeddings model loaded: name=%s ms=%.0f", self.name, (time.monotonic() - started) * 1000)
 
     def _embed(self, texts: Sequence[str], *, deadline_s: float | None = None) -> np.ndarray:
+        import numpy as np
+
         self.load()
         if not texts:
             return np.zeros((0, self.dim or 0), dtype=np.float32)
@@ -338,6 +341,8 @@ class OnnxEmbeddings(Prefixes):
 
     def _forward(self, encodings: list) -> np.ndarray:
         """Pooled (not yet normalised) vectors of one batch of encodings."""
+        import numpy as np
+
         width = max(1, max(len(e.ids) for e in encodings))
         ids = np.zeros((len(encodings), width), dtype=np.int64)
         mask = np.zeros_like(ids)
@@ -454,6 +459,8 @@ class LocalEmbeddings(Prefixes):
 
     def _embed(self, texts: Sequence[str], *, deadline_s: float | None = None) -> np.ndarray:
         """Texts longer than the model's window (256 word pieces for MiniLM) are truncated by the model."""
+        import numpy as np
+
         self.load()
         if not texts:
             return np.zeros((0, self.dim or 0), dtype=np.float32)

@@ -311,3 +311,50 @@ def test_redact_text_removes_credentials_in_prose(text: str, secret: str) -> Non
 
     out, count = redact_text(text)
     assert secret not in out and "ret@host" not in out.replace("[REDACTED]@host", "") and count >= 1
+
+
+def test_the_copied_denylists_equal_the_installed_detect_secrets_plugins() -> None:
+    # rag.secrets keeps the plugins' patterns so that indexing never imports detect-secrets' scanner;
+    # an upgrade that changes a plugin's denylist fails here until the copy follows it.
+    import importlib
+
+    from rag.secrets import DETECT_SECRETS_DENYLISTS
+
+    modules = {"SlackDetector": "slack", "OpenAIDetector": "openai", "GitHubTokenDetector": "github_token",
+               "AWSKeyDetector": "aws", "StripeDetector": "stripe", "BasicAuthDetector": "basic_auth"}
+    assert set(DETECT_SECRETS_DENYLISTS) == set(modules)
+    for name, module in modules.items():
+        plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)
+        assert [(p.pattern, p.flags) for p in DETECT_SECRETS_DENYLISTS[name]] == \
+            [(p.pattern, p.flags) for p in plugin.denylist], name
+
+
+JWT_SAMPLES = [
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOi.abc", "eyJhbGciOiJIUzI1NiJ9.e.abc", "eyJub3QganNvbg.eyJhIjoxfQ.x",
+    "eyJhIjoxfQ.eyJhIjoxfQ.!!", "eyJhIjoxfQ", "eyJhIjoxfQ.eyJhIjoxfQ.abcde", "eyJ\u00e9.eyJhIjoxfQ.x",
+    "eyJhIjoxfQ.eyJhIjoxfQ.eyJhIjoxfQ.extra", "eyJhIjoxfQ.eyJhIjoxfQ.abc", "eyJhIjoxfQ.eyJhIjoxfQ.a-_",
+    "eyJhIjoxfQ.eyJhIjoxfQ.a", "eyJhIjoxfQ.eyJhIjoxfQ.ab", "eyJhIjoxfQ.eyJhIjoxfQ.a%c",
+]
+
+
+@pytest.mark.parametrize("token", JWT_SAMPLES)
+def test_the_copied_jwt_check_agrees_with_detect_secrets(token: str) -> None:
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+
+    from rag.secrets import jwt_formally_valid
+
+    assert jwt_formally_valid(token) == JwtTokenDetector.is_formally_valid(token)
+
+
+def test_redacting_imports_no_detect_secrets() -> None:
+    import subprocess
+    import sys
+
+    jwt = JWT_SAMPLES[0]
+    code = ("import sys; from rag.secrets import redact_secrets; "
+            f"redact_secrets('password = \"hunter2hunter2\"\\nkey = \"AKIAIOSFODNN7EXAMPLE\"\\nt = \"{jwt}\"\\n'); "
+            "print('detect_secrets' in sys.modules, 'requests' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["False", "False"]

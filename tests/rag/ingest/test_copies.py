@@ -13,7 +13,6 @@ import base64
 import json
 import sqlite3
 
-import numpy as np
 import pytest
 
 from repo_helpers import indexed_engine, write_repo
@@ -203,9 +202,11 @@ def test_derived_rank_orders_build_output_after_sources():
     assert derived_rank("dist/x.js") > derived_rank("src/x.js")
     assert derived_rank("PKG-INFO") > derived_rank("README.md")
     assert derived_rank("lib/x.min.js")[0] > derived_rank("lib/x.js")[0]
-    assert fingerprint_lines(["}", "", "  });", "ok"]).size == 0              # uninformative lines say nothing
-    assert fingerprint_lines(["const a = 1;  ", "const   a = 1;"]).dtype == np.uint64
-    assert fingerprint_lines(["const a = 1;  ", "const   a = 1;"]).size == 1   # whitespace normalised
+    assert len(fingerprint_lines(["}", "", "  });", "ok"])) == 0              # uninformative lines say nothing
+    assert fingerprint_lines(["const a = 1;  ", "const   a = 1;"]).itemsize == 8   # 64-bit hashes
+    assert len(fingerprint_lines(["const a = 1;  ", "const   a = 1;"])) == 1   # whitespace normalised
+    several = fingerprint_lines([f"const value{i} = compute({i});" for i in range(50)])
+    assert list(several) == sorted(set(several))                                 # sorted, unique
 
 
 def test_the_migration_rereads_an_index_written_before_it(tmp_path):
@@ -235,3 +236,21 @@ def test_a_package_beside_its_sources_mirrors_without_a_build_folder(tmp_path, n
              "v4/core/api.d.ts": WIDGET_DTS, "v4/core/api.d.cts": WIDGET_DTS}
     with indexed_engine(tmp_path, files) as engine:
         assert recorded(engine) == {p: ["src/v4/core/api.ts"] for p in files if p.startswith("v4/")}
+
+
+def test_both_pairings_count_the_same_shared_lines():
+    # _shared_lines pairs in plain Python unless numpy is loaded already; both forms must agree.
+    import random
+
+    from rag.ingest import copies
+
+    rng = random.Random(7)
+    fingerprints = {f"f{i:03}.js": fingerprint_lines([f"const value{rng.randrange(300)} = 1;" for _ in range(rng.randrange(60))])
+                    for i in range(150)}
+    fingerprints["empty.js"] = fingerprint_lines([])
+    for involving in (None, {}, {"f003.js": [], "f010.js": []}):
+        python = copies._shared_lines_python(fingerprints, involving=involving)
+        vectorised = copies._shared_lines_numpy(fingerprints, involving=involving)
+        assert dict(python) == dict(vectorised)
+        assert python or involving is not None  # random lines: many pairs share some, few are near-identical
+    assert copies._shared_lines_python({}) == copies._shared_lines_numpy({}) == {}
