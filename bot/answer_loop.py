@@ -109,24 +109,43 @@ class OldestFirst:
 
 
 class _TextRelay:
-    """Streamed text from the answer loop to a callback on the caller's loop, batched."""
+    """Streamed text from the answer loop to a callback on the caller's loop, batched.
+
+    A callback that fails in the timer task (the terminal's pipe closed, a client gone) is not
+    lost there: nothing more is sent, and the answer gets the error at its next ``feed`` (or when
+    it ends, :meth:`raise_failure`), so it stops instead of streaming on to nobody.
+    """
 
     def __init__(self, callback: Callable[[str], Any], target: asyncio.AbstractEventLoop, interval_s: float) -> None:
         self._callback, self._target, self._interval_s = callback, target, interval_s
         self._buffer: list[str] = []
         self._sender: asyncio.Task | None = None
+        self._failure: BaseException | None = None
 
     async def feed(self, text: str) -> None:
-        """The answer's ``on_token`` (on the answer loop): keep the text, send it within ``interval_s``."""
+        """The answer's ``on_token`` (on the answer loop): keep the text, send it within ``interval_s``.
+
+        Raises:
+            Exception: what the callback raised for earlier text.
+        """
+        self.raise_failure()
         self._buffer.append(text)
         if self._sender is None:
             self._sender = asyncio.get_running_loop().create_task(self._send_later())
+
+    def raise_failure(self) -> None:
+        """Raise what the callback raised in the timer task, if it did."""
+        if self._failure is not None:
+            raise self._failure
 
     async def _send_later(self) -> None:
         try:
             while self._buffer:
                 await asyncio.sleep(self._interval_s)
                 await self.flush()
+        except Exception as exc:  # noqa: BLE001 - handed to the answer by feed()/raise_failure()
+            self._failure = exc
+            self._buffer.clear()
         finally:
             self._sender = None
 
@@ -139,12 +158,13 @@ class _TextRelay:
         await _on(self._target, self._callback, text)
 
     async def close(self) -> None:
-        """Stop the timer and send the rest."""
+        """Stop the timer and send the rest (nothing once the callback has failed)."""
         sender, self._sender = self._sender, None
         if sender is not None and not sender.done():
             sender.cancel()
             await asyncio.gather(sender, return_exceptions=True)
-        await self.flush()
+        if self._failure is None:
+            await self.flush()
 
 
 async def _on(target: asyncio.AbstractEventLoop, callback: Callable[..., Any], *args: Any) -> None:
@@ -225,11 +245,14 @@ class AnswerLoop:
 
         async def here() -> T:
             try:
-                return await work(offload, activity if on_activity is not None else None,
-                                  relay.feed if relay is not None else None)
+                result = await work(offload, activity if on_activity is not None else None,
+                                    relay.feed if relay is not None else None)
             finally:
                 if relay is not None:
                     await relay.close()
+            if relay is not None:
+                relay.raise_failure()  # the text never reached the caller
+            return result
 
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(here(), loop))
 

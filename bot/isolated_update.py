@@ -24,7 +24,8 @@ bot's readers see the old generation until the child commits, then the new one. 
 back the :class:`~rag.ingest.stats.IndexStats` and the secret-file values it found (the bot's
 redactor of live-tool output and questions adopts them). Errors in the child are raised in the bot
 as they were raised there (``UpdateCancelledError``, ``IndexUnavailableError`` …); a child that
-dies is an :class:`~rag.errors.IndexUnavailableError` saying so. Starting the child costs about a
+dies is an :class:`~rag.errors.IndexUnavailableError` saying so; a child whose bot is killed ends
+within a second, its transaction uncommitted (:func:`rag.ingest.pool.exit_with_owner`). Starting the child costs about a
 second of imports per run, small beside any reindex and the 300 s default interval. The child
 runs at a lower priority (:data:`DEFAULT_NICENESS`): a reindex is background work.
 """
@@ -43,6 +44,7 @@ from typing import Any
 from rag.engine import Engine
 from rag.errors import IndexUnavailableError
 from rag.ingest.chunk import ChunkPolicy
+from rag.ingest.pool import exit_with_owner
 from rag.ingest.stats import IndexStats
 from rag.ingest.walk import WalkPolicy
 
@@ -63,7 +65,10 @@ _CHANNELS: dict[str, Any] = {}
 arguments)."""
 
 
-def _init_child(progress: Any, stop: Any, niceness: int) -> None:
+def _init_child(progress: Any, stop: Any, niceness: int, bot_pid: int) -> None:
+    # A bot killed mid-reindex (kill -9, the OOM killer) must not leave this process updating the
+    # index without its lock, then waiting forever for work: it ends within a second, unwritten.
+    exit_with_owner(bot_pid)
     _CHANNELS["progress"], _CHANNELS["stop"] = progress, stop
     if niceness:
         try:
@@ -118,7 +123,7 @@ class ProcessUpdate:
         try:
             pool = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=context,
                                                           initializer=_init_child,
-                                                          initargs=(updates, stop, self.niceness))
+                                                          initargs=(updates, stop, self.niceness, os.getpid()))
         except OSError as exc:
             raise IndexUnavailableError(f"could not start the index update process: {exc}") from exc
         try:

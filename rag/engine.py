@@ -186,6 +186,25 @@ class Engine:
 
     # -- indexing ------------------------------------------------------------------------------
 
+    _OWN_SUFFIXES = ("", "-wal", "-shm", "-journal", ".lock", ".lock.json")
+    """What lives beside an index file: SQLite's WAL, shared memory and journal, the reindex lock
+    and its holder record (:mod:`rag.ingest.reindexer`)."""
+
+    def _drop_own_files(self, report) -> None:
+        """Remove the index's own files from ``report`` when the index lies inside the repository
+        outside ``.rag/`` (``RAG_INDEX_PATH=index.sqlite``), counted as ``skipped["index_file"]``:
+        the lock's JSON record would otherwise be indexed, and re-read on every update."""
+        index = Path(self.index.path).resolve()
+        try:
+            rel = index.relative_to(self.repo_root.resolve()).as_posix()
+        except ValueError:
+            return  # outside the repository: the walk never sees it
+        own = {rel + suffix for suffix in self._OWN_SUFFIXES}
+        kept = [f for f in report.files if f.path not in own and not f.path.startswith(rel + ".broken-")]
+        if len(kept) != len(report.files):
+            report.skipped["index_file"] = report.skipped.get("index_file", 0) + len(report.files) - len(kept)
+            report.files = kept
+
     def update(self, *, full: bool = False, progress: ProgressFn | None = None,
                should_stop: Callable[[], bool] | None = None) -> IndexStats:
         """Bring the index up to date with the working tree, in one transaction.
@@ -211,6 +230,7 @@ class Engine:
         started = time.perf_counter()
         with self._update_lock:
             report = walk(self.repo_root, self.walk_policy, should_stop=should_stop)
+            self._drop_own_files(report)
             if self.scope is not None:
                 self.scope.apply(report)
             if self.index.meta("parse_version") not in (None, str(PARSE_VERSION)):

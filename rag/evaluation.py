@@ -29,9 +29,10 @@ __all__ = ["load_jsonl", "rank_of", "score_results", "run_eval", "run_bench", "B
 
 
 def load_jsonl(path: Path) -> list[dict]:
-    """Parse a JSON-lines file (blank lines skipped). Raises ``ValueError`` with the line number."""
+    """Parse a JSON-lines file (blank lines skipped, a UTF-8 byte-order mark dropped). Raises ``ValueError`` with the
+    line number."""
     out = []
-    with open(path, encoding="utf-8", errors="strict") as fh:
+    with open(path, encoding="utf-8-sig", errors="strict") as fh:
         try:
             lines = fh.readlines()
         except UnicodeDecodeError as exc:
@@ -42,6 +43,8 @@ def load_jsonl(path: Path) -> list[dict]:
                     out.append(json.loads(line))
                 except json.JSONDecodeError as exc:
                     raise ValueError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+                except RecursionError:
+                    raise ValueError(f"{path}:{number}: not valid JSON (nested too deeply)") from None
     return out
 
 

@@ -63,6 +63,8 @@ class Reply:
         tail_s: after the events, keep the stream open this long with ``: ping``
             keep-alives every 0.2 s before ending it (a provider that lingers).
         headers: extra response headers (``Retry-After`` on a 429).
+        drop: after the events, close the connection without ending the response (a provider or
+            proxy that dies mid-answer: the client sees an incomplete chunked body).
     """
 
     events: list[Any] = field(default_factory=list)
@@ -72,6 +74,7 @@ class Reply:
     gap_s: float = 0.0
     tail_s: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    drop: bool = False
 
 
 def chunk(delta: dict | None = None, *, finish_reason: str | None = None, usage: dict | None = None,
@@ -261,6 +264,10 @@ class FakeOpenAIServer:
                 else:
                     line = "data: " + event
                 await response.write((line + "\n\n").encode())
+            if reply.drop:
+                await asyncio.sleep(0.05)  # the events reach the client first
+                request.transport.close()
+                return response
             deadline = asyncio.get_running_loop().time() + reply.tail_s
             while reply.tail_s and asyncio.get_running_loop().time() < deadline and not self._stopping.is_set():
                 await response.write(b": ping\n\n")

@@ -81,3 +81,48 @@ def test_json_output_never_carries_raw_control_characters(tmp_path, repo):
                                       "--index", str(tmp_path / "j.sqlite")])
     assert result.exit_code == 0 and "\x1b" not in result.stdout
     json.loads(result.stdout)
+
+
+def test_listings_escape_control_characters_and_line_breaks_in_names(tmp_path):
+    """File names are repository data: ``code symbols|env|deps`` printed them raw (an escape sequence in
+    a name reached the terminal), and a newline or tab in a name split one listing line in two."""
+    root = tmp_path / "names"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "\x1b[31mevil.py").write_text("import os\n\ndef evil_escape():\n    return os.environ['EVIL_MODE']\n")
+    (root / "src" / "new\nline.py").write_text("def newline_file():\n    return 1\n")
+    (root / "src" / "tab\there.py").write_text("def tab_file():\n    return 2\n")
+    index = str(tmp_path / "names.sqlite")
+
+    def run(*args: str) -> str:
+        result = CliRunner().invoke(cli, [*args, "--repo", str(root), "--index", index], color=True)
+        assert result.exit_code == 0, result.output
+        assert "\x1b" not in result.stdout and "\t" not in result.stdout, args
+        return result.stdout
+
+    symbols = run("code", "symbols").splitlines()
+    assert "src/\\x1b[31mevil.py:3-4  function  evil_escape" in symbols
+    assert "src/new\\x0aline.py:1-2  function  newline_file" in symbols
+    assert "src/tab\\x09here.py:1-2  function  tab_file" in symbols
+    assert "EVIL_MODE                        src/\\x1b[31mevil.py:4" in run("code", "env").splitlines()
+    assert "dependencies:" in run("code", "deps", "src/\x1b[31mevil.py")
+    listed = run("retrieve", "newline_file tab_file evil_escape").splitlines()
+    assert any(line.endswith("src/new\\x0aline.py:1-2") for line in listed), listed
+    assert all(":" in line for line in listed), listed  # one source per line
+
+
+def test_json_output_escapes_c1_control_characters(tmp_path):
+    """JSON escapes U+0000-U+001F itself, but ``ensure_ascii=False`` printed U+007F-U+009F raw: a
+    repository string holding U+009B (CSI) or U+009D (OSC) reached the terminal through ``--json``
+    and ``slackzilla tool``, though the text output escapes them."""
+    root = tmp_path / "c1"
+    root.mkdir()
+    (root / "app.js").write_text('// banner printer\nconsole.log("\u009b31m red \u009d0;title\x07 hello");\n',
+                                 encoding="utf-8")
+    index = str(tmp_path / "c1.sqlite")
+    for args in (["context", "banner printer hello", "--json"], ["ask", "banner printer hello", "--no-ai", "--json"],
+                 ["tool", "readFile", "--args", '{"path": "app.js"}']):
+        result = CliRunner().invoke(cli, [*args, "--repo", str(root), "--index", index])
+        assert result.exit_code in (0, 1), result.output
+        assert not any(0x7F <= ord(ch) <= 0x9F for ch in result.stdout), args
+        data = json.loads(result.stdout)
+        assert "\u009b31m red" in json.dumps(data, ensure_ascii=False), args  # the text itself is kept

@@ -21,6 +21,7 @@ import logging
 
 from aiohttp import web
 
+from bot.api.bodies import BodyTooLargeError, read_json
 from rag.documents import DocumentError, DocumentTooLargeError
 from rag.errors import UserError
 
@@ -73,11 +74,11 @@ async def add_document(request: web.Request) -> web.Response:
     docs, refused = _service(request)
     if refused is not None:
         return refused
-    if request.content_length is not None and request.content_length > MAX_DOCUMENT_BODY_BYTES:
-        return _error(413, "too_large", f"The body is larger than {MAX_DOCUMENT_BODY_BYTES} bytes.")
     try:
-        body = await request.json()
-    except (ValueError, UnicodeDecodeError):
+        body = await read_json(request, limit=MAX_DOCUMENT_BODY_BYTES)
+    except BodyTooLargeError as err:
+        return _error(413, "too_large", str(err))
+    except ValueError:  # not UTF-8, not JSON
         return _error(400, "bad_request", 'The body must be JSON like {"title": "...", "text": "..."}.')
     if not isinstance(body, dict):
         return _error(400, "bad_request", 'The body must be a JSON object with "title" and "text".')

@@ -15,7 +15,8 @@ and converts the answer back):
     GET  /api/admin/errors    {"errors": [...]}   bearer ADMIN_API_TOKEN; 404 when the token is unset
     *    /api/documents       documents (bearer ADMIN_API_TOKEN): see bot.api.documents
     POST /api/ask             {"question", "with_ai"?} → bot.asker.Asker.answer → text/event-stream of
-                              ``activity``, ``token`` and ``done`` events (``error`` on failure)
+                              ``activity``, ``token`` and ``done`` events (``error`` on failure);
+                              any other field is a 400, a body over 64 KiB a 413
 
 Who may call them is :mod:`bot.api.exposure`'s rule: on a server reachable from other
 hosts every route but ``/healthz`` needs the bearer ``ADMIN_API_TOKEN``; on a local one
@@ -36,6 +37,7 @@ import logging
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from bot.api.bodies import BodyTooLargeError, read_json
 from bot.api.exposure import Refusal, ask_refusal, read_refusal
 from bot.api.documents import install_documents_api
 from bot.identity import Identity
@@ -231,13 +233,17 @@ async def ask(request: web.Request) -> web.StreamResponse:
     if refusal is not None:
         log.info("refused POST /api/ask: %s", refusal.code)
         return _refused(refusal)
-    if request.content_length is not None and request.content_length > MAX_QUESTION_BODY_BYTES:
-        return _error(413, "too_large", f"The body is larger than {MAX_QUESTION_BODY_BYTES} bytes.")
     try:
-        body = await request.json()
-    except (ValueError, UnicodeDecodeError):
+        body = await read_json(request, limit=MAX_QUESTION_BODY_BYTES)
+    except BodyTooLargeError as err:
+        return _error(413, "too_large", str(err))
+    except ValueError:  # not UTF-8, not JSON
         return _error(400, "bad_request", 'The body must be JSON like {"question": "..."}.')
     question = body.get("question") if isinstance(body, dict) else None
+    unknown = sorted(set(body) - {"question", "with_ai"}) if isinstance(body, dict) else []
+    if unknown:  # a client's top_k or repo must not be dropped without a word
+        return _error(400, "bad_request", f"Unknown field(s): {', '.join(unknown)[:200]}; "
+                                          'the body takes "question" and "with_ai".')
     try:
         if not isinstance(question, str):
             raise EmptyQuestionError()
@@ -253,9 +259,21 @@ async def ask(request: web.Request) -> web.StreamResponse:
     })
     await response.prepare(request)
 
+    answering: asyncio.Future | None = None
+    gone = False
+
     async def send(event: str, data) -> None:
+        nonlocal gone
+        if gone:
+            return
         payload = json.dumps(data, ensure_ascii=False, default=str)
-        await response.write(f"event: {event}\ndata: {payload}\n\n".encode())
+        try:
+            await response.write(f"event: {event}\ndata: {payload}\n\n".encode())
+        except ConnectionResetError:
+            # The client went away: nobody reads the rest, so the answer (and the model) stop here.
+            gone = True
+            if answering is not None:
+                answering.cancel()
 
     async def on_activity(activity) -> None:
         await send("activity", activity.to_json() if hasattr(activity, "to_json") else activity)
@@ -264,18 +282,26 @@ async def ask(request: web.Request) -> web.StreamResponse:
         await send("token", {"text": text})
 
     identity = Identity(user_id=None, is_admin=bool(token), source="api")
+    started = asyncio.get_running_loop().time()
     try:
-        result = await request.app[ASKER_KEY].answer(question, identity=identity, on_activity=on_activity,
-                                                     on_token=on_token, with_ai=with_ai)
-        await send("done", result.to_json())
+        answering = asyncio.ensure_future(request.app[ASKER_KEY].answer(
+            question, identity=identity, on_activity=on_activity, on_token=on_token, with_ai=with_ai))
+        try:
+            result = await answering
+        except asyncio.CancelledError:
+            if not gone:
+                raise  # the server is stopping
+        else:
+            await send("done", result.to_json())
     except UserError as err:
         await send("error", {"error": type(err).__name__, "message": str(err)})
-    except ConnectionResetError:
-        log.info("/api/ask client went away")
-        return response
     except Exception as err:  # noqa: BLE001 - the stream must end with a reason
         ctx.runtime.errors.capture(err, command="api.ask", keep_message=False)
         log.error("/api/ask failed with %s", type(err).__name__, exc_info=True)
         await send("error", {"error": "internal", "message": "The answer failed; the error has been logged."})
+    if gone:
+        log.info("/api/ask client went away after %.1f s; the answer was stopped",
+                 asyncio.get_running_loop().time() - started)
+        return response
     await response.write_eof()
     return response

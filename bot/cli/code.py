@@ -17,7 +17,8 @@ from collections import Counter
 
 import click
 
-from bot.cli.common import check_question, emit, friendly_errors, index_option, json_option, open_engine, printable, repo_option
+from bot.cli.common import (check_question, emit, friendly_errors, index_option, json_option, note_if_nothing_indexed,
+                            open_engine, printable, repo_option)
 from rag.parse.parser import FULL, language_display, language_for_path, structure_level, supported_languages
 
 __all__ = ["code_group", "context_cmd"]
@@ -85,7 +86,7 @@ def symbols_cmd(repo, index_path, as_json) -> None:
         return
     for r in records:
         owner = f"{r['parent']}." if r.get("parent") else ""
-        click.echo(f"{r['path']}:{r['line']}-{r['end']}  {r['kind']:<9} {owner}{r['name']}")
+        click.echo(printable(f"{r['path']}:{r['line']}-{r['end']}  {r['kind']:<9} {owner}{r['name']}", one_line=True))
 
 
 @code_group.command("routes")
@@ -103,7 +104,7 @@ def routes_cmd(repo, index_path, as_json) -> None:
         return
     for r in records:
         handler = f"  → {r['handler']}" if r.get("handler") else ""
-        click.echo(f"{r['method']:<7} {r['route']:<40} {r['path']}:{r['line']}{handler}")
+        click.echo(printable(f"{r['method']:<7} {r['route']:<40} {r['path']}:{r['line']}{handler}", one_line=True))
 
 
 @code_group.command("env")
@@ -122,7 +123,7 @@ def env_cmd(repo, index_path, as_json) -> None:
         emit(records)
         return
     for r in records:
-        click.echo(f"{r['name']:<32} {r['path']}:{r['line']}")
+        click.echo(printable(f"{r['name']:<32} {r['path']}:{r['line']}", one_line=True))
 
 
 @code_group.command("deps")
@@ -138,7 +139,7 @@ def deps_cmd(path, repo, index_path, as_json) -> None:
         graph = engine.code_graph()
         structure = graph.structure(path)
         if structure is None and path not in engine.indexed_paths():
-            raise click.UsageError(f"{path} is not an indexed file of this repository")
+            raise click.UsageError(f"{printable(path, one_line=True)} is not an indexed file of this repository")
         result = {"dependencies": graph.dependencies(path), "dependants": graph.dependants(path)}
     finally:
         engine.close()
@@ -154,7 +155,7 @@ def deps_cmd(path, repo, index_path, as_json) -> None:
     for title in ("dependencies", "dependants"):
         click.echo(f"{title}:")
         for p in result[title] or ["(none)"]:
-            click.echo(f"  {p}")
+            click.echo(printable(f"  {p}", one_line=True))
 
 
 @click.command("context")
@@ -172,6 +173,8 @@ def context_cmd(question, repo, index_path, budget, limit, as_json) -> None:
     try:
         sources = engine.retrieve(question, limit=limit)
         packed = engine.pack_context(question, sources=sources, budget_tokens=budget)
+        if not sources:
+            note_if_nothing_indexed(engine)
     finally:
         engine.close()
     if as_json:

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_FAILURE", "EXIT_USAGE", "bot_core", "check_question", "emit", "embeddings_provider", "fail",
-    "friendly_errors", "index_option", "json_option", "open_engine", "pool_policy", "printable", "progress_bar",
-    "repo_option", "reranker", "run_update",
+    "friendly_errors", "index_option", "json_option", "json_text", "note_if_nothing_indexed", "open_engine",
+    "pool_policy", "printable", "progress_bar", "repo_option", "reranker", "run_update",
 ]
 
 EXIT_USAGE = 2
@@ -42,7 +42,8 @@ def fail(message: str, code: int = EXIT_FAILURE) -> None:
 
 
 def friendly_errors(fn: Callable) -> Callable:
-    """Turn engine and OS errors into one clear line and a non-zero exit."""
+    """Turn engine and OS errors into one clear line and a non-zero exit (a closed stdout pipe, as
+    under ``| head``, is left to click, which exits 1 quietly)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -50,6 +51,9 @@ def friendly_errors(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except RagError as exc:
             fail(str(exc))
+        except BrokenPipeError:
+            # The reader went away (`| head`): click's own handler exits 1 without a message.
+            raise
         except (OSError, ValueError) as exc:
             fail(str(exc))
         except sqlite3.Error as exc:
@@ -85,20 +89,34 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print one JS
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL_OR_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-def printable(text: str) -> str:
+def printable(text: str, *, one_line: bool = False) -> str:
     """``text`` safe for a terminal: control characters other than newline and tab shown as ``\\xNN``.
 
     Repository text could otherwise carry escape sequences (OSC 52 clipboard
-    writes, cursor moves) into the user's terminal.
+    writes, cursor moves) into the user's terminal. With ``one_line`` (a listing
+    line holding a file name, a heading or a symbol), newline and tab are escaped
+    too: a name ``a\\nb.py`` would otherwise print as two lines of the listing.
     """
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+    pattern = _CONTROL_OR_BREAK if one_line else _CONTROL
+    return pattern.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+
+
+_C1 = re.compile(r"[\x7f-\x9f]")
+
+
+def json_text(data, *, indent: int | None = None) -> str:
+    """``data`` as JSON with non-ASCII text kept, except DEL and the C1 controls (U+007F-U+009F,
+    e.g. U+009B, an 8-bit CSI a terminal may obey), written as ``\\u`` escapes; JSON itself
+    escapes U+0000-U+001F. Only string contents can hold them, so the result parses the same."""
+    return _C1.sub(lambda m: f"\\u{ord(m.group(0)):04x}", json.dumps(data, ensure_ascii=False, indent=indent))
 
 
 def emit(data) -> None:
-    """Print ``data`` as one JSON line on stdout."""
-    click.echo(json.dumps(data, ensure_ascii=False, indent=None))
+    """Print ``data`` as one JSON line on stdout (:func:`json_text`)."""
+    click.echo(json_text(data))
 
 
 def check_question(question: str | None) -> str:
@@ -152,6 +170,22 @@ def open_engine(repo: Path | None, index_path: Path | None, *, update: bool = Tr
     from rag.federation import FederatedEngine
 
     return FederatedEngine(engines)
+
+
+def note_if_nothing_indexed(engine) -> None:
+    """``note: Nothing is indexed in NAME: …`` on stderr for each repository of ``engine`` whose index
+    holds no file, so an empty answer is not taken for "nothing matched" (``ask`` raises
+    ``IndexEmptyError`` instead; :func:`rag.ingest.reindexer.empty_index_message` is the text)."""
+    from rag.ingest.reindexer import empty_index_message
+
+    members = getattr(engine, "members", None) or {"": engine}
+    for member in members.values():
+        try:
+            files = member.index.counts()[0]
+        except sqlite3.Error:
+            continue  # the retrieval itself reports an unreadable index
+        if files == 0:
+            click.echo(f"note: {empty_index_message(member.repo_root.name, None)}", err=True)
 
 
 def run_update(engine: Engine, *, full: bool, quiet: bool):

@@ -67,7 +67,7 @@ def docs_group() -> None:
 
 
 @docs_group.command("add")
-@click.argument("source", type=click.File("r", encoding="utf-8", errors="replace"))
+@click.argument("source", type=click.File("rb"))
 @click.option("--title", required=True, help="The document's title (1-200 characters).")
 @repo_name_option
 @click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Metadata (repeatable), e.g. url=https://…")
@@ -81,7 +81,12 @@ def add_cmd(source, title: str, repo: str | None, meta: tuple[str, ...], as_json
         if not sep or not key.strip():
             fail(f"--meta takes KEY=VALUE, got {item!r}", 2)
         metadata[key.strip()] = value
-    text = source.read()
+    from rag.ingest.walk import decode_text
+
+    text = decode_text(source.read())  # as a repository file: UTF-8, or UTF-16/32 with a BOM
+    if text is None:
+        fail(f"{source.name if source.name != '<stdin>' else 'the input'} is not text (it holds NUL bytes, "
+             "as binary files do); documents are text")
     with _service(repo) as (service, name):
         stored = service.add(title, text, metadata=metadata, repo=name)
     if as_json:

@@ -83,7 +83,7 @@ def _index_one(config, *, full: bool, as_json: bool, single: bool = False) -> di
     if run.copies:
         click.echo(f"{run.copies} files are build output or copies of an indexed source (ranked below their sources)")
     for problem in run.problems:
-        click.echo(f"  not indexed: {printable(problem['path'])} ({problem['reason']})")
+        click.echo(f"  not indexed: {printable(problem['path'], one_line=True)} ({problem['reason']})")
     report = (record.sources or {}).get("github")
     if report:
         from rag.sources.github import github_status

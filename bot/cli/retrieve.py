@@ -7,7 +7,8 @@ import click
 
 from rag.tools.schemas import CHUNK_KINDS
 
-from bot.cli.common import check_question, emit, friendly_errors, index_option, json_option, open_engine, printable, repo_option
+from bot.cli.common import (check_question, emit, friendly_errors, index_option, json_option, note_if_nothing_indexed,
+                            open_engine, printable, repo_option)
 
 __all__ = ["retrieve_cmd"]
 
@@ -42,6 +43,8 @@ def retrieve_cmd(question, repo, index_path, limit, kind, batch, as_json) -> Non
             return
         sources = engine.retrieve(question, limit=limit, kind=kind)
         images = engine.retrieve_images(question)
+        if not sources:
+            note_if_nothing_indexed(engine)
     finally:
         engine.close()
     if as_json:
@@ -50,4 +53,5 @@ def retrieve_cmd(question, repo, index_path, limit, kind, batch, as_json) -> Non
     if not sources:
         click.echo("No matching sources.")
     for s in sources:
-        click.echo(printable(f"{s.score:7.3f}  {s.path}:{s.start}-{s.end}" + (f"  # {s.heading}" if s.heading else "")))
+        click.echo(printable(f"{s.score:7.3f}  {s.path}:{s.start}-{s.end}" + (f"  # {s.heading}" if s.heading else ""),
+                             one_line=True))

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from bot.config_file import DocumentsConfig, RepoConfig, find_config_file, read_config_file, resolve_github
-from rag.config import ConfigError, GitHubConfig
+from rag.config import ConfigError, GitHubConfig, engine_paths
 from rag.federation import ALL
 
 __all__ = ["configured_documents", "configured_repositories", "select_repositories"]
@@ -65,12 +65,17 @@ def _unconfigured(path: Path, index_path: Path | None) -> RepoConfig:
 def select_repositories(repo: Path | str | None, index_path: Path | None) -> list[RepoConfig]:
     """What ``--repo``/``--index`` select: one repository, or every configured one for ``all``.
 
-    ``--index`` applies to a single repository only (with ``all`` it is refused).
+    ``--index`` applies to a single repository only (with ``all`` it is refused). Without ``--repo``
+    (``repo`` None), ``$REPO_PATH`` and ``$RAG_INDEX_PATH`` apply, then the configured default, then the
+    current directory.
 
     Raises:
         click.UsageError: ``--index`` with ``all``.
         ConfigError: an unusable ``slackzilla.toml``.
     """
+    if repo is None:  # no --repo (docs, repos): $REPO_PATH and $RAG_INDEX_PATH, as every other command
+        env_repo, env_index = engine_paths()
+        repo, index_path = env_repo, index_path if index_path is not None else env_index
     configured = configured_repositories()
     text = str(repo) if repo is not None else None
     if text is not None and text.lower() == ALL:

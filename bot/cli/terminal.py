@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.cli.common import printable
 from rag.answer.orchestrator import AnswerResult
 from rag.answer.prompting import source_label
 
@@ -26,11 +27,12 @@ def format_answer_for_terminal(result: AnswerResult, *, streamed: bool = False) 
     shown = result.shown_sources if result.mode == "ai" else []
     if shown:
         lines.append("Sources:")
-        lines += [f"  {source_label(s)}" + (f" — {s.heading}" if s.heading else "") for s in shown]
+        lines += [printable(f"  {source_label(s)}" + (f" — {s.heading}" if s.heading else ""), one_line=True)
+                  for s in shown]
     for note in result.notes:
         lines.append(f"Note: {note}")
     if result.images:
-        lines.append("Images: " + ", ".join(i.path for i in result.images))
+        lines.append(printable("Images: " + ", ".join(i.path for i in result.images), one_line=True))
     if result.error:
         lines.append(f"Note: {result.error}")
     if result.mode == "ai":

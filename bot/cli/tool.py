@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 
 import click
 
-from bot.cli.common import EXIT_FAILURE, EXIT_USAGE, bot_core, fail, friendly_errors, index_option, open_engine, repo_option
+from bot.cli.common import (EXIT_FAILURE, EXIT_USAGE, bot_core, fail, friendly_errors, index_option, json_text,
+                            open_engine, repo_option)
 
 __all__ = ["tool_cmd"]
 
@@ -33,6 +33,6 @@ def tool_cmd(name, args_json, describe, repo, index_path) -> None:
         result = asyncio.run(context.tools.call(name, args_json, identity=None))
     finally:
         engine.close()
-    click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+    click.echo(json_text(result.to_json(), indent=2))
     if not result.ok:
         sys.exit(EXIT_FAILURE)

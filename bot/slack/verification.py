@@ -14,7 +14,8 @@ logged with its whole body (a user's question, were it a stale replay).
 This aiohttp middleware, on ``POST <path>`` only, answers instead:
 
 * 400 for a malformed ``X-Slack-Request-Timestamp`` (not a whole number) or
-  ``X-Slack-Signature`` (not ``v0=`` and 64 hex digits), or a body that is not UTF-8;
+  ``X-Slack-Signature`` (not ``v0=`` and 64 hex digits), a body that is not UTF-8, or a
+  correctly signed body that is not a Slack payload (:func:`check_payload`);
 * 401 for a missing header, a timestamp more than :data:`MAX_CLOCK_SKEW_S` away from
   now (Slack's 5-minute replay window) or a signature that does not match;
 
@@ -26,6 +27,7 @@ own check then passes. Slack's ``ssl_check=1`` probes are Bolt's to answer
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import re
 import time
@@ -34,7 +36,7 @@ from typing import Callable
 from aiohttp import web
 from slack_sdk.signature import SignatureVerifier
 
-__all__ = ["MAX_CLOCK_SKEW_S", "SignatureProblem", "check_signature", "slack_signature_edge"]
+__all__ = ["MAX_CLOCK_SKEW_S", "SignatureProblem", "check_payload", "check_signature", "slack_signature_edge"]
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +88,36 @@ def check_signature(verifier: SignatureVerifier, *, timestamp: str | None, signa
         raise SignatureProblem(401, "bad_signature", "The request signature does not match.")
 
 
+def check_payload(content_type: str, body: bytes) -> None:
+    """Refuse a verified body that is not a Slack payload Bolt can read.
+
+    Bolt parses ``application/json`` bodies and a form's ``payload`` field itself, and a body
+    that is not a JSON object there (or an event that is not one) raised inside its middleware:
+    an HTTP 500 and a traceback per request. Slack never sends such bodies; a client holding the
+    signing secret could.
+
+    Raises:
+        SignatureProblem: 400 ``malformed_body``.
+    """
+    if content_type == "application/json":
+        raw = body
+    elif content_type == "application/x-www-form-urlencoded" and b"payload=" in body:
+        from urllib.parse import parse_qs
+
+        payload = parse_qs(body.decode("utf-8")).get("payload")
+        if not payload:
+            return  # "payload=" inside another field's name: a command's form, Bolt reads it
+        raw = payload[0].encode("utf-8")
+    else:
+        return
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("event", {}), dict):
+        raise SignatureProblem(400, "malformed_body", "The body is not a Slack payload (a JSON object).")
+
+
 def _is_ssl_check(request: web.Request, body: bytes) -> bool:
     return request.content_type == "application/x-www-form-urlencoded" and b"ssl_check=1" in body.split(b"&")
 
@@ -114,6 +146,7 @@ def slack_signature_edge(signing_secret: str, *, path: str,
         try:
             check_signature(verifier, timestamp=request.headers.get("X-Slack-Request-Timestamp"),
                             signature=request.headers.get("X-Slack-Signature"), body=body, now=clock())
+            check_payload(request.content_type, body)
         except SignatureProblem as problem:
             log.warning("refused a request to %s: %s (%d bytes, from %s)", path, problem.code, len(body),
                         request.remote or "?")

@@ -447,6 +447,7 @@ def _log_request(result: AnswerResult, *, top_k: int, kind: str | None) -> None:
         "ai_ms": round(result.timings_ms.get("ai", 0.0), 1),
         "total_ms": round(result.timings_ms.get("total", 0.0), 1),
         "failure_stage": result.failure_stage,
+        "error": result.error,  # the one-line reason (provider messages are redacted); never the question
         "citations": result.grounding.to_json() if result.grounding is not None else None,
     }
     ask_log.info(json.dumps(record))

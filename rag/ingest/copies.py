@@ -187,7 +187,7 @@ def map_sources(path: str, tail: str, repo_root: Path | None) -> list[str]:
                 return []
             doc = json.loads(file.read_text(encoding="utf-8", errors="replace"))
             map_folder = posixpath.dirname(map_path)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested past the parser's limit
         log.debug("source map of %s unreadable: %s", path, type(exc).__name__)
         return []
     if not isinstance(doc, dict) or not isinstance(doc.get("sources"), list):

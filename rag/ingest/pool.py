@@ -37,6 +37,7 @@ A worker that dies (killed, out of memory, a native crash) breaks the pool: an
 least every :data:`POLL_S` seconds even while no result arrives, so the reindexer's deadline
 (``REINDEX_TIMEOUT_S``) and shutdown still stop an update whose worker is stuck on a file:
 :class:`~rag.errors.UpdateCancelledError`, and the workers are terminated, not waited for.
+When the process running the pool is itself killed, each worker exits within :data:`PARENT_POLL_S`.
 """
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ from rag.store.index import FileRow, chunk_terms, structure_text
 from rag.types import WalkedFile
 
 __all__ = ["PoolPolicy", "DEFAULT_POOL_POLICY", "MAX_AUTO_WORKERS", "MIN_POOL_FILES", "POLL_S",
-           "usable_cpus", "prepare_files"]
+           "exit_with_owner", "usable_cpus", "prepare_files"]
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,8 @@ POLL_S = 0.1
 """Longest wait for a worker's result before ``should_stop`` is asked again (seconds)."""
 JOIN_S = 5.0
 """Longest wait for terminated workers to exit (seconds)."""
+PARENT_POLL_S = 0.5
+"""How often a worker checks that the process that started it is still alive (seconds)."""
 
 ProgressFn = Callable[[int, int], None]
 
@@ -243,7 +246,7 @@ def _prepare_in_pool(files, *, known, literals, chunk_policy, workers, ctx, prog
     # Compiled here once: forked workers inherit the queries, and later small updates parse here.
     warm_grammars(wf.path for wf in files if _may_have_changed(wf, known.get(wf.path)))
     executor = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_start_worker,
-                                   initargs=(literals, chunk_policy))
+                                   initargs=(literals, chunk_policy, os.getpid()))
     finished = False
     try:
         futures: list[Future | None] = [executor.submit(_prepare_batch, batch) for batch in batches]
@@ -353,9 +356,43 @@ _WORKER: _WorkerState | None = None
 one place a process-pool worker can keep what its tasks share. Unused in the parent process."""
 
 
-def _start_worker(literals: LiteralRedactor, chunk_policy: ChunkPolicy) -> None:
+def _start_worker(literals: LiteralRedactor, chunk_policy: ChunkPolicy, owner: int) -> None:
     global _WORKER
+    exit_with_owner(owner)
     _WORKER = _WorkerState(literals, chunk_policy, StructureParser())
+
+
+def exit_with_owner(owner: int) -> None:
+    """End this worker process when ``owner``, the process that runs its pool, dies (``kill -9`` of
+    ``slackzilla index`` or of the bot's update child, an out-of-memory kill).
+
+    Nothing else would: a worker holds the write end of its own task queue, so it never sees
+    end-of-file and would wait for work forever, reparented to init (seen as ``slackzilla index``
+    processes left over after a killed build); a ``forkserver`` worker also keeps the fork server
+    alive, since each child inherits the server's liveness pipe. A daemon thread checks every
+    :data:`PARENT_POLL_S` that this process's parent is unchanged (a forked worker's parent is the
+    owner) and that ``owner`` still exists (a fork-server worker's parent is the server), and ends
+    the process at once (``os._exit``: nothing to save, the writer of the results is gone; an
+    uncommitted SQLite transaction of the worker is rolled back). Also used by the bot's update
+    process (:mod:`bot.isolated_update`), a pool worker too.
+    """
+    parent = os.getppid()
+
+    def owner_alive() -> bool:
+        try:
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:  # PermissionError: a process exists under that id
+            return True
+        return True
+
+    def watch() -> None:
+        while os.getppid() == parent and owner_alive():
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="sz-owner-watch", daemon=True).start()
 
 
 def _prepare_batch(batch: list[tuple[WalkedFile, FileRow | None]]) -> list[PrepareResult]:

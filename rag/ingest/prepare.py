@@ -34,7 +34,7 @@ from pathlib import Path
 
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy, chunk_file, split_lines
 from rag.ingest.symbol_chunks import SymbolSpan
-from rag.ingest.walk import classify_kind, decode_text
+from rag.ingest.walk import classify_kind, decode_text, read_regular_file
 from rag.parse.parser import PARSEABLE_EXTENSIONS, CodeParser, FileStructure
 from rag.secrets import LiteralRedactor, redact_secrets, secret_file_values
 from rag.store.index import FileRow, FileUpdate
@@ -120,7 +120,7 @@ def secret_literals(repo_root: Path, secret_files: Sequence[str]) -> LiteralReda
     values: set[str] = set()
     for rel in secret_files:
         try:
-            text = decode_text((repo_root / rel).read_bytes()[:MAX_SECRET_FILE_BYTES])
+            text = decode_text(read_regular_file(repo_root / rel, MAX_SECRET_FILE_BYTES))
         except OSError:
             continue
         if text:
@@ -200,7 +200,7 @@ def prepare_file(
         Never raises for a bad file; a parser failure propagates.
     """
     try:
-        data = wf.abs_path.read_bytes()
+        data = read_regular_file(wf.abs_path)  # never through a link or into a FIFO swapped in since the walk
     except OSError:
         return Skipped("unreadable")
     digest = content_hash(data)

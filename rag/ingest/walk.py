@@ -65,6 +65,7 @@ Example::
 from __future__ import annotations
 
 import codecs
+import errno
 import logging
 import os
 import re
@@ -89,6 +90,7 @@ __all__ = [
     "decode_text",
     "classify_kind",
     "is_secret_file",
+    "read_regular_file",
     "read_text",
     "text_file_type",
     "walk",
@@ -232,7 +234,27 @@ def _load_ignore_spec(directory: str, names: set[str], extra: list[str] | None =
         lines.extend(_read_ignore_lines(os.path.join(directory, ignore_name)))
     if not any(line.strip() and not line.startswith("#") for line in lines):
         return None
-    return GitIgnoreSpec.from_lines(lines)
+    try:
+        return GitIgnoreSpec.from_lines(lines)
+    except Exception:  # noqa: BLE001 - pathspec's GitIgnorePatternError (a ValueError), re.error for a bad range
+        return GitIgnoreSpec.from_lines(_patterns_that_compile(lines, directory))
+
+
+def _patterns_that_compile(lines: list[str], directory: str) -> list[str]:
+    """``lines`` without the patterns pathspec refuses (a lone ``!``, a trailing backslash, a reversed
+    range such as ``[z-a]``), each logged with its directory. git reads such an ignore file and those
+    patterns match nothing, so dropping them keeps git's result; refusing the file failed the whole
+    index build."""
+    kept: list[str] = []
+    for line in lines:
+        try:
+            GitIgnoreSpec.from_lines([line])
+        except Exception as exc:  # noqa: BLE001 - as above
+            logger.warning("ignore rules in %r (.gitignore, .szignore or .git/info/exclude): pattern %r skipped, "
+                           "it matches nothing (%s)", directory, line, exc)
+            continue
+        kept.append(line)
+    return kept
 
 
 def _read_info_exclude(root: str) -> list[str]:
@@ -541,17 +563,35 @@ def walk(root: Path, policy: WalkPolicy = DEFAULT_WALK_POLICY, *, should_stop=No
                       secret_files=sorted(walker.secret_files), problems=walker.problems)
 
 
+def read_regular_file(path: Path | str, limit: int | None = None) -> bytes:
+    """The bytes of ``path`` (at most ``limit``), only if it is still a regular file, not a link.
+
+    The walk checked each file with ``lstat``, but the tree may change before it is read: a
+    file replaced by a FIFO would block ``open`` forever (the index build hung), one replaced by
+    a symbolic link would be read through it (a file outside the repository indexed). Opened with
+    ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat``, as the ignore files are.
+
+    Raises:
+        OSError: it cannot be opened (gone, a link: ``ELOOP``) or is not a regular file (``EINVAL``).
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        return fh.read() if limit is None else fh.read(limit)
+
+
 def read_text(path: Path) -> str | None:
     """Read a walked file as text.
 
     Returns ``None`` for a binary file (one containing a NUL byte, git's own
-    heuristic). Otherwise the UTF-8 decoding with undecodable bytes replaced by
-    U+FFFD and a leading UTF-8 BOM removed; line endings are left as they are.
+    heuristic). Otherwise the text as :func:`decode_text` decodes it (UTF-8, a BOM removed,
+    a legacy Latin-1/Windows-1252 file recognised); line endings are left as they are.
 
     Raises:
         OSError: the file cannot be read (the indexer counts it as ``unreadable``).
     """
-    return decode_text(Path(path).read_bytes())
+    return decode_text(read_regular_file(path))
 
 
 _UNICODE_BOMS = (  # longest first: the UTF-32 LE mark starts with the UTF-16 LE one
@@ -565,8 +605,10 @@ def decode_text(data: bytes) -> str | None:
 
     A UTF-16 or UTF-32 file with its byte-order mark (Windows editors and PowerShell
     write them) is decoded by it; without a mark, a NUL byte means binary (git's
-    heuristic). Otherwise UTF-8, a leading UTF-8 BOM dropped, undecodable bytes replaced
-    by U+FFFD.
+    heuristic). Otherwise UTF-8, a leading UTF-8 BOM dropped; a file that is not valid
+    UTF-8 and holds no valid multi-byte UTF-8 sequence at all is a legacy single-byte
+    file, decoded as Windows-1252 (a superset of Latin-1 for text); otherwise its
+    undecodable bytes are replaced by U+FFFD.
     """
     for bom, encoding in _UNICODE_BOMS:
         if data.startswith(bom):
@@ -576,7 +618,18 @@ def decode_text(data: bytes) -> str | None:
         return None
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
-    return data.decode("utf-8", errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    text = data.decode("utf-8", errors="replace")
+    if any(ch > "\x7f" and ch != "\ufffd" for ch in text):
+        return text  # UTF-8 with a few stray bytes
+    # Not one valid multi-byte sequence: a single-byte legacy encoding. Windows-1252 is ISO-8859-1
+    # (Latin-1) plus letters and punctuation in 0x80-0x9F (WHATWG's Encoding Standard decodes
+    # "latin1"/"iso-8859-1" labels as windows-1252 for this reason); its five unassigned bytes are
+    # replaced.
+    return data.decode("cp1252", errors="replace")
 
 
 _DOC_TYPES = frozenset({"md", "markdown", "rst", "txt", "adoc"})

@@ -403,8 +403,8 @@ class ModelClient:
             The :class:`ModelTurn`.
 
         Raises:
-            ProviderError: HTTP error, connection failure, read timeout or malformed
-                stream (one-line reason).
+            ProviderError: HTTP error, connection failure, a connection lost mid-stream,
+                read timeout or malformed stream (one-line reason).
         """
         request: dict[str, Any] = {
             "model": self.config.model,
@@ -421,6 +421,7 @@ class ModelClient:
         finish_reason: str | None = None
         chunks = reasoning_chars = 0
         visible = TagFilter(TOOL_CALL_TAGS + REASONING_TAGS)
+        stream = None
         try:
             try:
                 stream = await self._client.chat.completions.create(**request)
@@ -461,6 +462,11 @@ class ModelClient:
             finally:
                 await stream.close()
         except (openai.OpenAIError, json.JSONDecodeError) as exc:
+            if stream is not None and type(exc) is openai.APIConnectionError:
+                # The provider answered; the connection dropped while the answer streamed.
+                raise ProviderError(
+                    f"the connection to the model provider was lost mid-answer (after {chunks} "
+                    f"chunk{'' if chunks == 1 else 's'}; the provider or a proxy closed the stream)") from exc
             raise provider_error(exc) from exc
         await _emit(on_token, visible.flush())
         calls = [

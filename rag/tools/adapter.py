@@ -359,6 +359,9 @@ class ToolAdapter:
             raise ToolFailure("invalid_arguments", f"arguments are not valid JSON ({exc.msg} at character "
                                                    f"{exc.pos}); send a JSON object. Received: "
                                                    f"{_preview(text)}; {expected}") from None
+        except RecursionError:
+            raise ToolFailure("invalid_arguments", "arguments are nested too deeply to parse; send a flat JSON "
+                                                   f"object. Received: {_preview(text)}; {expected}") from None
         errors = validate_arguments(self._specs[name].parameters, args)
         if errors:
             raise ToolFailure("invalid_arguments", "; ".join(errors[:5]) + f". Received: {_preview(text)}; {expected}")

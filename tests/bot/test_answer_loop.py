@@ -67,6 +67,37 @@ async def test_errors_and_cancellation_cross_the_loops():
         await answers.aclose()
 
 
+async def test_a_failing_text_callback_stops_the_answer_instead_of_being_lost(caplog):
+    """``slackzilla ask … | head``: the terminal's callback raised BrokenPipeError in the relay's
+    timer task, where nobody awaited it: a traceback per batch ("Task exception was never
+    retrieved") and the answer streamed on to the end. The answer now gets the error."""
+    import gc
+    import logging
+
+    answers = AnswerLoop(relay_interval_s=0.01)
+    fed: list[str] = []
+
+    def on_token(text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    async def streams(offload, activity, token):
+        for n in range(200):
+            fed.append(str(n))
+            await token(f"word{n} ")
+            await asyncio.sleep(0.01)
+        return "finished"
+
+    caplog.set_level(logging.ERROR, logger="asyncio")
+    try:
+        with pytest.raises(BrokenPipeError):
+            await answers.run(streams, on_token=on_token)
+    finally:
+        await answers.aclose()
+    assert len(fed) < 50, "the answer went on after its text could not be delivered"
+    gc.collect()
+    assert "never retrieved" not in caplog.text
+
+
 async def test_oldest_first_gives_a_freed_slot_to_the_smallest_ticket():
     gate = OldestFirst(1)
     order: list[int] = []

@@ -55,3 +55,54 @@ async def test_the_reindexer_runs_it_under_its_lock_and_records_the_run(engine):
     assert record is not None and record.ok and record.stats.files == 61 and record.generation == 1
     assert engine.retriever.builds["graph"] == 1  # warmed after the run
     assert not reindexer.running and reindexer.ready
+
+
+_KILLED_MID_UPDATE = """
+import multiprocessing, os, signal, sys
+from pathlib import Path
+from bot.isolated_update import ProcessUpdate
+from rag.engine import Engine
+
+engine = Engine.open(Path(sys.argv[1]), index_path=Path(sys.argv[2]))
+
+def progress(done, total):  # the child is indexing: the bot is killed now (kill -9, the OOM killer)
+    print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+ProcessUpdate(engine, niceness=0)(full=True, progress=progress)
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads process states from /proc")
+def test_the_update_process_ends_when_the_bot_is_killed(tmp_path):
+    """``kill -9`` of ``slackzilla serve`` during a reindex: its update process lived on, finished the
+    update without the bot's lock, then waited forever for the next one, reparented to init."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    files = {f"src/m{i}.js": f"function part{i}(a) {{ return a + {i}; }}\nmodule.exports = {{ part{i} }};\n"
+             for i in range(600)}
+    repo = write_repo(tmp_path / "repo", files)
+    bot = subprocess.Popen([sys.executable, "-c", _KILLED_MID_UPDATE, str(repo), str(tmp_path / "i.sqlite")],
+                           cwd=Path(__file__).resolve().parents[2], stdout=subprocess.PIPE, text=True)
+    children = [int(pid) for pid in bot.stdout.readline().split()]
+    bot.wait(30)
+    assert bot.returncode == -signal.SIGKILL and children
+
+    def running(pid: int) -> bool:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, IndexError):
+            return False
+        return state != "Z"
+
+    deadline = time.monotonic() + 10
+    while any(running(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in children if running(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"the update process {left} outlived the killed bot"

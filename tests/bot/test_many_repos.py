@@ -241,6 +241,14 @@ async def test_document_round_trip_through_the_api(two_repos, start_bot):
         assert refused.status == 401
     async with bot.session.post(url, json={"title": "Big", "text": "x" * 200_001}, headers=_auth()) as too_big:
         assert too_big.status == 413 and "limit is 200,000" in (await too_big.json())["message"]
+
+    async def chunked_over_the_byte_cap():  # no Content-Length: aiohttp's plain-text 413 answered this
+        for _ in range(40):
+            yield b" " * 32 * 1024
+        yield json.dumps({"title": "Big", "text": "x"}).encode()
+
+    async with bot.session.post(url, data=chunked_over_the_byte_cap(), headers=_auth()) as too_big:
+        assert too_big.status == 413 and (await too_big.json())["error"] == "too_large"
     async with bot.session.post(url, headers=_auth(), json={
             "title": "Incident rollback runbook", "text": RUNBOOK + " token=ghp_abcdefghijklmnopqrstuvwxyz0123456789",
             "metadata": {"team": "sre"}, "repo": "api"}) as created:
@@ -348,6 +356,17 @@ def test_document_round_trip_through_the_cli(two_repos, tmp_path, monkeypatch):
     assert json.loads(run("docs", "list", "--json").stdout)["documents"] == []
     too_big = runner.invoke(cli, ["docs", "add", "-", "--title", "Big"], input="x" * 200_001)
     assert too_big.exit_code == 1 and "the limit is 200,000" in too_big.output
+
+    # A binary file was stored as thousands of U+FFFD characters; a UTF-16 file with its BOM is text.
+    binary = tmp_path / "build.tar.gz"
+    binary.write_bytes(b"\x1f\x8b\x08\x00" + bytes(range(256)) * 8)
+    refused = runner.invoke(cli, ["docs", "add", str(binary), "--title", "Archive"])
+    assert refused.exit_code == 1 and "is not text" in refused.output and "Traceback" not in refused.output
+    assert json.loads(run("docs", "list", "--json").stdout)["documents"] == []
+    utf16 = tmp_path / "notes.txt"
+    utf16.write_bytes("\ufeffRollback needs the release tag.\n".encode("utf-16-le"))
+    added16 = json.loads(run("docs", "add", str(utf16), "--title", "Notes", "--json").stdout)["id"]
+    assert json.loads(run("docs", "show", added16, "--json").stdout)["text"] == "Rollback needs the release tag.\n"
 
 
 # -- /sz-reindex per repository ------------------------------------------------------------------------

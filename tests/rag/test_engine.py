@@ -267,7 +267,7 @@ def test_undecodable_bytes_are_replaced_not_fatal(engine, repo):
     stats = engine.update()
     assert stats.added == 1
     source = engine.retrieve("dessertqux")[0]
-    assert source.path == "src/latin.js" and "\ufffd" in source.text and (source.start, source.end) == (1, 2)
+    assert source.path == "src/latin.js" and "café crème" in source.text and (source.start, source.end) == (1, 2)
 
 
 def test_crlf_file_has_the_same_line_numbers_as_lf(engine, repo):
@@ -453,3 +453,26 @@ def test_index_is_readable_by_plain_sqlite(engine):
         assert conn.execute("SELECT COUNT(*) FROM files").fetchone()[0] == 12
     finally:
         conn.close()
+
+
+def test_an_index_kept_inside_the_repository_never_indexes_its_own_files(tmp_path):
+    """``RAG_INDEX_PATH=index.sqlite`` in the repository (or ``--index src/i.sqlite``): the reindex
+    lock's ``index.sqlite.lock.json`` (pid, trigger, user, start time) was indexed as a config file,
+    found by questions, and re-read on every update since it changes with each run."""
+    from rag.ingest.reindexer import Reindexer
+
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.js").write_text("export function startServer() { return 'listening'; }\n")
+    index = root / "src" / "i.sqlite"
+    reindexer = Reindexer(Engine.open(root, index_path=index))
+    try:
+        for _ in range(2):
+            record = reindexer.run(trigger="cli")
+            assert record.ok, record.error
+        engine = reindexer.engine
+        assert engine.indexed_paths() == ["src/app.js"]
+        assert record.stats.added == record.stats.changed == 0  # nothing of the index's own is re-read
+        assert all("lock" not in s.path for s in engine.retrieve("pid trigger started_at user"))
+    finally:
+        reindexer.engine.close()

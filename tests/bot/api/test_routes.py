@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from openai._streaming import SSEDecoder  # the SDK's own SSE decoder: no hand-written parser here
-from openai_server import FakeOpenAIServer, text_reply
+from openai_server import FakeOpenAIServer, Reply, chunk, text_reply
 from slack_fake import ADMIN_TOKEN
 
 from commands.registry import CommandSpec
@@ -131,11 +131,69 @@ async def test_ask_rejects_bad_bodies(make_bot):
     bot = await make_bot()
     for payload, expected in ((b"not json", "must be JSON"), (b'{"question": ""}', "non-empty"),
                               (b'{"question": 42}', "non-empty"), (b"[1, 2]", "non-empty"),
-                              (b'{"question": "q", "with_ai": "yes"}', "with_ai")):
+                              (b'{"question": "q", "with_ai": "yes"}', "with_ai"),
+                              # a field the API does not take was ignored: the answer silently used defaults
+                              (b'{"question": "q", "top_k": 3}', 'Unknown field(s): top_k'),
+                              (b'{"question": "q", "repo": "web", "kind": "test"}', 'Unknown field(s): kind, repo'),
+                              # nested past Python's recursion limit: RecursionError, an HTTP 500 with a traceback
+                              (b"[" * 50_000, "must be JSON")):
         async with bot.session.post(bot.base_url + "/api/ask", data=payload,
                                     headers={"Content-Type": "application/json"}) as response:
             assert response.status == 400, payload
             assert expected in (await response.json())["message"], payload
+
+
+async def test_ask_refuses_a_chunked_body_over_the_cap_with_a_json_413(make_bot):
+    """Without Content-Length the 64 KiB cap was not applied: a chunked 500 KB question was answered,
+    and one over aiohttp's 1 MiB default got a plain-text 413 instead of the API's JSON error."""
+    from bot.api.routes import MAX_QUESTION_BODY_BYTES
+
+    bot = await make_bot()
+    for size in (MAX_QUESTION_BODY_BYTES + 10, 2 * 1024 * 1024):
+        payload = json.dumps({"question": "where is the webhook verified? " + "x" * size}).encode()
+
+        async def chunked(data=payload):
+            for start in range(0, len(data), 16 * 1024):
+                yield data[start:start + 16 * 1024]
+
+        async with bot.session.post(bot.base_url + "/api/ask", data=chunked(),
+                                    headers={"Content-Type": "application/json"}) as response:
+            assert response.status == 413, size
+            assert (await response.json()) == {"error": "too_large",
+                                               "message": f"The body is larger than {MAX_QUESTION_BODY_BYTES} bytes."}
+    async def small():
+        yield json.dumps({"question": "where is the deploy webhook verified?", "with_ai": False}).encode()
+
+    async with bot.session.post(bot.base_url + "/api/ask", data=small()) as response:
+        assert response.status == 200 and events(await response.read())[-1].event == "done"
+
+
+async def test_ask_stops_the_answer_when_the_client_goes_away(make_bot, caplog):
+    """A client that disconnects mid-answer: the model kept streaming to the end (its tokens paid for),
+    every batch of text failed to send and was logged as an ERROR ("Task exception was never
+    retrieved", with a traceback), and "client went away" came only at the very end."""
+    import asyncio
+    import logging
+    import time
+
+    words = [chunk({"role": "assistant", "content": "word "})] * 60 + [chunk({}, finish_reason="stop"), "[DONE]"]
+    async with FakeOpenAIServer() as model:
+        model.script(Reply(events=words, gap_s=0.1))  # six seconds of streaming
+        bot = await make_bot(AI_URL=model.base_url, AI_API_KEY="sk-test", AI_MODEL="fake-model")
+        caplog.set_level(logging.INFO)
+        async with bot.session.post(bot.base_url + "/api/ask",
+                                    json={"question": "how is the deploy webhook verified?"}) as response:
+            async for line in response.content:
+                if line.startswith(b"event: token"):
+                    break
+            left = time.monotonic()
+            response.close()
+        while "client went away" not in caplog.text and time.monotonic() - left < 8:
+            await asyncio.sleep(0.05)
+        assert "client went away" in caplog.text
+        assert time.monotonic() - left < 3, "the answer ran on after the client left"
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and "callback" in r.getMessage()]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 async def test_ask_without_model_and_with_the_admin_token(make_bot):

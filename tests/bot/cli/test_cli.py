@@ -96,6 +96,25 @@ def test_repo_and_index_from_environment(repo, index_path):
     assert json.loads(result.stdout)["files"] == 12 and index_path.is_file()
 
 
+def test_docs_and_repos_use_the_repository_and_index_of_the_environment(repo, index_path, tmp_path, monkeypatch):
+    """``REPO_PATH=… RAG_INDEX_PATH=… slackzilla docs add`` (the bot's own settings): the document went
+    into ``<current directory>/.rag/index.sqlite``, where the bot never looks, and ``repos`` listed
+    the current directory; every other command reads the two variables."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    env = {"REPO_PATH": str(repo), "RAG_INDEX_PATH": str(index_path)}
+    added = CliRunner(env={**CLEAN_ENV, **env}).invoke(cli, ["docs", "add", "-", "--title", "Rollback runbook", "--json"],
+                                                       input="Roll back with the zebrafish-release tag.\n",
+                                                       catch_exceptions=False)
+    assert added.exit_code == 0, added.output
+    assert not (elsewhere / ".rag").exists()
+    found = run("retrieve", "zebrafish release rollback", "--json", env=env)
+    assert json.loads(found.stdout)["sources"][0]["path"] == f"doc:{json.loads(added.stdout)['id']}"
+    listed = json.loads(run("repos", "--json", env=env).stdout)["repositories"]
+    assert [(r["path"], r["index"], r["documents"]) for r in listed] == [(str(repo), str(index_path), 1)]
+
+
 def test_repo_option_wins_over_the_environment_and_a_bad_repo_path_is_one_line(repo, index_path, tmp_path):
     env = {"REPO_PATH": str(tmp_path / "missing"), "RAG_INDEX_PATH": str(tmp_path / "unused.sqlite")}
     result = run("index", "--json", "--repo", repo, "--index", index_path, env=env)
@@ -187,11 +206,29 @@ def test_retrieve_batch(repo, index_path, tmp_path):
     assert all(len(r["sources"]) <= 3 and all(set(s) == SOURCE_KEYS for s in r["sources"]) for r in rows)
 
 
+def test_retrieve_batch_written_with_a_bom_and_crlf(repo, index_path, tmp_path):
+    """Notepad and PowerShell write a UTF-8 byte-order mark: the batch failed on line 1 with
+    "not valid JSON (Unexpected UTF-8 BOM)"."""
+    batch = tmp_path / "windows.jsonl"
+    batch.write_bytes(b"\xef\xbb\xbf" + b'{"id": "pool", "question": "database connection pool"}\r\n\r\n')
+    result = run_repo(repo, index_path, "retrieve", "--batch", batch, "--limit", "1")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["sources"][0]["path"] == "src/db/pool.js"
+
+
 def test_retrieve_batch_with_a_bad_line_is_one_error_line(repo, index_path, tmp_path):
     batch = tmp_path / "bad.jsonl"
     batch.write_text('{"id": 1, "question": "pool"}\n{not json\n', encoding="utf-8")
     line = assert_one_line_error(run_repo(repo, index_path, "retrieve", "--batch", batch))
     assert "bad.jsonl:2" in line
+
+
+def test_retrieve_batch_with_a_line_nested_too_deeply_is_one_error_line(repo, index_path, tmp_path):
+    """``[[[[…`` past Python's recursion limit: a RecursionError traceback reached the terminal."""
+    batch = tmp_path / "deep.jsonl"
+    batch.write_text('{"id": 1, "question": "pool"}\n' + "[" * 50_000 + "\n", encoding="utf-8")
+    line = assert_one_line_error(run_repo(repo, index_path, "retrieve", "--batch", batch))
+    assert "deep.jsonl:2" in line and "nested too deeply" in line
 
 
 def test_retrieve_batch_with_a_non_object_line_is_one_error_line(repo, index_path, tmp_path):
@@ -466,6 +503,24 @@ def test_console_script_subprocess(repo, index_path):
     )
     assert bad.returncode == 2 and bad.stdout == ""
     assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
+def test_a_reader_that_stops_reading_is_not_an_error(repo, index_path):
+    """``slackzilla retrieve … | head -1``: the pipe closes before the output is written. That printed
+    ``error: [Errno 32] Broken pipe``, as if the command had failed."""
+    env = {k: v for k, v in os.environ.items() if k not in CLEAN_ENV}
+    subprocess.run([_script(), "index", "--repo", str(repo), "--index", str(index_path)],
+                   capture_output=True, timeout=120, env=env, check=True)
+    for args in (["retrieve", "database connection pool"], ["ask", "database connection pool", "--no-ai"],
+                 ["code", "symbols"]):
+        proc = subprocess.Popen([_script(), *args, "--repo", str(repo), "--index", str(index_path)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        proc.stdout.close()  # the reader went away before anything was printed
+        stderr = proc.stderr.read().decode()
+        proc.wait(timeout=120)
+        proc.stderr.close()
+        assert "Broken pipe" not in stderr and "error:" not in stderr and "Traceback" not in stderr, (args, stderr)
+        assert proc.returncode != 0, args  # nothing was delivered: not a success, but not an error message
 
 
 def _run_with_tty_stderr(args: list[str]) -> tuple[int, str, str]:

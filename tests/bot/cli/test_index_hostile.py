@@ -85,6 +85,14 @@ def test_an_empty_repository_says_nothing_is_indexed_and_why(tmp_path: Path) -> 
     asked = _run("ask", "What does it do?", "--repo", root, "--index", index, "--no-ai")
     assert asked.exit_code != 0
     assert "Nothing is indexed in empty" in asked.output and "REPO_PATH" in asked.output
+    # retrieve and context said only "No matching sources." / an empty context, as if nothing matched
+    for command in ("retrieve", "context"):
+        shown = CliRunner().invoke(cli, [command, "What does it do?", "--repo", str(root), "--index", str(index)])
+        assert shown.exit_code == 0, shown.output
+        assert "note: Nothing is indexed in empty" in shown.stderr, command
+        as_json = CliRunner().invoke(cli, [command, "What does it do?", "--repo", str(root), "--index", str(index),
+                                           "--json"])
+        json.loads(as_json.stdout)  # the note is on stderr only
 
 
 def test_the_operators_dotenv_is_read_when_repo_points_elsewhere(tmp_path: Path, monkeypatch) -> None:

@@ -259,5 +259,16 @@ async def test_malformed_signature_headers_get_a_4xx_and_one_log_line(make_bot, 
                                          "X-Slack-Request-Timestamp": timestamp,
                                          "X-Slack-Signature": signature}) as response:
         assert response.status == 400 and (await response.json())["error"] == "malformed_body"
+    # correctly signed JSON that is not a Slack payload: Bolt answered HTTP 500 with a traceback
+    for raw in (b"[1, 2", b"[1, 2]", b'{"type": "event_callback", "event": null}', b'"text"', b"[" * 50_000):
+        signature = "v0=" + hmac.new(SIGNING_SECRET.encode(), f"v0:{timestamp}:".encode() + raw,
+                                     hashlib.sha256).hexdigest()
+        caplog.clear()
+        async with bot.session.post(f"{bot.base_url}/slack/events", data=raw,
+                                    headers={"Content-Type": "application/json", "X-Slack-Request-Timestamp": timestamp,
+                                             "X-Slack-Signature": signature}) as response:
+            assert response.status == 400, raw
+            assert (await response.json())["error"] == "malformed_body", raw
+        assert not any(r.exc_info for r in caplog.records), raw
     assert (await bot.slash("/sz-ping")).status == 200  # well-formed requests still pass
     await bot.fake.wait_for("response_url")

@@ -347,9 +347,13 @@ async def test_stream_without_done_or_finish_reason_keeps_the_answer_with_a_note
     (Reply(events=[chunk({"content": "It "}), "{oops"]), "malformed stream event"),
     (text_reply("", usage=(10, 0)), "no usable answer"),
 ])
-async def test_provider_failures_still_give_sources_and_a_one_line_reason(engine, server, reply, reason):
+async def test_provider_failures_still_give_sources_and_a_one_line_reason(engine, server, reply, reason, caplog):
     server.script(reply)
+    caplog.set_level(logging.INFO, logger="slackzilla.ask")
     result = await answer_question(QUESTION, engine=engine, model=model_for(server), tools=Bot().adapter())
+    # the operator's log line said failure_stage "ai" and never why (no other line carried the reason)
+    record = json.loads([r for r in caplog.records if r.name == "slackzilla.ask"][-1].getMessage())
+    assert record["failure_stage"] == "ai" and reason in record["error"]
     assert result.mode == "fallback" and result.failure_stage == "ai"
     assert reason in result.error and "\n" not in result.error
     assert result.sources and "src/webhook.js:" in result.answer and result.answer.startswith("No model answer:")
@@ -366,7 +370,7 @@ async def test_a_hanging_provider_hits_the_overall_deadline(engine, server, capl
     assert time.perf_counter() - t0 < 3
     assert result.mode == "fallback" and "did not finish within 0.5 s" in result.error and result.sources
     record = json.loads([r for r in caplog.records if r.name == "slackzilla.ask"][0].getMessage())
-    assert record["failure_stage"] == "ai"
+    assert record["failure_stage"] == "ai" and "did not finish within 0.5 s" in record["error"]
 
 
 async def test_failure_after_tool_rounds_lists_the_tool_results(engine, server):

@@ -182,6 +182,22 @@ def test_source_maps_inline_and_beside(tmp_path):
     assert map_sources("out/bad.js", "//# sourceMappingURL=bad.js.map", root) == []
 
 
+
+def test_a_source_map_nested_too_deeply_does_not_fail_the_index(tmp_path):
+    """A ``.map`` of ``[[[[…`` past Python's recursion limit: the whole index build failed with
+    ``indexing failed: RecursionError``; it is a map that cannot be read, like ``{not json``."""
+    root = write_repo(tmp_path / "repo", {"dist/app.js": "function b() {}\n//# sourceMappingURL=app.js.map\n",
+                                          "dist/app.js.map": "[" * 100_000, "src/a.js": "function a() {}\n"})
+    assert map_sources("dist/app.js", "//# sourceMappingURL=app.js.map", root) == []
+    deep = base64.b64encode(b"[" * 100_000).decode()
+    assert map_sources("dist/inline.js", f"//# sourceMappingURL=data:application/json;base64,{deep}", None) == []
+    engine = Engine.open(root, index_path=tmp_path / "i.sqlite")
+    try:
+        assert engine.update().files == 2
+    finally:
+        engine.close()
+
+
 def test_derived_rank_orders_build_output_after_sources():
     assert derived_rank("dist/x.js") > derived_rank("src/x.js")
     assert derived_rank("PKG-INFO") > derived_rank("README.md")

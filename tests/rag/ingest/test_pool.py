@@ -239,3 +239,55 @@ def test_a_worker_terminated_mid_result_does_not_leave_the_pool_manager_blocked(
     finally:
         if not results._writer.closed:
             results._writer.close()  # so a failure here does not also hang this test process
+
+
+_HOLDS_A_POOL = """
+import multiprocessing, sys, time
+from pathlib import Path
+from rag.ingest.pool import PoolPolicy, prepare_files
+from rag.ingest.prepare import StructureParser
+from rag.ingest.walk import walk
+from rag.secrets import LiteralRedactor
+
+files = walk(Path(sys.argv[1])).files
+results = prepare_files(files, known={}, literals=LiteralRedactor(set()), parser=StructureParser(),
+                        policy=PoolPolicy(workers=2, min_files=1, start_method=sys.argv[2]))
+next(results)  # the pool is up: its workers wait for more work, as during a long build
+print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
+time.sleep(600)
+"""
+
+
+def _running(pid: int) -> bool:
+    """``pid`` exists and is not a zombie (an orphan is reaped by init, which may be slow in a container)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+@pytest.mark.parametrize("method", ["fork", "forkserver"])
+def test_workers_exit_when_the_indexing_process_is_killed(tree, method):
+    """``kill -9`` of ``slackzilla index`` (or of the bot's update child) mid-build: its workers used to
+    live on forever, reparented to init and blocked on a queue only they still held open."""
+    import signal
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDS_A_POOL, str(tree), method], cwd=REPO_ROOT,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        workers = [int(pid) for pid in holder.stdout.readline().split()]
+        assert workers and all(_running(pid) for pid in workers)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+    deadline = time.monotonic() + 10
+    while any(_running(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in workers if _running(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"workers {left} outlived the killed indexing process"

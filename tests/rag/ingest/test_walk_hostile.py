@@ -105,6 +105,82 @@ def test_utf16_and_utf32_files_with_a_byte_order_mark_are_text(tmp_path: Path, e
     assert decode_text(b"\x00\x01binary") is None  # no mark: a NUL byte still means binary
 
 
+def test_a_latin1_or_cp1252_file_is_read_as_such_not_as_replacement_characters(tmp_path: Path) -> None:
+    """A legacy source file in Latin-1 (or Windows-1252) was decoded as UTF-8 with every accented
+    letter turned into U+FFFD: ``menu_café`` could not be found, and was shown as ``menu_caf�``."""
+    latin1 = "# Menu du café\ndef menu_café():\n    return 'crème brûlée — 5 €'\n"
+    data = latin1.encode("cp1252")
+    assert decode_text(data) == latin1
+    assert decode_text("façade".encode("latin-1")) == "façade"
+    # UTF-8 text with one stray byte stays UTF-8 (the stray byte replaced), not re-read as cp1252
+    assert decode_text("naïve café".encode("utf-8") + b"\xff") == "naïve café\ufffd"
+    (tmp_path / "menu.py").write_bytes(data)
+    engine = Engine.open(tmp_path, index_path=tmp_path / "idx" / "index.sqlite")
+    try:
+        engine.update()
+        assert "menu_café" in engine.read_lines("menu.py", 1, 3)
+        assert [s.path for s in engine.retrieve("crème brûlée")] == ["menu.py"]
+    finally:
+        engine.close()
+
+
+def test_a_pattern_git_never_matches_is_skipped_not_fatal(tmp_path: Path, caplog) -> None:
+    """A lone ``!``, a trailing backslash or a reversed range in a ``.gitignore``: git accepts the file
+    and those lines match nothing; pathspec refused the whole file, and the index build failed
+    ("indexing failed: GitIgnorePatternError: Invalid git pattern: '!'")."""
+    make_tree(tmp_path, {
+        ".gitignore": "*.log\n!\nbuild/\nnotes\\\n[z-a].js\n!keep.log\n",
+        "app.js": "x\n", "debug.log": "x\n", "keep.log": "x\n", "build/out.js": "x\n", "a.js": "x\n",
+        "sub/.gitignore": "\\\n*.tmp.js\n", "sub/b.js": "x\n", "sub/c.tmp.js": "x\n",
+    })
+    found = paths(tmp_path)
+    assert found == ["a.js", "app.js", "sub/b.js"]  # keep.log is re-included, but .log is not indexed
+    git(tmp_path, "init", "-q")
+    tracked = set(git(tmp_path, "ls-files", "--others", "--exclude-standard").split())
+    assert set(found) <= tracked and not ({"debug.log", "build/out.js", "sub/c.tmp.js"} & tracked)
+    assert "'!'" in caplog.text and ".gitignore" in caplog.text  # the skipped line is named in the log
+    engine = Engine.open(tmp_path, index_path=tmp_path / "idx" / "index.sqlite")
+    try:
+        assert engine.update().files >= 3
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("swap", ["fifo", "symlink"])
+def test_a_file_swapped_after_the_walk_is_not_read_through(tmp_path: Path, swap: str) -> None:
+    """Between the walk and the read a file became a FIFO (the read blocked forever: the index build
+    hung) or a symbolic link to a file outside the repository (which was then read and indexed)."""
+    from rag.ingest.prepare import Skipped, StructureParser, prepare_file
+    from rag.secrets import LiteralRedactor
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("PRIVATE outside the repository\n")
+    repo = tmp_path / "repo"
+    make_tree(repo, {"a.js": "export const a = 1;\n", "b.js": "export const b = 2;\n"})
+    report = walk(repo)
+    (repo / "b.js").unlink()
+    if swap == "fifo":
+        os.mkfifo(repo / "b.js")
+    else:
+        (repo / "b.js").symlink_to(outside)
+    box: dict = {}
+
+    def prepare_all() -> None:
+        box["results"] = [prepare_file(wf, indexed=None, literals=LiteralRedactor(set()), parser=StructureParser())
+                          for wf in report.files]
+
+    thread = threading.Thread(target=prepare_all, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():  # unblock the reader so the test process can exit
+        fd = os.open(repo / "b.js", os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+        pytest.fail("reading a file that became a FIFO blocked")
+    by_path = dict(zip([wf.path for wf in report.files], box["results"]))
+    assert isinstance(by_path["b.js"], Skipped) and by_path["b.js"].reason == "unreadable"
+    assert not isinstance(by_path["a.js"], Skipped)
+
+
 def test_virtual_environments_and_installed_packages_are_not_the_repository(tmp_path: Path) -> None:
     make_tree(tmp_path, {
         "app.py": "print('hi')\n",

@@ -151,6 +151,31 @@ async def test_malformed_stream_json_is_a_provider_error(server):
             await client.complete(MESSAGES)
 
 
+async def test_a_stream_cut_mid_answer_is_not_called_a_connection_failure(server):
+    """The provider answered and streamed part of the answer, then the connection dropped: the
+    reason used to be "could not connect to the model provider", which sends the operator to
+    check AI_URL and the network instead of the provider or the proxy that cut the stream."""
+    server.script(Reply(events=[chunk({"role": "assistant", "content": "The answer is "})], drop=True))
+    async with client_for(server) as client:
+        with pytest.raises(ProviderError) as caught:
+            await client.complete(MESSAGES)
+    reason = str(caught.value)
+    assert "could not connect" not in reason
+    assert "connection to the model provider was lost mid-answer" in reason and "after 1 chunk" in reason
+
+
+async def test_a_refused_connection_is_still_a_connection_failure():
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    config = ModelConfig(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", model="m", timeout_s=2, max_retries=0)
+    async with ModelClient(config) as client:
+        with pytest.raises(ProviderError, match="could not connect to the model provider"):
+            await client.complete(MESSAGES)
+
+
 @pytest.mark.parametrize("status, message, expected", [
     (500, "upstream exploded", "HTTP 500: upstream exploded"),
     (429, "rate limited", "HTTP 429: rate limited"),

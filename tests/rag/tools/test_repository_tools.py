@@ -192,6 +192,11 @@ async def test_arguments_that_are_not_json_are_refused(spy):
     result, body = await call(adapter_for(spy), "readFile", '{"path": "lib/pool.js", ')
     assert result.error_code == "invalid_arguments" and "not valid JSON" in body["error"]["message"]
     assert spy.reads() == []
+    # nested past the parser's recursion limit: was a handler_error ("readFile failed: RecursionError")
+    # with a traceback in the log, not a refusal the model can correct
+    result, body = await call(adapter_for(spy), "readFile", "[" * 50_000)
+    assert result.error_code == "invalid_arguments" and "nested too deeply" in body["error"]["message"]
+    assert spy.reads() == []
 
 
 # -- searchCode ----------------------------------------------------------------------------------
