@@ -117,24 +117,83 @@ class LoopState:
     read_tokens: int = 0
 
 
-class _TokenStream:
-    """Forwards visible text; separates rounds so interim text never runs into the answer."""
+PEM_BEGIN, PEM_END = "-----BEGIN ", "-----END "
+"""The armour lines of a PEM block (RFC 7468), the one credential that spans lines."""
 
-    def __init__(self, on_token: Any) -> None:
+
+class _TokenStream:
+    """Forwards visible text, redacted; separates rounds so interim text never runs into the answer.
+
+    With ``redact`` (``text -> redacted text``, :func:`rag.secrets.redact_text` with the repository's
+    secret-file values) the text is held back from its last whitespace: a credential is one unbroken
+    run of characters, so what is forwarded is the redaction of everything up to a word boundary (a
+    PEM block, up to its end line), and a secret the model writes is replaced before any part of it
+    is sent. Should a later redaction
+    rewrite text already forwarded (a value split by a space, say), nothing more of that round is
+    forwarded: the final answer, redacted as a whole, replaces what was streamed.
+    """
+
+    def __init__(self, on_token: Any, redact: Any = None) -> None:
         self._on_token = on_token
+        self._redact = redact
         self._emitted = False
         self._round_started = False
+        self._raw = ""      # this round's text as the model wrote it
+        self._settled = 0   # raw[:settled] is whole lines, forwarded as redacted, final
+        self._sent = ""     # the redaction of raw[settled:…] forwarded so far
+        self._stalled = False
 
     async def feed(self, text: str) -> None:
         if self._on_token is None or not text:
             return
+        if self._redact is None:
+            await self._forward(text)
+            return
+        self._raw += text
+        raw = self._raw
+        block = raw.rfind(PEM_BEGIN)
+        if block >= 0:
+            end = raw.find(PEM_END, block)
+            if end < 0 or raw.find("-----", end + len(PEM_END)) < 0:
+                raw = raw[:block]  # a PEM block (a private key) spans lines: held back until its end line
+        cut = max(raw.rfind(" "), raw.rfind("\n"), raw.rfind("\t"))
+        if cut >= self._settled:
+            await self._release(cut + 1)
+
+    async def _release(self, upto: int) -> None:
+        """Forward the redaction of ``raw[:upto]``; only the lines not yet settled are redacted again
+        (the patterns of :func:`rag.secrets.redact_text` hold within a line, but for PEM blocks, which
+        :meth:`feed` releases whole), so a long answer costs linear time, not quadratic."""
+        if self._stalled:
+            return
+        segment = self._raw[self._settled:upto]
+        clean = self._redact(segment)
+        if not clean.startswith(self._sent):
+            self._stalled = True
+            return
+        delta = clean[len(self._sent):]
+        if delta:
+            await self._forward(delta)
+        self._sent = clean
+        newline = segment.rfind("\n")
+        if newline >= 0 and PEM_BEGIN not in segment:
+            lines = self._redact(segment[:newline + 1])
+            if clean.startswith(lines):
+                self._settled += newline + 1
+                self._sent = clean[len(lines):]
+
+    async def _forward(self, text: str) -> None:
         if self._emitted and not self._round_started:
             text = ROUND_SEPARATOR + text
         self._round_started = True
         self._emitted = True
         await call_maybe_async(self._on_token, text)
 
-    def end_round(self) -> None:
+    async def end_round(self) -> None:
+        """Forward what the round held back (redacted), and start a new round."""
+        if self._redact is not None and self._on_token is not None and self._raw:
+            await self._release(len(self._raw))
+        self._raw, self._settled, self._sent, self._stalled = "", 0, "", False
         self._round_started = False
 
 
@@ -153,12 +212,15 @@ def _echo_arguments(arguments: str) -> str:
 
 async def run_model_loop(client: ModelClient, state: LoopState, *, tools: ToolAdapter | None,
                          identity: Any, recorder: ActivityRecorder, on_token: Any = None,
-                         max_tool_rounds: int | None = None, budget: ToolBudget | None = None) -> None:
+                         max_tool_rounds: int | None = None, budget: ToolBudget | None = None,
+                         redact: Any = None) -> None:
     """Run rounds until an answer, filling ``state``.
 
     Args:
         budget: the answer's :class:`ToolBudget` (default :data:`DEFAULT_TOOL_BUDGET`).
         max_tool_rounds: overrides ``budget.max_rounds`` (kept for older callers).
+        redact: ``text -> text``, applied to what reaches ``on_token`` (credentials the model writes
+            are replaced before any part of them is streamed; see :class:`_TokenStream`).
 
     Raises:
         ProviderError: the provider failed (``state`` keeps what was gathered).
@@ -170,7 +232,7 @@ async def run_model_loop(client: ModelClient, state: LoopState, *, tools: ToolAd
     definitions = tools.definitions() if tools is not None else None
     tool_names = frozenset(d["function"]["name"] for d in definitions or [])
     textual_used = False
-    stream = _TokenStream(on_token)
+    stream = _TokenStream(on_token, redact)
     model = client.config.model
     for index in range(max_tool_rounds + 1):
         number = index + 1
@@ -184,7 +246,7 @@ async def run_model_loop(client: ModelClient, state: LoopState, *, tools: ToolAd
                                round=number, model=model, tools_enabled=tools_enabled)
         turn = await client.complete(state.messages, tools=definitions if tools_enabled else None,
                                      on_token=stream.feed)
-        stream.end_round()
+        await stream.end_round()
         state.rounds += 1
         state.usage = state.usage + turn.usage
         if turn.reasoning_chars:

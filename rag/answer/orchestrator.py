@@ -52,6 +52,7 @@ from rag.answer.question import MAX_QUESTION_CHARS, prepare_question
 from rag.errors import ProviderError, UserError
 from rag.answer.intent import QuestionParser, asks_to_run_command, infer_command, strip_command_mentions
 from rag.providers.llm import ModelClient, ModelConfig, Usage
+from rag.secrets import redact_text
 from rag.tools.adapter import ToolAdapter, ToolResult
 from rag.tools.command_names import SLASH_PREFIX, slash_name
 from rag.types import ImageHit, Source
@@ -349,9 +350,16 @@ async def answer_question(
         evidence += [(c.path, c.start, c.end) for turn in history or ()
                      if turn.get("role") == "assistant" and isinstance(turn.get("content"), str)
                      for c in extract_citations(turn["content"])]
+        literals = _secret_values(engine)
         await _model_answer(result, recorder, config, packed.text, command, tools, identity, on_token, history,
                             tool_budget or DEFAULT_TOOL_BUDGET,
-                            client=model_client if model_client is not None and model_client.config == config else None)
+                            client=model_client if model_client is not None and model_client.config == config else None,
+                            redact=lambda text: redact_text(text, literals=literals)[0])
+        if result.mode == "ai":  # secrets never reach the asker, from the model either (streamed text: loop.py)
+            result.answer, redacted = redact_text(result.answer, literals=literals)
+            if redacted:
+                result.notes.append(f"{redacted} credential-shaped value(s) in the model's answer were redacted.")
+                log.warning("the model's answer held %d credential-shaped value(s); redacted", redacted)
         # Lines the model read through repository tools (readFile, searchCode …) are evidence too.
         evidence += [location for r in result.tool_results for location in r.evidence]
         if result.mode == "ai":
@@ -386,7 +394,7 @@ def _id(result: AnswerResult) -> str | None:
 async def _model_answer(result: AnswerResult, recorder: ActivityRecorder, config: ModelConfig, context_text: str,
                         command: ToolResult | None, tools: ToolAdapter | None, identity: Any, on_token: Any,
                         history: list[dict] | None, budget: ToolBudget = DEFAULT_TOOL_BUDGET,
-                        client: ModelClient | None = None) -> None:
+                        client: ModelClient | None = None, redact: Any = None) -> None:
     """The ``ai`` path, falling back to the local answer with a one-line reason on any failure."""
     result.model = config.model
     state = LoopState(build_messages(result.question, context_text, command=command, command_id=_id(result),
@@ -399,7 +407,7 @@ async def _model_answer(result: AnswerResult, recorder: ActivityRecorder, config
                 client = await stack.enter_async_context(ModelClient(config))
             async with asyncio.timeout(config.timeout_s):
                 await run_model_loop(client, state, tools=tools, identity=identity, recorder=recorder,
-                                     on_token=on_token, budget=budget)
+                                     on_token=on_token, budget=budget, redact=redact)
     except TimeoutError:
         reason = f"the model did not finish within {config.timeout_s:g} s"
     except ProviderError as exc:

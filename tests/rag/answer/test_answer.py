@@ -325,6 +325,22 @@ async def test_secrets_in_tool_output_never_reach_the_model(engine, server):
     assert PLANTED not in json.dumps(result.to_json())
 
 
+async def test_a_secret_the_model_writes_never_reaches_the_asker_not_even_streamed(engine, server):
+    """The model sees only redacted text, but it can still write a credential (recalled, or made up):
+    neither the streamed text nor the final answer carries it, however the stream splits it."""
+    key = "AKIA" + "Q3EGRTW5JD7WXJ5K"
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq9Xr2m\nq8vZ0yQk1pL\n-----END RSA PRIVATE KEY-----"
+    answer = f"Set the key to {key} in the config (src/webhook.js:4-7), and keep this one:\n{pem}\nDone."
+    server.script(text_reply(answer, pieces=40))
+    tokens: list[str] = []
+    result = await answer_question(QUESTION, engine=engine, model=model_for(server), on_token=tokens.append)
+    streamed = "".join(tokens)
+    for shown in (streamed, result.answer, json.dumps(result.to_json())):
+        assert key not in shown and "Q3EGRTW5" not in shown and "MIIEowIBAAKCAQEA7bq9Xr2m" not in shown
+    assert "[REDACTED]" in result.answer and streamed.startswith("Set the key to [REDACTED] in the config")
+    assert streamed.endswith("Done.") and any("redacted" in note for note in result.notes)
+
+
 # -- provider quirks and failures -------------------------------------------------------------
 
 async def test_keepalive_pings_empty_tool_calls_and_missing_usage(engine, server):
