@@ -128,9 +128,9 @@ class _TokenStream:
     secret-file values) the text is held back from its last whitespace: a credential is one unbroken
     run of characters, so what is forwarded is the redaction of everything up to a word boundary (a
     PEM block, up to its end line), and a secret the model writes is replaced before any part of it
-    is sent. Should a later redaction
-    rewrite text already forwarded (a value split by a space, say), nothing more of that round is
-    forwarded: the final answer, redacted as a whole, replaces what was streamed.
+    is sent. Should a later redaction rewrite text already forwarded (a value split by a space, say),
+    nothing more of that round is forwarded: the final answer, redacted as a whole, replaces what was
+    streamed.
     """
 
     def __init__(self, on_token: Any, redact: Any = None) -> None:
