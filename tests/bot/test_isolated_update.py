@@ -5,6 +5,7 @@ import multiprocessing
 import os
 
 import pytest
+from process_helpers import survivors
 from repo_helpers import result_paths, write_repo
 
 from bot.isolated_update import ProcessUpdate
@@ -80,7 +81,6 @@ def test_the_update_process_ends_when_the_bot_is_killed(tmp_path):
     import signal
     import subprocess
     import sys
-    import time
     from pathlib import Path
 
     files = {f"src/m{i}.js": f"function part{i}(a) {{ return a + {i}; }}\nmodule.exports = {{ part{i} }};\n"
@@ -92,17 +92,5 @@ def test_the_update_process_ends_when_the_bot_is_killed(tmp_path):
     bot.wait(30)
     assert bot.returncode == -signal.SIGKILL and children
 
-    def running(pid: int) -> bool:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, IndexError):
-            return False
-        return state != "Z"
-
-    deadline = time.monotonic() + 10
-    while any(running(pid) for pid in children) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = [pid for pid in children if running(pid)]
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
+    left = survivors(children)
     assert not left, f"the update process {left} outlived the killed bot"

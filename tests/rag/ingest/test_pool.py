@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from process_helpers import running, survivors
 
 import rag.ingest.pool as pool
 from rag.engine import Engine
@@ -258,15 +259,6 @@ time.sleep(600)
 """
 
 
-def _running(pid: int) -> bool:
-    """``pid`` exists and is not a zombie (an orphan is reaped by init, which may be slow in a container)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state != "Z"
-
-
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
 @pytest.mark.parametrize("method", ["fork", "forkserver"])
 def test_workers_exit_when_the_indexing_process_is_killed(tree, method):
@@ -280,14 +272,9 @@ def test_workers_exit_when_the_indexing_process_is_killed(tree, method):
                               stdout=subprocess.PIPE, text=True)
     try:
         workers = [int(pid) for pid in holder.stdout.readline().split()]
-        assert workers and all(_running(pid) for pid in workers)
+        assert workers and all(running(pid) for pid in workers)
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait(10)
-    deadline = time.monotonic() + 10
-    while any(_running(pid) for pid in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = [pid for pid in workers if _running(pid)]
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
+    left = survivors(workers)
     assert not left, f"workers {left} outlived the killed indexing process"
