@@ -114,7 +114,11 @@ def test_context_pool_puts_code_among_the_leading_files():
                                       "docs/d.md", "docs/e.md"]
     # Enough code already among the leading files: the mixed order is kept.
     mixed = [_src("src/x.js", 1, "source"), *docs[:2]]
-    assert [s.path for s in context_pool(mixed, mixed, code)][:3] == ["src/x.js", "docs/a.md", "docs/b.md"]
+    one = MixPolicy(lead_files=3, min_code_files=1)
+    assert [s.path for s in context_pool(mixed, mixed, code, policy=one)][:3] == ["src/x.js", "docs/a.md", "docs/b.md"]
+    # The default wants two source files among the three leading places: the code ranking's next one
+    # takes the third place, the documentation follows.
+    assert [s.path for s in context_pool(mixed, mixed, code)][:4] == ["src/x.js", "docs/a.md", "src/y.js", "docs/b.md"]
     # No code ranking: the shown sources, then the deeper ones.
     assert [s.path for s in context_pool(docs[:2], docs)] == [s.path for s in docs]
 
