@@ -209,9 +209,10 @@ class Engine:
                should_stop: Callable[[], bool] | None = None) -> IndexStats:
         """Bring the index up to date with the working tree, in one transaction.
 
-        Unchanged files (same content hash) are not re-chunked; a content change
-        is seen even when size and mtime are unchanged; vanished files are
-        removed. ``full=True`` rebuilds every file.
+        Unchanged files are not re-chunked, nor read when their stat says so (size, mtime, inode
+        change time and inode number as stored, :func:`rag.ingest.prepare.stat_unchanged`); a file
+        whose stat changed is read and hashed, so a content change is seen even when size and mtime
+        are unchanged; vanished files are removed. ``full=True`` rebuilds every file.
 
         Args:
             full: rebuild from scratch.
@@ -245,6 +246,7 @@ class Engine:
             stats = IndexStats(skipped=dict(report.skipped),
                                problems=[{"path": path, "reason": reason} for path, reason in report.problems])
             seen: set[str] = set()
+            settled: list[tuple[str, int, int, int, int, int]] = []
             images_changed = sorted(report.images) != self.index.image_paths()
             updates: list[FileUpdate] = []
             meta = {"repo_root": str(self.repo_root), "parse_version": str(PARSE_VERSION),
@@ -270,6 +272,9 @@ class Engine:
                         continue
                     seen.add(wf.path)
                     if isinstance(result, Unchanged):
+                        if result.settled is not None:
+                            w = result.settled
+                            settled.append((w.path, w.size, w.mtime_ns, w.ctime_ns, w.ino, w.seen_ns))
                         continue
                     updates.append(result.update)
                     if writer is not None:
@@ -294,6 +299,7 @@ class Engine:
             else:
                 stats.generation = self.index.generation()
                 stats.copies = self.index.copy_count()
+            self.index.refresh_stats(settled)  # read to tell they were unchanged: trusted by their stat next time
             stats.files, stats.chunks = self.index.counts()
             stats.seconds = time.perf_counter() - started
             log.info("index update", extra={"stats": stats.to_json()})

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag.engine import Engine
+from rag.ingest.prepare import RACY_WINDOW_NS
 from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY
 from rag.store import queries as index_queries
 
@@ -254,6 +255,10 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
         copy = Path(tmp) / "repo"
         say(f"copying {repo} to a scratch directory")
         shutil.copytree(repo, copy, symlinks=True, ignore=shutil.ignore_patterns(".git", ".rag", "node_modules"))
+        # A copy's files all have a fresh inode change time, so the index would take them for files written
+        # while it looked ("racily clean", rag.ingest.prepare.stat_unchanged) and read every one again on each
+        # update; a repository's files are older than that, so the copy is left to age past the window first.
+        time.sleep(RACY_WINDOW_NS / 1e9 + 0.1)
         engine = Engine.open(copy, index_path=Path(tmp) / "index.sqlite", reranker=reranker, pool_policy=policy)
         try:
             say("full index")

@@ -26,6 +26,12 @@ class WalkedFile:
         mtime_ns: modification time in nanoseconds (``stat().st_mtime_ns``).
         file_type: lower-case extension without the dot (``js``, ``md``), or the
             file name for extension-less known files (``dockerfile``).
+        ctime_ns: inode change time in nanoseconds (``stat().st_ctime_ns``; any write or
+            ``utime`` moves it, and no user can set it back); 0 when unknown.
+        ino: inode number (``stat().st_ino``; a file replaced by another has another); 0 when unknown.
+        seen_ns: wall-clock time (``time.time_ns()``) at the start of the walk that took this stat;
+            0 when unknown. With the three above it tells an unchanged file without reading it
+            (:func:`rag.ingest.prepare.stat_unchanged`).
     """
 
     path: str
@@ -33,6 +39,9 @@ class WalkedFile:
     size: int
     mtime_ns: int
     file_type: str
+    ctime_ns: int = 0
+    ino: int = 0
+    seen_ns: int = 0
 
 
 @dataclass(slots=True)

@@ -200,6 +200,9 @@ def prepare_files(
 
 
 def _may_have_changed(wf: WalkedFile, row: FileRow | None) -> bool:
+    """Whether ``wf`` may need parsing (new, or another size or mtime): what sizes the pool. A file with its
+    size and mtime whose stored stat cannot vouch for it (:func:`rag.ingest.prepare.stat_unchanged`) is read
+    and hashed, which is not worth a worker."""
     return row is None or row.size != wf.size or row.mtime_ns != wf.mtime_ns
 
 

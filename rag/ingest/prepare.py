@@ -42,7 +42,7 @@ from rag.types import Chunk, WalkedFile
 
 __all__ = ["MAX_SECRET_FILE_BYTES", "Prepared", "Unchanged", "Skipped", "StructureParser",
            "chunk_symbol_text", "content_hash", "is_long_line_file", "prepare_file", "secret_literals",
-           "symbol_spans"]
+           "stat_unchanged", "symbol_spans", "RACY_WINDOW_NS"]
 
 MAX_SECRET_FILE_BYTES = 256 * 1024
 """Bytes read from the start of each secret file (``.env`` …) when collecting its values."""
@@ -85,7 +85,14 @@ class Prepared:
 
 @dataclass(frozen=True, slots=True)
 class Unchanged:
-    """The file's content hash equals the indexed one: nothing to write (it stays indexed)."""
+    """The file is as indexed: nothing to write (it stays indexed).
+
+    ``settled`` is set when the file had to be read to tell (its stored stat was not trusted,
+    :func:`stat_unchanged`) and the stat it has now can be trusted next time: the update stores it
+    (:meth:`rag.store.index.Index.refresh_stats`), so the file is not read again while it stays as it is.
+    """
+
+    settled: WalkedFile | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +183,29 @@ def chunk_symbol_text(structure: FileStructure, chunks: Sequence[Chunk]) -> list
             for c in chunks]
 
 
+RACY_WINDOW_NS = 2_000_000_000
+"""A stored stat is trusted only for a file last changed at least this long (2 s, in nanoseconds) before the walk
+that took it: a change in the same timestamp tick as that walk could leave the stat unchanged (git's "racy clean"
+entries, Documentation/technical/racy-git.txt; 2 s covers the coarsest common timestamps, FAT's)."""
+
+
+def stat_unchanged(wf: WalkedFile, row: FileRow) -> bool:
+    """Whether ``wf`` is the file ``row`` was read from, told by its stat alone (no read, no hash).
+
+    As git does for its index (``ie_match_stat``): size, mtime, inode change time and inode number all
+    as stored, and the file was not "racily clean" when stored (changed less than :data:`RACY_WINDOW_NS`
+    before the walk that stored it; such files are read and hashed every time, as all files were
+    before). Any write, and any ``utime`` that would hide one, moves the inode change time, which no user
+    can set back; a file replaced by another (``git checkout``, an editor's save-as-rename) has another
+    inode. Rows without a stored stat (written before migration m010, or by hand) are never trusted.
+    """
+    if not row.seen_ns or not row.ctime_ns or not wf.ctime_ns:
+        return False
+    if (row.size, row.mtime_ns, row.ctime_ns, row.ino) != (wf.size, wf.mtime_ns, wf.ctime_ns, wf.ino):
+        return False
+    return max(row.ctime_ns, row.mtime_ns) < row.seen_ns - RACY_WINDOW_NS
+
+
 def prepare_file(
     wf: WalkedFile,
     *,
@@ -199,13 +229,16 @@ def prepare_file(
         ``data_file``/``minified``: mostly very long lines).
         Never raises for a bad file; a parser failure propagates.
     """
+    if indexed is not None and stat_unchanged(wf, indexed):
+        return Unchanged()
     try:
         data = read_regular_file(wf.abs_path)  # never through a link or into a FIFO swapped in since the walk
     except OSError:
         return Skipped("unreadable")
     digest = content_hash(data)
     if indexed is not None and indexed.hash == digest:
-        return Unchanged()
+        settled = wf.ctime_ns and max(wf.ctime_ns, wf.mtime_ns) < wf.seen_ns - RACY_WINDOW_NS
+        return Unchanged(wf if settled else None)
     text = decode_text(data)
     if text is None:
         return Skipped("binary")
@@ -222,5 +255,6 @@ def prepare_file(
                         policy=chunk_policy)
     chunk_symbols = chunk_symbol_text(structure, chunks) if structure is not None else None
     update = FileUpdate(wf.path, wf.size, wf.mtime_ns, digest, wf.file_type, kind, len(split_lines(text)),
-                        redactions, chunks, structure.to_json() if structure is not None else None, chunk_symbols)
+                        redactions, chunks, structure.to_json() if structure is not None else None, chunk_symbols,
+                        ctime_ns=wf.ctime_ns, ino=wf.ino, seen_ns=wf.seen_ns)
     return Prepared(update, parse_seconds)

@@ -70,6 +70,7 @@ import logging
 import os
 import re
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -354,6 +355,7 @@ class _Walker:
         self.deferred: list[tuple[str, str, int, list[tuple[str, GitIgnoreSpec]]]] = []
         self.output_stems: set[str] | None = None  # set while reading build-output directories
         self.siblings: set[str] = set()  # lower-case names in the directory being read
+        self.started_ns = time.time_ns()  # every file's seen_ns: its stat was taken after this
 
     def skip(self, reason: str, path: str | None = None) -> None:
         """Count one skipped entry; an odd one (``path`` given) is also listed by path."""
@@ -496,6 +498,9 @@ class _Walker:
             size=st.st_size,
             mtime_ns=st.st_mtime_ns,
             file_type=file_type,  # type: ignore[arg-type]  # not None here
+            ctime_ns=st.st_ctime_ns,
+            ino=st.st_ino,
+            seen_ns=self.started_ns,
         ))
 
 

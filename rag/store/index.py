@@ -4,7 +4,7 @@ Layout (``<repo>/.rag/index.sqlite`` unless told otherwise)::
 
     migrations(name, applied_at)          ordered, named schema migrations (llm-style)
     meta(key, value)                      generation counter, repo root, last update
-    files(path, size, mtime_ns, hash, file_type, kind, lines, redactions, structure)
+    files(path, size, mtime_ns, hash, file_type, kind, lines, redactions, structure, ctime_ns, ino, seen_ns)
     chunks(id, path, start, end, heading, symbol, file_type, kind, text, hash, stems, header)
     chunks_fts(body, path, heading, symbols)   FTS5, porter+unicode61, rowid = chunks.id
 
@@ -184,6 +184,15 @@ def m009_chunk_symbol(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM files")
 
 
+@migration
+def m010_file_stat(conn: sqlite3.Connection) -> None:
+    """The stat each file was read with beyond size and mtime: inode change time, inode number and when the
+    walk took it, so an update trusts an unchanged stat instead of reading and hashing every file
+    (:func:`rag.ingest.prepare.stat_unchanged`). Existing rows get 0s: they are read once more, as before."""
+    for column in ("ctime_ns", "ino", "seen_ns"):
+        conn.execute(f"ALTER TABLE files ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0")
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 DOCUMENT_PATHS = "SELECT 'doc:' || id FROM documents UNION ALL SELECT path FROM github_items"
 """The chunk paths of the sources that are not files: stored documents, issues and pull requests
@@ -192,11 +201,15 @@ DOCUMENT_PATHS = "SELECT 'doc:' || id FROM documents UNION ALL SELECT path FROM 
 
 @dataclass(frozen=True, slots=True)
 class FileRow:
-    """What the index remembers of one file: ``(size, mtime_ns, hash)``."""
+    """What the index remembers of one file: its content hash and the stat it was read with
+    (``ctime_ns``, ``ino`` and ``seen_ns`` are 0 for rows written before migration m010)."""
 
     size: int
     mtime_ns: int
     hash: str
+    ctime_ns: int = 0
+    ino: int = 0
+    seen_ns: int = 0
 
 
 @dataclass(slots=True)
@@ -205,6 +218,7 @@ class FileUpdate:
 
     Attributes:
         path, size, mtime_ns, hash, file_type, kind: as in ``files``.
+        ctime_ns, ino, seen_ns: the stat the file was read with (:class:`rag.types.WalkedFile`).
         lines: number of lines.
         redactions: secrets redacted in this file's text.
         chunks: its chunks (text already redacted).
@@ -234,6 +248,9 @@ class FileUpdate:
     terms: list[ChunkTerms] | None = None
     fingerprint: bytes | None = None
     structure_json: str | None = None
+    ctime_ns: int = 0
+    ino: int = 0
+    seen_ns: int = 0
 
 
 def structure_text(structure: dict | None) -> str | None:
@@ -318,9 +335,11 @@ class IndexWriter:
         """Write one file's row, chunks and FTS rows (``u.terms``, or computed now: :func:`chunk_terms`)."""
         conn = self.conn
         conn.execute(
-            "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO files (path, size, mtime_ns, hash, file_type, kind, lines, redactions, structure, "
+            "ctime_ns, ino, seen_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (u.path, u.size, u.mtime_ns, u.hash, u.file_type, u.kind, u.lines, u.redactions,
-             u.structure_json if u.structure_json is not None else structure_text(u.structure)),
+             u.structure_json if u.structure_json is not None else structure_text(u.structure),
+             u.ctime_ns, u.ino, u.seen_ns),
         )
         _insert_chunk_rows(conn, u.path, u.chunks, u.terms if u.terms is not None else chunk_terms(u))
 
@@ -521,8 +540,9 @@ class Index:
     def file_rows(self) -> dict[str, FileRow]:
         """``{path: FileRow}`` for every indexed file."""
         return {
-            path: FileRow(size, mtime, digest)
-            for path, size, mtime, digest in self.conn.execute("SELECT path, size, mtime_ns, hash FROM files")
+            path: FileRow(size, mtime, digest, ctime, ino, seen)
+            for path, size, mtime, digest, ctime, ino, seen in self.conn.execute(
+                "SELECT path, size, mtime_ns, hash, ctime_ns, ino, seen_ns FROM files")
         }
 
     def image_paths(self) -> list[str]:
@@ -638,6 +658,17 @@ class Index:
                     conn.execute(f"DELETE FROM chunks WHERE path NOT IN ({DOCUMENT_PATHS})")
             yield IndexWriter(conn, full=full)
         self.checkpoint(min_wal_bytes=CHECKPOINT_MIN_WAL_BYTES)
+
+    def refresh_stats(self, stats: Iterable[tuple[str, int, int, int, int, int]]) -> int:
+        """Store the stat of files found unchanged by their content (``(path, size, mtime_ns, ctime_ns, ino,
+        seen_ns)`` each), so later updates trust it (:func:`rag.ingest.prepare.stat_unchanged`). The content
+        is unchanged, so the generation is not bumped (``stat_version`` is). Returns the rows updated."""
+        rows = [(size, mtime, ctime, ino, seen, path) for path, size, mtime, ctime, ino, seen in stats]
+        if not rows:
+            return 0
+        with self.write(bump="stat_version") as conn:
+            conn.executemany("UPDATE files SET size=?, mtime_ns=?, ctime_ns=?, ino=?, seen_ns=? WHERE path=?", rows)
+        return len(rows)
 
     def checkpoint(self, *, min_wal_bytes: int = 0) -> bool:
         """Copy the WAL into the database and truncate it (``PRAGMA wal_checkpoint(TRUNCATE)``).

@@ -222,6 +222,60 @@ def test_unchanged_files_are_not_rechunked(engine, repo):
     assert after["src/server.js"] != before["src/server.js"]
 
 
+def _count_reads(monkeypatch, repo) -> list[str]:
+    """Spy on the function that reads files' bytes for an update (it still reads them): the indexed files read."""
+    import rag.ingest.prepare as prepare
+
+    reads: list[str] = []
+    real = prepare.read_regular_file
+
+    def counting(path, *args, **kwargs):
+        rel = os.path.relpath(path, repo).replace(os.sep, "/")
+        if rel in INDEXED:  # not the secret files read for their values
+            reads.append(rel)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(prepare, "read_regular_file", counting)
+    return reads
+
+
+def test_an_update_reads_only_the_files_whose_stat_changed(engine, repo, monkeypatch):
+    """Issue 20: a one-file update read and hashed every file; now a file whose size, mtime, inode change
+    time and inode are as stored, and that was not changed in the stored walk's last seconds, is not read."""
+    import rag.ingest.prepare as prepare
+
+    reads = _count_reads(monkeypatch, repo)
+    engine.update()
+    assert len(reads) == len(INDEXED)  # written just now: "racily clean", so read and hashed once more
+    monkeypatch.setattr(prepare, "RACY_WINDOW_NS", 0)  # as if those writes were seconds old
+    reads.clear()
+    engine.update()                    # each file read once more, its stat stored as settled
+    reads.clear()
+    (repo / "src" / "server.js").write_text("// rewritten: zygomorphic\n", encoding="utf-8")
+    stats = engine.update()
+    assert (stats.added, stats.changed, stats.removed) == (0, 1, 0)
+    assert reads == ["src/server.js"]
+    assert paths_of(engine.retrieve("zygomorphic")) == ["src/server.js"]
+
+
+def test_a_trusted_stat_still_sees_an_edit_that_keeps_size_and_mtime(engine, repo, monkeypatch):
+    """The inode change time moves on any write and on the utime that puts the mtime back: no stat trusted."""
+    import rag.ingest.prepare as prepare
+
+    monkeypatch.setattr(prepare, "RACY_WINDOW_NS", 0)
+    engine.update()  # stats settled
+    target = repo / "src" / "cart" / "pricing.js"
+    st = target.stat()
+    old = target.read_bytes()
+    new = old.replace(b"BULK_THRESHOLD = 10", b"BULK_THRESHOLD = 12").replace(b"bulk discounts", b"quirky rebates")
+    assert len(new) == len(old) and new != old
+    target.write_bytes(new)
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    stats = engine.update()
+    assert (stats.added, stats.changed, stats.removed) == (0, 1, 0)
+    assert paths_of(engine.retrieve("quirky rebates")) == ["src/cart/pricing.js"]
+
+
 def test_full_update_rebuilds_every_file(engine):
     stats = engine.update(full=True)
     assert (stats.files, stats.added, stats.removed) == (12, 12, 0)

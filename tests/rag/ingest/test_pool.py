@@ -43,15 +43,19 @@ def tree(tmp_path) -> Path:
 
 
 def dump(index_path: Path) -> dict[str, list[tuple]]:
-    """Every row the index holds for content (files, chunks with ids, FTS columns, images, meta)."""
+    """Every row the index holds for content (files, chunks with ids, FTS columns, images, meta); not when each
+    file's walk began (``seen_ns``) nor how often stats were refreshed (``stat_version``): two builds walk at
+    two times, and a file may settle past the racy window between them."""
     conn = sqlite3.connect(index_path)
     try:
         return {
-            "files": conn.execute("SELECT * FROM files ORDER BY path").fetchall(),
+            "files": conn.execute("SELECT path, size, mtime_ns, hash, file_type, kind, lines, redactions, ctime_ns, "
+                                  "ino, structure FROM files ORDER BY path").fetchall(),
             "chunks": conn.execute("SELECT * FROM chunks ORDER BY id").fetchall(),
             "fts": conn.execute("SELECT rowid, body, path, heading, symbols FROM chunks_fts ORDER BY rowid").fetchall(),
             "images": conn.execute("SELECT * FROM images ORDER BY path").fetchall(),
-            "meta": conn.execute("SELECT key, value FROM meta WHERE key NOT IN ('updated_at') ORDER BY key").fetchall(),
+            "meta": conn.execute("SELECT key, value FROM meta WHERE key NOT IN ('updated_at', 'stat_version') "
+                                 "ORDER BY key").fetchall(),
         }
     finally:
         conn.close()
