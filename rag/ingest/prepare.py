@@ -2,6 +2,8 @@
 
 For one walked file :func:`prepare_file` runs, in order (DESIGN.md §3):
 
+0. a file whose stat is as stored and was stored settled is :class:`Unchanged` unread
+   (:func:`stat_unchanged`, git's racy-clean rule);
 1. read the bytes (an ``OSError`` → skipped as ``unreadable``);
 2. hash them (BLAKE2b-128, hex): the same hash as the indexed version → :class:`Unchanged`;
 3. decode (:func:`rag.ingest.walk.decode_text`; not text → skipped as ``binary``); a
@@ -27,6 +29,7 @@ applies the updates in one transaction and reports an :class:`~rag.ingest.stats.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -183,6 +186,7 @@ def chunk_symbol_text(structure: FileStructure, chunks: Sequence[Chunk]) -> list
             for c in chunks]
 
 
+_POSIX = os.name == "posix"
 RACY_WINDOW_NS = 2_000_000_000
 """A stored stat is trusted only for a file last changed at least this long (2 s, in nanoseconds) before the walk
 that took it: a change in the same timestamp tick as that walk could leave the stat unchanged (git's "racy clean"
@@ -197,9 +201,10 @@ def stat_unchanged(wf: WalkedFile, row: FileRow) -> bool:
     before the walk that stored it; such files are read and hashed every time, as all files were
     before). Any write, and any ``utime`` that would hide one, moves the inode change time, which no user
     can set back; a file replaced by another (``git checkout``, an editor's save-as-rename) has another
-    inode. Rows without a stored stat (written before migration m010, or by hand) are never trusted.
+    inode. Rows without a stored stat (written before migration m010, or by hand) are never trusted, nor is
+    any stat off POSIX systems (Windows' ``st_ctime`` is the creation time, which a write does not move).
     """
-    if not row.seen_ns or not row.ctime_ns or not wf.ctime_ns:
+    if not _POSIX or not row.seen_ns or not row.ctime_ns or not wf.ctime_ns:
         return False
     if (row.size, row.mtime_ns, row.ctime_ns, row.ino) != (wf.size, wf.mtime_ns, wf.ctime_ns, wf.ino):
         return False
@@ -237,7 +242,7 @@ def prepare_file(
         return Skipped("unreadable")
     digest = content_hash(data)
     if indexed is not None and indexed.hash == digest:
-        settled = wf.ctime_ns and max(wf.ctime_ns, wf.mtime_ns) < wf.seen_ns - RACY_WINDOW_NS
+        settled = _POSIX and wf.ctime_ns and max(wf.ctime_ns, wf.mtime_ns) < wf.seen_ns - RACY_WINDOW_NS
         return Unchanged(wf if settled else None)
     text = decode_text(data)
     if text is None:
