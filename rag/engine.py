@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -299,7 +300,11 @@ class Engine:
             else:
                 stats.generation = self.index.generation()
                 stats.copies = self.index.copy_count()
-            self.index.refresh_stats(settled)  # read to tell they were unchanged: trusted by their stat next time
+            try:  # read to tell they were unchanged: trusted by their stat next time (best effort)
+                self.index.refresh_stats(settled)
+            except sqlite3.Error as exc:  # a read-only or busy index still answers; the files are read again
+                log.warning("index update: the stats of %d unchanged files were not stored (%s: %s); "
+                            "they are read again next time", len(settled), type(exc).__name__, exc)
             stats.files, stats.chunks = self.index.counts()
             stats.seconds = time.perf_counter() - started
             log.info("index update", extra={"stats": stats.to_json()})

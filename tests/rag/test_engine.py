@@ -172,6 +172,31 @@ def test_add_file(engine, repo):
     assert paths_of(engine.retrieve("xylophonic tariffs")) == ["src/shipping.js"]
 
 
+def test_stats_that_cannot_be_stored_leave_a_no_op_update_working(engine, repo, monkeypatch, caplog):
+    """Storing settled stats is the only write of a no-op update: an index that refuses writes (SQLite's
+    ``query_only``) still answers, says why in the log, and reads those files again next time."""
+    import rag.ingest.prepare as prepare
+
+    monkeypatch.setattr(prepare, "RACY_WINDOW_NS", 0)
+    with engine.index.write() as conn:  # rows as written before migration m010: no stat to trust
+        conn.execute("UPDATE files SET ctime_ns = 0, ino = 0, seen_ns = 0")
+    generation = engine.index.generation()
+    engine.index.conn.execute("PRAGMA query_only = 1")
+    try:
+        with caplog.at_level("WARNING", logger="rag.engine"):
+            stats = engine.update()
+    finally:
+        engine.index.conn.execute("PRAGMA query_only = 0")
+    assert (stats.added, stats.changed, stats.removed, stats.generation) == (0, 0, 0, generation)
+    assert f"the stats of {len(INDEXED)} unchanged files were not stored" in caplog.text
+    reads = _count_reads(monkeypatch, repo)
+    engine.update()  # now they are stored ...
+    assert len(reads) == len(INDEXED)
+    reads.clear()
+    engine.update()  # ... and trusted
+    assert reads == []
+
+
 @pytest.mark.parametrize("trusted", [False, True], ids=["racy", "trusted-stat"])
 def test_edit_with_same_size_and_same_mtime_is_seen(engine, repo, monkeypatch, trusted):
     """Also once the stored stats are trusted (issue 20): the inode change time moves on any write and on
