@@ -237,7 +237,7 @@ def prepare_file(
     if indexed is not None and stat_unchanged(wf, indexed):
         return Unchanged()
     try:
-        data = read_regular_file(wf.abs_path)  # never through a link or into a FIFO swapped in since the walk
+        data = read_regular_file(wf.os_path)  # never through a link or into a FIFO swapped in since the walk
     except OSError:
         return Skipped("unreadable")
     digest = content_hash(data)

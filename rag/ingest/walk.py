@@ -494,7 +494,7 @@ class _Walker:
         self.total_bytes += st.st_size
         self.files.append(WalkedFile(
             path=rel,
-            abs_path=Path(entry.path),
+            os_path=entry.path,
             size=st.st_size,
             mtime_ns=st.st_mtime_ns,
             file_type=file_type,  # type: ignore[arg-type]  # not None here
