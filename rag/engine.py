@@ -55,7 +55,7 @@ if TYPE_CHECKING:  # the retrieval side is imported when first used (an index up
     from rag.search.lexical import Depth, RetrievalPolicy
     from rag.search.retriever import Retriever
     from rag.search.vector_stream import VectorStream
-    from rag.types import ImageHit, Source
+    from rag.types import ImageHit, Source, WalkedFile
 
 __all__ = ["Engine", "IndexStats", "default_index_path", "MAX_QUESTION_CHARS"]
 
@@ -247,7 +247,7 @@ class Engine:
             stats = IndexStats(skipped=dict(report.skipped),
                                problems=[{"path": path, "reason": reason} for path, reason in report.problems])
             seen: set[str] = set()
-            settled: list[tuple[str, int, int, int, int, int]] = []
+            settled: list[WalkedFile] = []
             images_changed = sorted(report.images) != self.index.image_paths()
             updates: list[FileUpdate] = []
             meta = {"repo_root": str(self.repo_root), "parse_version": str(PARSE_VERSION),
@@ -274,8 +274,7 @@ class Engine:
                     seen.add(wf.path)
                     if isinstance(result, Unchanged):
                         if result.settled is not None:
-                            w = result.settled
-                            settled.append((w.path, w.size, w.mtime_ns, w.ctime_ns, w.ino, w.seen_ns))
+                            settled.append(result.settled)
                         continue
                     updates.append(result.update)
                     if writer is not None:

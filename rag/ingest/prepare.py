@@ -204,11 +204,15 @@ def stat_unchanged(wf: WalkedFile, row: FileRow) -> bool:
     inode. Rows without a stored stat (written before migration m010, or by hand) are never trusted, nor is
     any stat off POSIX systems (Windows' ``st_ctime`` is the creation time, which a write does not move).
     """
-    if not _POSIX or not row.seen_ns or not row.ctime_ns or not wf.ctime_ns:
+    if not wf.ctime_ns or (row.size, row.mtime_ns, row.ctime_ns, row.ino) != (wf.size, wf.mtime_ns, wf.ctime_ns, wf.ino):
         return False
-    if (row.size, row.mtime_ns, row.ctime_ns, row.ino) != (wf.size, wf.mtime_ns, wf.ctime_ns, wf.ino):
-        return False
-    return max(row.ctime_ns, row.mtime_ns) < row.seen_ns - RACY_WINDOW_NS
+    return _settled(row.ctime_ns, row.mtime_ns, row.seen_ns)
+
+
+def _settled(ctime_ns: int, mtime_ns: int, seen_ns: int) -> bool:
+    """Whether a stat taken by the walk that began at ``seen_ns`` can be trusted later: on POSIX, with a known
+    inode change time and walk time, and the file last changed :data:`RACY_WINDOW_NS` or more before that walk."""
+    return _POSIX and ctime_ns > 0 and seen_ns > 0 and max(ctime_ns, mtime_ns) < seen_ns - RACY_WINDOW_NS
 
 
 def prepare_file(
@@ -242,8 +246,7 @@ def prepare_file(
         return Skipped("unreadable")
     digest = content_hash(data)
     if indexed is not None and indexed.hash == digest:
-        settled = _POSIX and wf.ctime_ns and max(wf.ctime_ns, wf.mtime_ns) < wf.seen_ns - RACY_WINDOW_NS
-        return Unchanged(wf if settled else None)
+        return Unchanged(wf if _settled(wf.ctime_ns, wf.mtime_ns, wf.seen_ns) else None)
     text = decode_text(data)
     if text is None:
         return Skipped("binary")

@@ -44,7 +44,7 @@ from pathlib import Path
 from rag.errors import IndexUnavailableError
 from rag.store import queries
 from rag.text import index_text, stem_set
-from rag.types import Chunk
+from rag.types import Chunk, WalkedFile
 
 __all__ = ["Index", "IndexWriter", "FileRow", "FileUpdate", "ChunkTerms", "chunk_terms", "stored_terms", "structure_text",
            "SCHEMA_VERSION",
@@ -659,11 +659,11 @@ class Index:
             yield IndexWriter(conn, full=full)
         self.checkpoint(min_wal_bytes=CHECKPOINT_MIN_WAL_BYTES)
 
-    def refresh_stats(self, stats: Iterable[tuple[str, int, int, int, int, int]]) -> int:
-        """Store the stat of files found unchanged by their content (``(path, size, mtime_ns, ctime_ns, ino,
-        seen_ns)`` each), so later updates trust it (:func:`rag.ingest.prepare.stat_unchanged`). The content
-        is unchanged, so the generation is not bumped (``stat_version`` is). Returns the rows updated."""
-        rows = [(size, mtime, ctime, ino, seen, path) for path, size, mtime, ctime, ino, seen in stats]
+    def refresh_stats(self, files: Iterable[WalkedFile]) -> int:
+        """Store the stat of walked files found unchanged by their content, so later updates trust it
+        (:func:`rag.ingest.prepare.stat_unchanged`). The content is unchanged, so the generation is not
+        bumped (``stat_version`` is). Returns the rows updated."""
+        rows = [(f.size, f.mtime_ns, f.ctime_ns, f.ino, f.seen_ns, f.path) for f in files]
         if not rows:
             return 0
         with self.write(bump="stat_version") as conn:
