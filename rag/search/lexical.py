@@ -31,11 +31,12 @@ from dataclasses import dataclass, field
 from rag.ingest.manifests import is_manifest
 from rag.search.bm25_topk import top_bm25
 from rag.search.query import Query, fts_expression, fts_phrases, version_pattern
+from rag.search.within_file import DEFAULT_WITHIN_CHUNKS, DEFAULT_WITHIN_FILES, DEFAULT_WITHIN_K
 from rag.store import queries
 from rag.text import index_text, light_stem, light_stems, synonyms_of
 from rag.types import Source
 
-__all__ = ["STREAMS", "RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "rank_chunks",
+__all__ = ["STREAMS", "RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "FUSED_HARD_SCORE", "rank_chunks",
            "fuse_streams", "diversify", "Depth", "focus_line", "explicit_paths", "intent_prior", "META_TERMS",
            "LOW_VALUE_DIRS"]
 
@@ -96,6 +97,10 @@ class RetrievalPolicy:
             its priors, ``structure`` = the code-graph stream, ``vectors`` = embeddings).
             Without ``lexical`` (``{"vectors"}``) the result is the vector ranking alone,
             per file, and never abstains: a measuring tool (``slackzilla eval --streams``).
+        within_files, within_chunks, within_k: with vectors, the best ``within_files`` fused files
+            have their chunks ordered by each stream's rank within the file (RRF constant
+            ``within_k``), and each file's ``within_chunks`` best chunks by cosine join the
+            candidates (:mod:`rag.search.within_file`); ``within_files = 0`` turns it off.
         rerank_top: with a reranker configured (:mod:`rag.providers.rerank`), the fused top this
             many distinct chunks are reordered by its scores (hard structural boosts stay first).
     """
@@ -117,6 +122,9 @@ class RetrievalPolicy:
     vector_floor_ratio: float = 0.6
     rerank_top: int = 20
     zscore_depth: int = 10
+    within_files: int = DEFAULT_WITHIN_FILES
+    within_chunks: int = DEFAULT_WITHIN_CHUNKS
+    within_k: int = DEFAULT_WITHIN_K
     streams: frozenset[str] = frozenset({"lexical", "structure", "vectors"})
 
 
@@ -189,6 +197,8 @@ class Candidate:
     score: float = 0.0
     matched: set[str] = field(default_factory=set)
     prior: float = 1.0
+    file_score: float = 0.0
+    """The fused score of the chunk's file (set by :func:`fuse_streams`; 0 before fusion)."""
 
 
 def _document_frequencies(conn: sqlite3.Connection, terms: list[str], cache: dict) -> dict[str, int]:
@@ -479,6 +489,9 @@ def focus_line(text: str, start: int, query: Query) -> int | None:
 
 HARD_BOOST = 10.0
 """Lexical scores at or above this come from explicit structure (a named file, its dependants)."""
+FUSED_HARD_SCORE = 4.0
+"""After :func:`fuse_streams`, a hard structural candidate scores this plus its lexical score / 100,
+above every fused score (≤ 1.01)."""
 
 
 def fuse_streams(cands: list[Candidate], vectors: Mapping[int, float], *, policy: RetrievalPolicy,
@@ -517,9 +530,10 @@ def fuse_streams(cands: list[Candidate], vectors: Mapping[int, float], *, policy
 
     A chunk's score is its file's fused score plus a small chunk-level RRF term (each stream's
     first ``stream_pool`` chunks) that orders chunks inside a file; chunks in neither pool drop
-    out unless their file is a structure file. Candidates with a hard structural boost
-    (≥ :data:`HARD_BOOST`: a named file, its dependants) stay above every fused score, in the
-    lexical stream's order.
+    out unless their file is a structure file; each kept one's ``file_score`` is its file's fused
+    score (:func:`rag.search.within_file.within_file_order` reorders the best files' chunks by
+    their ranks within the file). Candidates with a hard structural boost (≥ :data:`HARD_BOOST`:
+    a named file, its dependants) stay above every fused score, in the lexical stream's order.
     """
     from rag.search.fusion import adaptive_weights, reciprocal_rank_fusion, zscore_fusion
 
@@ -557,9 +571,10 @@ def fuse_streams(cands: list[Candidate], vectors: Mapping[int, float], *, policy
                                                weights=weights, k=policy.rrf_k))
     for c in cands:
         if c.score >= HARD_BOOST:   # above every fused score (≤ 1.01), in the lexical order
-            c.score = 4.0 + c.score / 100.0
+            c.score = FUSED_HARD_SCORE + c.score / 100.0
         elif c.id in chunk_scores or c.path in soft:
-            c.score = file_scores.get(c.path, 0.0) + 0.01 * chunk_scores.get(c.id, 0.0)
+            c.file_score = file_scores.get(c.path, 0.0)
+            c.score = c.file_score + 0.01 * chunk_scores.get(c.id, 0.0)
         else:
             c.score = 0.0
     kept = [c for c in cands if c.score > 0.0]

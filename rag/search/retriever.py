@@ -11,9 +11,12 @@ index generation):
 4. lexical ranking (:func:`rag.search.lexical.rank_chunks`: FTS5 BM25 + coverage + priors)
    and abstention (:meth:`rag.search.lexical.Evidence.abstain`, overruled for a long
    description when the vectors' best chunk clearly stands out);
+5. with vectors, fusion of the streams' file scores by z-scores
+   (:func:`rag.search.lexical.fuse_streams`) and the best files' chunks ordered by their ranks
+   within the file, every chunk of those files scored by the vectors
+   (:mod:`rag.search.within_file`: the chunk ids must be this generation's);
 
-then, outside it: fusion of the streams' file scores by z-scores
-(:func:`rag.search.lexical.fuse_streams`), the optional reranker
+then, outside it: the optional reranker
 (:func:`rag.search.rerank.rerank_candidates`, a network call), the issue/PR quota
 (:func:`rag.search.item_quota.limit_items`), per-file diversification
 and each source's focus line.
@@ -42,6 +45,7 @@ from pathlib import Path
 from rag.context.codegraph import CodeGraph
 from rag.ingest.manifests import read_manifests, repository_names
 from rag.parse.parser import FileStructure, resolve_imports
+from rag.errors import ProviderError
 from rag.providers.rerank import Reranker
 from rag.search import lexical
 from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
@@ -174,20 +178,23 @@ class Retriever:
                 meta_terms=self._repository_names(cache), copies=copies,
             )
             all_hits = pending.result()
-        hits = above_floor(all_hits, policy.vector_floor_ratio)
-        # Lexical evidence decides abstention (cosines of answerable and unanswerable questions
-        # overlap), but a long description worded unlike the code is answered when the vectors'
-        # best chunk clearly stands out of its neighbours (Evidence.abstain).
-        if not cands or (abstain and evidence.abstain(policy, vector_z=top_zscore(all_hits) if all_hits else None)):
-            return []
-        pinned = {c.id for c in cands if c.score >= lexical.HARD_BOOST}  # before fusion rescales scores
-        pool = list(cands)
-        if hits:
-            similarity: dict[int, float] = {}
-            for h in hits:
-                similarity.setdefault(h.chunk_id, h.similarity)
-            cands = lexical.fuse_streams(cands, similarity, policy=policy, structure=structure,
-                                         coverage=evidence.coverage)
+            hits = above_floor(all_hits, policy.vector_floor_ratio)
+            # Lexical evidence decides abstention (cosines of answerable and unanswerable questions
+            # overlap), but a long description worded unlike the code is answered when the vectors'
+            # best chunk clearly stands out of its neighbours (Evidence.abstain).
+            if not cands or (abstain and evidence.abstain(policy, vector_z=top_zscore(all_hits) if all_hits else None)):
+                return []
+            pinned = {c.id for c in cands if c.score >= lexical.HARD_BOOST}  # before fusion rescales scores
+            pool = list(cands)
+            if hits:
+                similarity: dict[int, float] = {}
+                for h in hits:
+                    similarity.setdefault(h.chunk_id, h.similarity)
+                cands = lexical.fuse_streams(cands, similarity, policy=policy, structure=structure,
+                                             coverage=evidence.coverage)
+                if policy.within_files > 0:  # in the same read transaction: the chunk ids are its generation's
+                    cands = self._order_within_files(conn, cands, question, query, pool=pool, kind=kind,
+                                                     coverage=evidence.coverage)
         cands = prefer_sources(cands, copies, pool=pool)
         if self.reranker is not None:  # optional; outside the read transaction (a network call)
             cands = rerank_candidates(cands, question=question, reranker=self.reranker,
@@ -199,6 +206,50 @@ class Retriever:
         for source in sources:
             source.focus = lexical.focus_line(source.text, source.start, query)
         return sources
+
+    def _order_within_files(self, conn: sqlite3.Connection, cands: list[lexical.Candidate], question: str,
+                            query: Query, *, pool: list[lexical.Candidate], kind: str | None,
+                            coverage: float) -> list[lexical.Candidate]:
+        """The best fused files' chunks ordered by their ranks within the file
+        (:mod:`rag.search.within_file`): every chunk of those files is scored by the vectors, and a
+        file's best chunks by cosine join the candidates when no stream listed them.
+        A provider failure keeps the fused order (logged)."""
+        from rag.search.fusion import adaptive_weights
+        from rag.search.within_file import vector_picks, within_file_order
+
+        policy = self.policy
+        paths: list[str] = []
+        for c in cands:  # fused order; a hard structural file keeps its lexical order
+            if c.score < lexical.FUSED_HARD_SCORE and c.path not in paths:
+                paths.append(c.path)
+                if len(paths) >= policy.within_files:
+                    break
+        if not paths or self.vectors is None:
+            return cands
+        rows = queries.chunk_ids_of_paths(conn, paths, kind=kind)
+        try:
+            sims = self.vectors.chunk_similarities(conn, question, [cid for cid, _ in rows])
+        except ProviderError as exc:
+            log.warning("within-file vector order unavailable, fused order kept: %s", exc)
+            return cands
+        by_path: dict[str, dict[int, float]] = {}
+        for cid, path in rows:
+            if cid in sims:
+                by_path.setdefault(path, {})[cid] = sims[cid]
+        known = {c.id for c in cands}
+        wanted = [cid for path in paths for cid in vector_picks(by_path.get(path, {}), known,
+                                                                 per_file=policy.within_chunks)]
+        added = [lexical.Candidate(*row) for row in queries.chunks_by_id(conn, wanted, kind=kind)]
+        file_score = {}
+        for c in cands:
+            file_score.setdefault(c.path, c.file_score)
+        for c in added:
+            c.lexical = False
+            c.prior = lexical.intent_prior(c, query)
+            c.file_score = file_score[c.path]
+        weights = adaptive_weights(coverage, base=policy.lexical_base, slope=policy.lexical_slope)
+        return within_file_order([*cands, *added], lexical_order=[c.id for c in pool if c.lexical],
+                                 similarity=by_path, weights=weights, k=policy.within_k)
 
     def _vectors_only(self, conn: sqlite3.Connection, hits: list, copies: dict[str, tuple[str, ...]], *,
                       limit: int, kind: str | None, query: Query) -> list[Source]:

@@ -26,7 +26,7 @@ import logging
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -125,6 +125,7 @@ class VectorStream:
         self._matrix: VectorMatrix = VectorMatrix.empty()
         self._ids_by_key: dict[str, list[int]] = {}
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._key_by_id: dict[int, str] = {}
 
     def has_vectors(self) -> bool:
         """Whether any vector of this model is stored (no vectors: no need to embed questions)."""
@@ -206,6 +207,7 @@ class VectorStream:
             if key != self._cache_key:
                 self._matrix = load_vectors(conn, model=self.model)
                 self._ids_by_key = self._chunk_keys(conn) if len(self._matrix) else {}
+                self._key_by_id = {cid: key for key, ids in self._ids_by_key.items() for cid in ids}
                 self._cache_key = key
             return self._matrix, self._ids_by_key
 
@@ -214,6 +216,25 @@ class VectorStream:
         inside the caller's read transaction. Returns ``[]`` when no vector is stored yet."""
         matrix, ids_by_key = self._load(conn)
         return _hits(matrix, ids_by_key, query, k=k)
+
+    def chunk_similarities(self, conn: sqlite3.Connection, question: str, chunk_ids: Iterable[int]) -> dict[int, float]:
+        """Cosine of ``question`` to each of ``chunk_ids`` that has a vector, inside the caller's read
+        transaction (the chunks of a few files: :mod:`rag.search.within_file`). The question's
+        vector comes from :meth:`embed_query`'s cache when the question was just searched. ``{}``
+        when another generation's vectors were loaded meanwhile (a concurrent question on a newer
+        generation): the caller keeps its fused order.
+
+        Raises:
+            ProviderError: the provider failed embedding the question.
+        """
+        matrix, ids_by_key = self._load(conn)
+        if not len(matrix):
+            return {}
+        with self._lock:
+            key_of = self._key_by_id if self._ids_by_key is ids_by_key else {}
+        keyed = {cid: key_of[cid] for cid in chunk_ids if cid in key_of}
+        sims = matrix.similarities_of(self.embed_query(question), keyed.values())
+        return {cid: sims[key] for cid, key in keyed.items() if key in sims}
 
     def matrix_of(self, conn: sqlite3.Connection) -> tuple[VectorMatrix, dict[str, list[int]]]:
         """``(vectors, content key → chunk ids)`` of the generation ``conn``'s read transaction sees,

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 
 __all__ = [
     "CANDIDATE_COLUMNS", "MAX_IDS_PER_STATEMENT",
-    "count_chunks", "count_fts_matches", "bm25_candidates", "bm25_top_ids", "scored_chunks", "chunks_by_id", "first_chunks_of",
+    "count_chunks", "count_fts_matches", "bm25_candidates", "bm25_top_ids", "scored_chunks", "chunks_by_id", "chunk_ids_of_paths", "first_chunks_of",
     "file_paths", "stored_structures", "image_paths", "chunk_lines", "has_file",
     "chunk_ids_paths_texts", "chunk_embedding_rows", "has_model_vectors", "content_versions",
     "files_by_size", "chunk_symbols", "bm25_chunks_of", "chunk_terms_of", "file_copies", "all_file_rows", "all_chunk_rows",
@@ -133,6 +133,18 @@ def chunks_by_id(conn: sqlite3.Connection, ids: Sequence[int], *, kind: str | No
         rows += conn.execute(
             "SELECT id, path, start, end, file_type, kind, heading, text, 0.0, stems, symbol FROM chunks "
             f"WHERE id IN ({','.join('?' * len(part))}) AND (? IS NULL OR kind=?)", (*part, kind, kind),
+        ).fetchall()
+    return rows
+
+
+def chunk_ids_of_paths(conn: sqlite3.Connection, paths: Sequence[str], *, kind: str | None = None) -> list[tuple[int, str]]:
+    """``(chunk id, path)`` of every chunk of ``paths`` (of ``kind`` if given), by path and start line."""
+    rows: list[tuple[int, str]] = []
+    for i in range(0, len(paths), MAX_IDS_PER_STATEMENT):
+        part = list(paths[i : i + MAX_IDS_PER_STATEMENT])
+        rows += conn.execute(
+            f"SELECT id, path FROM chunks WHERE path IN ({','.join('?' * len(part))}) AND (? IS NULL OR kind=?) "
+            "ORDER BY path, start", (*part, kind, kind),
         ).fetchall()
     return rows
 

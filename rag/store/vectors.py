@@ -118,12 +118,14 @@ class VectorMatrix:
     ids: tuple[str, ...]
     matrix: np.ndarray
     _codes: QuantizedRows | None = field(default=None, init=False, repr=False, compare=False)
+    _row_of: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.matrix.ndim != 2 or self.matrix.shape[0] != len(self.ids):
             raise ValueError(f"matrix shape {self.matrix.shape} does not match {len(self.ids)} ids")
         if self.matrix.dtype != np.float32 or not self.matrix.flags.c_contiguous:
             object.__setattr__(self, "matrix", np.ascontiguousarray(self.matrix, dtype=np.float32))
+        object.__setattr__(self, "_row_of", {ident: i for i, ident in enumerate(self.ids)})
         if len(self.ids) > SCREEN_MIN_ROWS:  # made once, with the matrix (once per index generation)
             object.__setattr__(self, "_codes", QuantizedRows(self.matrix))
 
@@ -180,6 +182,29 @@ class VectorMatrix:
         with threadpool_limits(limits=1, user_api="blas"):
             return self.matrix @ q
 
+    def _unit_query(self, query: np.ndarray) -> np.ndarray:
+        """``query`` as a float64 unit vector (a zero query stays zero); ValueError on a dimension mismatch."""
+        q = np.asarray(query, dtype=np.float64).reshape(-1)
+        if q.shape[0] != self.dim:
+            raise ValueError(f"query has dimension {q.shape[0]}, vectors have {self.dim}")
+        norm = float(np.linalg.norm(q))
+        return q / norm if norm > 0 else q
+
+    def similarities_of(self, query: np.ndarray, ids: Iterable[str]) -> dict[str, float]:
+        """Cosine of ``query`` to the rows of ``ids`` (ids not in the matrix are left out): a few rows
+        read by their index, not the whole matrix (the chunks of a handful of files).
+
+        Raises:
+            ValueError: the query's dimension differs from the matrix's.
+        """
+        row_of = self._row_of
+        wanted = [(ident, row_of[ident]) for ident in dict.fromkeys(ids) if ident in row_of]
+        if not wanted:
+            return {}
+        q = self._unit_query(query)
+        sims = self.matrix[[row for _, row in wanted]].astype(np.float64) @ q
+        return {ident: float(sim) for (ident, _), sim in zip(wanted, sims.tolist())}
+
     def top_k(self, query: np.ndarray, *, k: int, min_score: float | None = None) -> list[tuple[str, float]]:
         """The ``k`` rows most similar to ``query``, best first, exactly: an int8 screen finds the rows
         that can be among them and only those are scored in float64 (:mod:`rag.store.vector_screen`).
@@ -199,12 +224,7 @@ class VectorMatrix:
         n = len(self)
         if k <= 0 or n == 0:
             return []
-        q = np.asarray(query, dtype=np.float64).reshape(-1)
-        if q.shape[0] != self.dim:
-            raise ValueError(f"query has dimension {q.shape[0]}, vectors have {self.dim}")
-        norm = float(np.linalg.norm(q))
-        if norm > 0:
-            q = q / norm
+        q = self._unit_query(query)
         rows, sims = exact_top_k(self.matrix, self._codes, q, k)
         out = [(self.ids[i], s) for i, s in zip(rows.tolist(), sims.tolist())]
         if min_score is not None:

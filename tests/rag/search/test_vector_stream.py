@@ -627,3 +627,48 @@ def test_a_stop_request_before_an_update_stops_it_and_writes_nothing(repo, open_
     record = reindexer.run(trigger="cli")
     assert record.ok is False and "stopped for shutdown" in record.error
     assert engine.generation == 0 and server.texts() == []
+
+
+# --------------------------------------------------------------------------- the chunk order inside a file
+
+
+def _function(name: str, args: str, lines: list[str]) -> str:
+    body = "".join(f"  {line}\n" for line in lines)
+    return f"function {name}({args}) {{\n{body}}}\n\n"
+
+
+# Four handlers that share the question's words, then the guard that answers it in words the lexical
+# stream does not match (the fake model's synonyms); each function is longer than half a chunk, so
+# each is a chunk of its own.
+SERVER_JS = "".join(
+    _function(f"handle{part}", "req, res", [f"// server request ({part.lower()})" for _ in range(32)])
+    for part in ("Routing", "Headers", "Cookies", "Logging")
+) + _function("guardUploads", "upload", [f"if (payload.length > limit) rejectOversize(payload); // reject oversize payload {i}"
+                               for i in range(32)]) + "module.exports = { handleRouting };\n"
+SERVER_QUESTION = "How does the server handle a request whose body is too large, and refuse it?"
+
+
+def test_a_file_s_best_chunk_by_cosine_reaches_the_context_pool(tmp_path, open_engine, server):
+    from rag.context.packer import DEFAULT_CONTEXT_DEPTH
+
+    repo = write_repo(tmp_path / "server-repo", {**REPO_FILES, "src/server.js": SERVER_JS})
+    engine = open_engine(repo, embeddings=provider(server))
+    engine.update()
+    engine.embed_pending()
+    rows = [row for row in chunk_rows(engine) if row[1] == "src/server.js"]
+    guard = next(row for row in rows if "guardUploads" in row[4])
+    assert len(rows) == 5
+    with engine.index.read() as conn:   # the premise: the vectors rank the guard first in its file
+        sims = engine.vectors.chunk_similarities(conn, SERVER_QUESTION, [row[0] for row in rows])
+    assert max(sims, key=sims.get) == guard[0]
+
+    def pool_starts(policy) -> list[int]:
+        engine.retriever.policy = policy
+        found = engine.retrieve(SERVER_QUESTION, limit=32, depth=DEFAULT_CONTEXT_DEPTH)
+        assert found and found[0].path == "src/server.js"
+        return [s.start for s in found if s.path == "src/server.js"]
+
+    # Ranked by the repository-wide streams, the four lexical handlers fill the best file's four places.
+    assert guard[2] not in pool_starts(replace(DEFAULT_RETRIEVAL_POLICY, within_files=0))
+    # Ranked inside the file, the vectors' first chunk takes one of them.
+    assert guard[2] in pool_starts(DEFAULT_RETRIEVAL_POLICY)

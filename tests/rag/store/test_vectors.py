@@ -80,6 +80,20 @@ def test_top_k_ties_break_by_row_order():
     assert [i for i, _ in vm.top_k(np.array([1.0, 0.0]), k=4)] == ["z", "y", "w", "x"]
 
 
+def test_similarities_of_reads_only_the_named_rows():
+    matrix = unit_rows(2000, 16, seed=3)   # past SCREEN_MIN_ROWS: the int8 codes exist too
+    vm = VectorMatrix(tuple(f"h{i}" for i in range(2000)), matrix)
+    query = 3.0 * unit_rows(1, 16, seed=4)[0]   # normalised inside, as top_k does
+    got = vm.similarities_of(query, ["h7", "nope", "h1999", "h7"])
+    assert list(got) == ["h7", "h1999"]                               # unknown ids left out, duplicates once
+    assert got["h7"] == pytest.approx(float(matrix[7] @ (query / 3.0)), abs=1e-6)
+    assert got["h1999"] == pytest.approx(float(matrix[1999] @ (query / 3.0)), abs=1e-6)
+    assert dict(vm.top_k(query, k=2000))["h7"] == pytest.approx(got["h7"], abs=1e-9)
+    assert vm.similarities_of(query, []) == {} and VectorMatrix.empty(16).similarities_of(query, ["h1"]) == {}
+    with pytest.raises(ValueError, match="query has dimension 3, vectors have 16"):
+        vm.similarities_of(np.ones(3), ["h1"])
+
+
 def test_empty_matrix_and_dimension_mismatch():
     assert VectorMatrix.empty(4).top_k(np.ones(4), k=5) == []
     assert VectorMatrix.from_pairs([]).top_k(np.ones(3), k=5) == []
