@@ -56,8 +56,9 @@ __all__ = ["RankedChunk", "DEFAULT_WITHIN_FILES", "DEFAULT_WITHIN_CHUNKS", "DEFA
            "within_file_order", "vector_picks"]
 
 DEFAULT_WITHIN_FILES = 8
-"""The best this many fused files get their chunks ordered within the file (the eight shown sources'
-files at most; the pool's deeper places come from the same files)."""
+"""The best this many fused files get their chunks ordered within the file; later files keep the fused
+order (context line recall, same measure as above, 3 / 8 / 16 files: ``dev-hard`` 0.568 / 0.614 / 0.591,
+``dev`` 0.907 / 0.889 / 0.889, held-out 0.881 / 0.905 / 0.881)."""
 DEFAULT_WITHIN_CHUNKS = 4
 """A file's best chunks by cosine that join the candidates when no stream listed them: the pool's
 deepest per-file cap (:data:`rag.context.packer.DEFAULT_CONTEXT_DEPTH`)."""
