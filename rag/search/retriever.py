@@ -193,7 +193,7 @@ class Retriever:
                 cands = lexical.fuse_streams(cands, similarity, policy=policy, structure=structure,
                                              coverage=evidence.coverage)
                 if policy.within_files > 0:  # in the same read transaction: the chunk ids are its generation's
-                    cands = self._order_within_files(conn, cands, question, query, pool=pool, kind=kind,
+                    cands = self._order_within_files(conn, cands, question, pool=pool, kind=kind,
                                                      coverage=evidence.coverage)
         cands = prefer_sources(cands, copies, pool=pool)
         if self.reranker is not None:  # optional; outside the read transaction (a network call)
@@ -207,8 +207,8 @@ class Retriever:
             source.focus = lexical.focus_line(source.text, source.start, query)
         return sources
 
-    def _order_within_files(self, conn: sqlite3.Connection, cands: list[lexical.Candidate], question: str,
-                            query: Query, *, pool: list[lexical.Candidate], kind: str | None,
+    def _order_within_files(self, conn: sqlite3.Connection, cands: list[lexical.Candidate], question: str, *,
+                            pool: list[lexical.Candidate], kind: str | None,
                             coverage: float) -> list[lexical.Candidate]:
         """The best fused files' chunks ordered by their ranks within the file
         (:mod:`rag.search.within_file`): every chunk of those files is scored by the vectors, and a
@@ -240,12 +240,9 @@ class Retriever:
         wanted = [cid for path in paths for cid in vector_picks(by_path.get(path, {}), known,
                                                                  per_file=policy.within_chunks)]
         added = [lexical.Candidate(*row) for row in queries.chunks_by_id(conn, wanted, kind=kind)]
-        file_score = {}
-        for c in cands:
-            file_score.setdefault(c.path, c.file_score)
-        for c in added:
+        file_score = {c.path: c.file_score for c in cands if c.path in by_path}
+        for c in added:   # fusion is done: an added chunk needs only its file's score (and no lexical rank)
             c.lexical = False
-            c.prior = lexical.intent_prior(c, query)
             c.file_score = file_score[c.path]
         weights = adaptive_weights(coverage, base=policy.lexical_base, slope=policy.lexical_slope)
         return within_file_order([*cands, *added], lexical_order=[c.id for c in pool if c.lexical],
