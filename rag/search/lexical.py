@@ -101,6 +101,10 @@ class RetrievalPolicy:
             have their chunks ordered by each stream's rank within the file (RRF constant
             ``within_k``), and each file's ``within_chunks`` best chunks by cosine join the
             candidates (:mod:`rag.search.within_file`); ``within_files = 0`` turns it off.
+        lead_files, lead_min_source: among the first ``lead_files`` files of a ranking, at least
+            ``lead_min_source`` are implementation files when it holds that many
+            (:mod:`rag.search.source_lead`, where 4 and 3 are measured; ``lead_min_source = 0``
+            turns it off).
         rerank_top: with a reranker configured (:mod:`rag.providers.rerank`), the fused top this
             many distinct chunks are reordered by its scores (hard structural boosts stay first).
     """
@@ -125,6 +129,8 @@ class RetrievalPolicy:
     within_files: int = DEFAULT_WITHIN_FILES
     within_chunks: int = DEFAULT_WITHIN_CHUNKS
     within_k: int = DEFAULT_WITHIN_K
+    lead_files: int = 4
+    lead_min_source: int = 3
     streams: frozenset[str] = frozenset({"lexical", "structure", "vectors"})
 
 

@@ -18,7 +18,8 @@ index generation):
 
 then, outside it: the optional reranker
 (:func:`rag.search.rerank.rerank_candidates`, a network call), the issue/PR quota
-(:func:`rag.search.item_quota.limit_items`), per-file diversification
+(:func:`rag.search.item_quota.limit_items`), with vectors the implementation files among the
+leading places (:func:`rag.search.source_lead.lead_with_sources`), per-file diversification
 and each source's focus line.
 
 Values derived from one generation — IDF and path stems, the path list, the chunk
@@ -52,6 +53,7 @@ from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
 from rag.search.item_quota import limit_items
 from rag.search.query import Query, analyze
 from rag.search.rerank import rerank_candidates
+from rag.search.source_lead import lead_with_sources
 from rag.search.structure import SymbolTable, structure_bonus, symbol_table
 from rag.search.copies import prefer_sources
 from rag.search.vector_stream import VectorStream, above_floor, start_search, top_zscore
@@ -186,7 +188,8 @@ class Retriever:
                 return []
             pinned = {c.id for c in cands if c.score >= lexical.HARD_BOOST}  # before fusion rescales scores
             pool = list(cands)
-            if hits:
+            fused = bool(hits)
+            if fused:
                 similarity: dict[int, float] = {}
                 for h in hits:
                     similarity.setdefault(h.chunk_id, h.similarity)
@@ -201,6 +204,9 @@ class Retriever:
                                       top=policy.rerank_top, pinned=pinned,
                                       min_score=getattr(self.reranker, "min_score", None))
         cands = limit_items(cands, question, kind=kind)  # issues/PRs: a stream beside the code
+        if fused and kind is None and cands:  # the implementation among the leading files (source_lead)
+            cands = lead_with_sources(cands, query, lead=policy.lead_files, min_source=policy.lead_min_source,
+                                      pinned=pinned, min_score=policy.relative_threshold * cands[0].score)
         sources = lexical.diversify(cands, limit=limit, per_file=policy.per_file,
                                     relative_threshold=policy.relative_threshold, depth=depth)
         for source in sources:

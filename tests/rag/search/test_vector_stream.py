@@ -672,3 +672,38 @@ def test_a_file_s_best_chunk_by_cosine_reaches_the_context_pool(tmp_path, open_e
     assert guard[2] not in pool_starts(replace(DEFAULT_RETRIEVAL_POLICY, within_files=0))
     # Ranked inside the file, the vectors' first chunk takes one of them.
     assert guard[2] in pool_starts(DEFAULT_RETRIEVAL_POLICY)
+
+
+# Four documentation pages written in PARAPHRASE's words: BM25 and the vectors alike rank them above
+# the implementation, which uses few of them (issue 15, rag.search.source_lead).
+DOC_PAGES = {
+    f"docs/{name}.md": f"# {title}\n\nThe server will refuse a body that is far too large: the caller gets back an "
+                       f"error when the body is too large to accept ({name}).\n"
+    for name, title in (("limits", "Limits"), ("uploads", "Uploads"), ("errors", "Errors"), ("faq", "FAQ"))
+}
+
+
+def test_the_implementation_is_among_the_leading_files_when_documentation_matches_better(
+        tmp_path, open_engine, server):
+    repo = write_repo(tmp_path / "doc-heavy", {**REPO_FILES, **DOC_PAGES})
+    engine = open_engine(repo, embeddings=provider(server))
+    engine.update()
+    engine.embed_pending()
+
+    def files(policy) -> list[str]:
+        engine.retriever.policy = policy
+        return list(dict.fromkeys(paths(engine.retrieve(PARAPHRASE, limit=8))))
+
+    fused = files(replace(DEFAULT_RETRIEVAL_POLICY, lead_min_source=0))
+    assert fused[:4] == sorted(DOC_PAGES, key=fused.index) and ANSWER in fused   # the premise
+    led = files(DEFAULT_RETRIEVAL_POLICY)
+    assert ANSWER in led[:4], led
+    assert led[0] == fused[0]   # the best documentation page keeps the first place
+    lexical = Engine.open(repo, index_path=tmp_path / "lexical.sqlite")
+    try:   # BM25 alone keeps its order (the quota applies to rankings fused with the vectors)
+        lexical.update()
+        order = list(dict.fromkeys(paths(lexical.retrieve(PARAPHRASE, limit=8))))
+        lexical.retriever.policy = replace(DEFAULT_RETRIEVAL_POLICY, lead_min_source=0)
+        assert order == list(dict.fromkeys(paths(lexical.retrieve(PARAPHRASE, limit=8))))
+    finally:
+        lexical.close()
