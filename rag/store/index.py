@@ -36,6 +36,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -299,16 +300,21 @@ def chunk_terms(update: FileUpdate, *, known: dict[TermsKey, ChunkTerms] | None 
 def stored_terms(conn: sqlite3.Connection, path: str) -> dict[TermsKey, ChunkTerms]:
     """The :class:`ChunkTerms` the index holds for the chunks of ``path``, by what they depend on
     (for :func:`chunk_terms`' ``known``)."""
+    return _terms_by_key(queries.stored_chunks_of(conn, path))
+
+
+def _terms_by_key(rows: Iterable[tuple]) -> dict[TermsKey, ChunkTerms]:
     return {(digest, header, heading or "", symbols): ChunkTerms(body, fts_heading, symbols, stems, digest)
-            for digest, header, heading, body, fts_heading, symbols, stems in queries.chunk_terms_of(conn, path)}
+            for _id, _start, _end, digest, header, heading, _symbol, _type, _kind, stems, body, fts_heading, symbols
+            in rows}
 
 
 class IndexWriter:
     """The rows of one open write transaction (:meth:`Index.writer`); not for use after it ends.
 
-    ``add`` replaces a file (its old rows, if any, are deleted first; after a full rebuild's
-    delete-all there are none to look for); ``insert`` writes a file known to have no rows;
-    ``remove`` forgets paths. Chunk rowids are assigned in call order.
+    ``add`` replaces a file (:meth:`replace`; after a full rebuild's delete-all there are no rows
+    to look for); ``insert`` writes a file known to have no rows; ``remove`` forgets paths. New
+    chunk rowids are assigned in call order.
     """
 
     def __init__(self, conn: sqlite3.Connection, *, full: bool) -> None:
@@ -327,21 +333,65 @@ class IndexWriter:
 
     def add(self, update: FileUpdate) -> None:
         """Write a new or changed file, replacing what the index held for its path."""
-        if not self.full:
-            self.remove([update.path])
-        self.insert(update)
+        if self.full:
+            self.insert(update)
+        else:
+            self.replace(update)
 
     def insert(self, u: FileUpdate) -> None:
         """Write one file's row, chunks and FTS rows (``u.terms``, or computed now: :func:`chunk_terms`)."""
+        self._file_row(u)
+        _insert_chunk_rows(self.conn, u.path, u.chunks, u.terms if u.terms is not None else chunk_terms(u))
+
+    def replace(self, u: FileUpdate) -> None:
+        """Write a new or changed file over what the index holds for its path, touching only the chunks
+        that changed.
+
+        A stored chunk whose text, header, heading, symbol, type, kind and FTS terms are those of a new
+        chunk keeps its row and its FTS row (its line range is updated when lines were inserted or
+        removed above it); the other stored chunks are deleted and the other new chunks inserted.
+        Deleting an FTS5 row reads its content back to remove its tokens, and inserting one tokenises
+        it into the index's segments: an edit in one function of a 144-chunk file rewrote all 144
+        (eslint's ``lib/types/rules.d.ts``, issue 20). ``u.terms`` is computed when absent, reusing the
+        stored terms of unchanged chunks (:func:`chunk_terms`). The rows are those a delete and insert
+        would have written, except that unchanged chunks keep their ids.
+        """
         conn = self.conn
-        conn.execute(
+        stored = queries.stored_chunks_of(conn, u.path)
+        if u.terms is None:
+            u.terms = chunk_terms(u, known=_terms_by_key(stored))
+        kept: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)
+        for cid, start, end, *same in stored:
+            kept[tuple(same)].append((cid, start, end))
+        conn.execute("DELETE FROM files WHERE path=?", (u.path,))
+        self._file_row(u)
+        fresh: list[tuple[Chunk, ChunkTerms]] = []
+        moved: list[tuple[int, int, int]] = []
+        for chunk, t in zip(u.chunks, u.terms, strict=True):
+            same = (t.hash, chunk.header, chunk.heading, chunk.symbol, chunk.file_type, chunk.kind, t.stems,
+                    t.body, t.heading, t.symbols)
+            rows = kept.get(same)
+            if not rows:
+                fresh.append((chunk, t))
+                continue
+            cid, start, end = rows.pop(0)
+            if (start, end) != (chunk.start, chunk.end):
+                moved.append((chunk.start, chunk.end, cid))
+        stale = [(cid,) for rows in kept.values() for cid, _start, _end in rows]
+        if stale:
+            conn.executemany("DELETE FROM chunks_fts WHERE rowid=?", stale)
+            conn.executemany("DELETE FROM chunks WHERE id=?", stale)
+        conn.executemany("UPDATE chunks SET start=?, end=? WHERE id=?", moved)
+        _insert_chunk_rows(conn, u.path, [c for c, _ in fresh], [t for _, t in fresh])
+
+    def _file_row(self, u: FileUpdate) -> None:
+        self.conn.execute(
             "INSERT INTO files (path, size, mtime_ns, hash, file_type, kind, lines, redactions, structure, "
             "ctime_ns, ino, seen_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (u.path, u.size, u.mtime_ns, u.hash, u.file_type, u.kind, u.lines, u.redactions,
              u.structure_json if u.structure_json is not None else structure_text(u.structure),
              u.ctime_ns, u.ino, u.seen_ns),
         )
-        _insert_chunk_rows(conn, u.path, u.chunks, u.terms if u.terms is not None else chunk_terms(u))
 
     def set_images(self, images: list[str]) -> None:
         """Replace the image list with ``images``."""
@@ -615,13 +665,9 @@ class Index:
                 the generation they belong to).
         """
         with self.writer(full=full) as writer:
-            if not full:  # a changed file's unchanged chunks keep their terms (read before they are removed)
-                for u in updates:
-                    if u.terms is None:
-                        u.terms = chunk_terms(u, known=stored_terms(writer.conn, u.path))
-            writer.remove([*removed, *(u.path for u in updates)])
-            for u in updates:
-                writer.insert(u)
+            writer.remove(removed)
+            for u in updates:   # a changed file's unchanged chunks keep their rows (IndexWriter.replace)
+                writer.add(u)
             if images is not None:
                 writer.set_images(images)
             writer.set_meta(meta or {})

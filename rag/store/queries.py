@@ -20,7 +20,7 @@ __all__ = [
     "count_chunks", "count_fts_matches", "bm25_candidates", "bm25_top_ids", "scored_chunks", "chunks_by_id", "chunk_ids_of_paths", "first_chunks_of",
     "file_paths", "stored_structures", "image_paths", "chunk_lines", "has_file",
     "chunk_ids_paths_texts", "chunk_embedding_rows", "has_model_vectors", "content_versions",
-    "files_by_size", "chunk_symbols", "bm25_chunks_of", "chunk_terms_of", "file_copies", "all_file_rows", "all_chunk_rows",
+    "files_by_size", "chunk_symbols", "bm25_chunks_of", "stored_chunks_of", "file_copies", "all_file_rows", "all_chunk_rows",
 ]
 
 CANDIDATE_COLUMNS = ("id", "path", "start", "end", "file_type", "kind", "heading", "text", "bm25", "stems",
@@ -96,12 +96,14 @@ def scored_chunks(conn: sqlite3.Connection, scored: Sequence[tuple[int, float]],
     return [rows[i] for i in ids if i in rows]
 
 
-def chunk_terms_of(conn: sqlite3.Connection, path: str) -> list[tuple]:
-    """``(hash, header, heading, FTS body, FTS heading, FTS symbols, stems)`` of every chunk of ``path``
-    (what :func:`rag.store.index.chunk_terms` computed when the file was written)."""
+def stored_chunks_of(conn: sqlite3.Connection, path: str) -> list[tuple]:
+    """``(id, start, end, hash, header, heading, symbol, file_type, kind, stems, FTS body, FTS heading,
+    FTS symbols)`` of every chunk of ``path``, by start line: what :func:`rag.store.index.chunk_terms`
+    computed when the file was written, and what a rewrite of the file compares its chunks with."""
     return conn.execute(
-        "SELECT c.hash, c.header, c.heading, f.body, f.heading, f.symbols, c.stems FROM chunks c "
-        "JOIN chunks_fts f ON f.rowid = c.id WHERE c.path = ?", (path,)).fetchall()
+        "SELECT c.id, c.start, c.end, c.hash, c.header, c.heading, c.symbol, c.file_type, c.kind, c.stems, "
+        "f.body, f.heading, f.symbols FROM chunks c JOIN chunks_fts f ON f.rowid = c.id WHERE c.path = ? "
+        "ORDER BY c.start, c.id", (path,)).fetchall()
 
 
 def bm25_chunks_of(conn: sqlite3.Connection, expression: str, path: str, *, weights: Sequence[float],
@@ -233,8 +235,9 @@ def all_file_rows(conn: sqlite3.Connection) -> list[tuple]:
 
 
 def all_chunk_rows(conn: sqlite3.Connection) -> list[tuple]:
-    """Every chunk with its FTS columns, by id: ``(path, start, end, heading, symbol, file_type, kind, text,
-    hash, stems, body, fts_heading, symbols)``."""
+    """Every chunk with its FTS columns, by path and start line: ``(path, start, end, heading, symbol,
+    file_type, kind, text, hash, stems, body, fts_heading, symbols)``."""
     return conn.execute(
         "SELECT c.path, c.start, c.end, c.heading, c.symbol, c.file_type, c.kind, c.text, c.hash, c.stems, "
-        "f.body, f.heading, f.symbols FROM chunks c JOIN chunks_fts f ON f.rowid = c.id ORDER BY c.id").fetchall()
+        "f.body, f.heading, f.symbols FROM chunks c JOIN chunks_fts f ON f.rowid = c.id "
+        "ORDER BY c.path, c.start, c.id").fetchall()

@@ -414,3 +414,57 @@ def test_an_edited_files_unchanged_chunks_keep_their_terms_as_a_rebuild_computes
     bodies = [text for text in calls if "const step" in text]
     chunks = [row for row in _terms_dump(tmp_path / "rebuilt.sqlite") if row[0] == "src/cases.js"]
     assert len(chunks) >= 6 and 0 < len(bodies) <= 2  # only the edited chunk and the last one: tokenised again
+
+
+def _rows_by_place(index_path: Path) -> dict[tuple[str, int], tuple]:
+    """(path, start) → (id, end, text, hash, heading, symbol, FTS body, FTS heading, FTS symbols) of every chunk."""
+    conn = sqlite3.connect(index_path)
+    try:
+        return {(path, start): rest for path, start, *rest in conn.execute(
+            "SELECT c.path, c.start, c.id, c.end, c.text, c.hash, c.heading, c.symbol, f.body, f.heading, f.symbols "
+            "FROM chunks c JOIN chunks_fts f ON f.rowid = c.id")}
+    finally:
+        conn.close()
+
+
+def test_an_edit_rewrites_only_the_chunks_it_changed_and_moves_the_ones_below(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    functions = [f"export function handleCase{i}(input) {{\n"
+                 + "".join(f"  const step{j} = input.value{j} + {i};\n" for j in range(30)) + "  return input;\n}\n"
+                 for i in range(8)]
+    target = repo / "src" / "cases.js"
+    target.write_text("\n".join(functions), encoding="utf-8")
+    engine = Engine.open(repo, index_path=tmp_path / "incremental.sqlite")
+    statements: list[str] = []
+    try:
+        engine.update()
+        before = _rows_by_place(tmp_path / "incremental.sqlite")
+        functions[3] = functions[3].replace("  return input;\n", "  input.seen = true;\n  input.count += 1;\n"
+                                            "  return input;\n")   # two lines more in the fourth function
+        target.write_text("\n".join(functions), encoding="utf-8")
+        engine.index.conn.set_trace_callback(statements.append)
+        assert engine.update().changed == 1
+    finally:
+        engine.close()
+    after = _rows_by_place(tmp_path / "incremental.sqlite")
+    rebuilt = Engine.open(repo, index_path=tmp_path / "rebuilt.sqlite")
+    try:
+        rebuilt.update(full=True)
+    finally:
+        rebuilt.close()
+    expected = _rows_by_place(tmp_path / "rebuilt.sqlite")
+    # What readers see is what a rebuild writes, but for the chunk ids.
+    assert {k: v[1:] for k, v in after.items()} == {k: v[1:] for k, v in expected.items()}
+    old_ids = {v[0] for v in before.values()}
+    new_ids = {k: v[0] for k, v in after.items()}
+    edited = [k for k, v in after.items() if "input.seen" in v[2]]
+    assert len(edited) == 1 and len(after) >= 6
+    above = [k for k in after if k[1] < edited[0][1]]
+    below = [k for k in after if k[1] > edited[0][1]]
+    assert above and below
+    assert all(before[k][0] == new_ids[k] for k in above)                       # kept where they were
+    assert all(new_ids[k] in old_ids and (k[0], k[1] - 2) in before for k in below)  # kept, two lines down
+    assert new_ids[edited[0]] not in old_ids
+    fts_writes = [s for s in statements if s.startswith(("INSERT INTO chunks_fts", "DELETE FROM chunks_fts"))]
+    assert len(fts_writes) == 2   # the edited chunk's old row out, its new row in
