@@ -468,3 +468,79 @@ def test_an_edit_rewrites_only_the_chunks_it_changed_and_moves_the_ones_below(tm
     assert new_ids[edited[0]] not in old_ids
     fts_writes = [s for s in statements if s.startswith(("INSERT INTO chunks_fts", "DELETE FROM chunks_fts"))]
     assert len(fts_writes) == 2   # the edited chunk's old row out, its new row in
+
+
+def _readable(index_path: Path) -> tuple[list[tuple], list[tuple]]:
+    """What readers see of the chunks, ids left out, and each FTS match set in terms of (path, start)."""
+    conn = sqlite3.connect(index_path)
+    try:
+        chunks = conn.execute(
+            "SELECT c.path, c.start, c.end, c.text, c.hash, c.stems, c.header, c.heading, c.symbol, f.body, "
+            "f.heading, f.symbols, f.path FROM chunks c JOIN chunks_fts f ON f.rowid = c.id "
+            "ORDER BY c.path, c.start, c.end").fetchall()
+        assert {r[0] for r in conn.execute("SELECT id FROM chunks")} == \
+            {r[0] for r in conn.execute("SELECT rowid FROM chunks_fts")}
+        matches = [tuple(conn.execute(
+            "SELECT c.path, c.start FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+            "WHERE chunks_fts MATCH ? ORDER BY c.path, c.start", (word,)).fetchall())
+            for word in ('"shared"', '"alpha"', '"beta"', '"notes"', '"value7"')]
+        return chunks, matches
+    finally:
+        conn.close()
+
+
+def test_random_edits_leave_what_a_rebuild_writes(tmp_path):
+    import random
+
+    rng = random.Random(20)
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+
+    def function(name: str, lines: int) -> str:
+        return (f"export function {name}(input) {{\n"
+                + "".join(f"  const value{j} = input.shared{j % 5} + {j};\n" for j in range(lines)) + "  return input;\n}\n")
+
+    files = {f"src/m{i}.js": [function(f"{rng.choice(['alpha', 'beta'])}{i}x{k}", rng.randint(3, 70))
+                              for k in range(rng.randint(4, 9))] for i in range(4)}
+    notes = [f"## Part {i}\n\nShared notes {i}.\n" for i in range(5)]
+
+    def write() -> None:
+        for path, parts in files.items():
+            (repo / path).write_text("\n".join(parts), encoding="utf-8")
+        (repo / "NOTES.md").write_text("# Notes\n\n" + "\n".join(notes), encoding="utf-8")
+
+    write()
+    engine = Engine.open(repo, index_path=tmp_path / "incremental.sqlite")
+    kept: list[int] = []
+    try:
+        engine.update()
+        for round_ in range(6):
+            for parts in files.values():
+                k = rng.randrange(len(parts))
+                edit = rng.choice(["grow", "shrink", "duplicate", "drop", "swap"])
+                if edit == "grow":
+                    parts[k] = parts[k].replace("  return input;\n", "  input.round = 1;\n  return input;\n")
+                elif edit == "shrink":
+                    parts[k] = parts[k].replace("  const value0 = input.shared0 + 0;\n", "", 1)
+                elif edit == "duplicate":   # two identical chunks in one file
+                    parts.insert(k, parts[k])
+                elif edit == "drop" and len(parts) > 1:
+                    parts.pop(k)
+                else:
+                    parts.insert(0, parts.pop(k))
+            notes.insert(rng.randrange(len(notes)), f"## Added {round_}\n\nMore notes.\n")
+            write()
+            with engine.index.read() as conn:
+                before = {r[0] for r in conn.execute("SELECT id FROM chunks")}
+            assert engine.update().changed >= 1
+            with engine.index.read() as conn:
+                kept.append(len(before & {r[0] for r in conn.execute("SELECT id FROM chunks")}))
+            rebuilt = Engine.open(repo, index_path=tmp_path / f"rebuilt{round_}.sqlite")
+            try:
+                rebuilt.update(full=True)
+            finally:
+                rebuilt.close()
+            assert _readable(tmp_path / "incremental.sqlite") == _readable(tmp_path / f"rebuilt{round_}.sqlite"), round_
+    finally:
+        engine.close()
+    assert all(kept) and len(_readable(tmp_path / "incremental.sqlite")[0]) >= 20   # rows were kept each round
