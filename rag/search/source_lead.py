@@ -84,13 +84,14 @@ def is_implementation(path: str, kind: str) -> bool:
 def lead_with_sources(cands: Sequence[C], query: Query, *, lead: int, min_source: int,
                       pinned: Set[int] = frozenset(),
                       min_score: float = float("-inf")) -> list[C]:
-    """``cands`` (best first) with source files moved into the leading places (module docstring).
+    """``cands`` (best first) with implementation files moved into the leading places (module docstring).
 
     Args:
         cands: ranked candidates, best first; a file's place is that of its first candidate.
         query: the analysed question (its intents exempt it, see :data:`EXEMPT_INTENTS`).
         lead: the leading file places the quota applies to (0 turns it off).
-        min_source: ``source`` files wanted among them (0 turns it off; more than ``lead`` counts as ``lead``).
+        min_source: implementation files wanted among them (:func:`is_implementation`; 0 turns it off;
+            more than ``lead`` counts as ``lead``).
         pinned: ids of candidates with a hard structural boost (a named file, its dependants; as
             :func:`rag.search.rerank.rerank_candidates` takes them): their files keep their places
             ahead of the others and do not count towards the quota.
@@ -115,7 +116,7 @@ def lead_with_sources(cands: Sequence[C], query: Query, *, lead: int, min_source
         files.setdefault(c.path, []).append(c)
     order = list(files)
     held = [p for p in order if any(c.id in pinned for c in files[p])]
-    free = [p for p in order if p not in set(held)]
+    free = [p for p in order if p not in held]
     is_source = {p: is_implementation(p, files[p][0].kind) and files[p][0].score >= min_score for p in free}
     lead = min(lead, len(free))
     wanted = min(min_source, lead, sum(is_source.values()))

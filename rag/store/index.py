@@ -297,13 +297,9 @@ def chunk_terms(update: FileUpdate, *, known: dict[TermsKey, ChunkTerms] | None 
     return out
 
 
-def stored_terms(conn: sqlite3.Connection, path: str) -> dict[TermsKey, ChunkTerms]:
-    """The :class:`ChunkTerms` the index holds for the chunks of ``path``, by what they depend on
-    (for :func:`chunk_terms`' ``known``)."""
-    return _terms_by_key(queries.stored_chunks_of(conn, path))
-
-
-def _terms_by_key(rows: Iterable[tuple]) -> dict[TermsKey, ChunkTerms]:
+def stored_terms(rows: Iterable[tuple]) -> dict[TermsKey, ChunkTerms]:
+    """The :class:`ChunkTerms` of a file's stored chunks (:func:`rag.store.queries.stored_chunks_of`
+    rows), by what they depend on (for :func:`chunk_terms`' ``known``)."""
     return {(digest, header, heading or "", symbols): ChunkTerms(body, fts_heading, symbols, stems, digest)
             for _id, _start, _end, digest, header, heading, _symbol, _type, _kind, stems, body, fts_heading, symbols
             in rows}
@@ -359,7 +355,7 @@ class IndexWriter:
         conn = self.conn
         stored = queries.stored_chunks_of(conn, u.path)
         if u.terms is None:
-            u.terms = chunk_terms(u, known=_terms_by_key(stored))
+            u.terms = chunk_terms(u, known=stored_terms(stored))
         kept: dict[tuple, list[tuple[int, int, int]]] = defaultdict(list)
         for cid, start, end, *same in stored:
             kept[tuple(same)].append((cid, start, end))
