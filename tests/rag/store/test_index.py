@@ -371,6 +371,23 @@ def test_the_default_index_folder_ignores_itself_for_git(tmp_path):
     assert not (tmp_path / "elsewhere" / ".gitignore").exists()
 
 
+def _case_functions(count: int, *, doc: bool = False) -> list[str]:
+    """``count`` 33-line JavaScript functions ``handleCase<i>`` (with a doc comment each when ``doc``)."""
+    return [(f"/** Handles case {i}. */\n" if doc else "") + f"export function handleCase{i}(input) {{\n"
+            + "".join(f"  const step{j} = input.value{j} + {i};\n" for j in range(30)) + "  return input;\n}\n"
+            for i in range(count)]
+
+
+def _rebuild(repo: Path, index_path: Path) -> Path:
+    """A full build of ``repo`` into ``index_path`` (closed again); returns ``index_path``."""
+    engine = Engine.open(repo, index_path=index_path)
+    try:
+        engine.update(full=True)
+    finally:
+        engine.close()
+    return index_path
+
+
 def _terms_dump(index_path):
     conn = sqlite3.connect(index_path)
     try:
@@ -387,9 +404,7 @@ def test_an_edited_files_unchanged_chunks_keep_their_terms_as_a_rebuild_computes
 
     repo = tmp_path / "repo"
     (repo / "src").mkdir(parents=True)
-    functions = [f"/** Handles case {i}. */\nexport function handleCase{i}(input) {{\n"
-                 + "".join(f"  const step{j} = input.value{j} + {i};\n" for j in range(30)) + "  return input;\n}\n"
-                 for i in range(12)]
+    functions = _case_functions(12, doc=True)
     target = repo / "src" / "cases.js"
     target.write_text("\n".join(functions), encoding="utf-8")
     (repo / "README.md").write_text("# Cases\n\nHow cases are handled.\n", encoding="utf-8")
@@ -405,14 +420,10 @@ def test_an_edited_files_unchanged_chunks_keep_their_terms_as_a_rebuild_computes
     finally:
         index_module.index_text = original
         engine.close()
-    rebuilt = Engine.open(repo, index_path=tmp_path / "rebuilt.sqlite")
-    try:
-        rebuilt.update(full=True)
-    finally:
-        rebuilt.close()
-    assert _terms_dump(tmp_path / "incremental.sqlite") == _terms_dump(tmp_path / "rebuilt.sqlite")
+    rebuilt = _rebuild(repo, tmp_path / "rebuilt.sqlite")
+    assert _terms_dump(tmp_path / "incremental.sqlite") == _terms_dump(rebuilt)
     bodies = [text for text in calls if "const step" in text]
-    chunks = [row for row in _terms_dump(tmp_path / "rebuilt.sqlite") if row[0] == "src/cases.js"]
+    chunks = [row for row in _terms_dump(rebuilt) if row[0] == "src/cases.js"]
     assert len(chunks) >= 6 and 0 < len(bodies) <= 2  # only the edited chunk and the last one: tokenised again
 
 
@@ -430,9 +441,7 @@ def _rows_by_place(index_path: Path) -> dict[tuple[str, int], tuple]:
 def test_an_edit_rewrites_only_the_chunks_it_changed_and_moves_the_ones_below(tmp_path):
     repo = tmp_path / "repo"
     (repo / "src").mkdir(parents=True)
-    functions = [f"export function handleCase{i}(input) {{\n"
-                 + "".join(f"  const step{j} = input.value{j} + {i};\n" for j in range(30)) + "  return input;\n}\n"
-                 for i in range(8)]
+    functions = _case_functions(8)
     target = repo / "src" / "cases.js"
     target.write_text("\n".join(functions), encoding="utf-8")
     engine = Engine.open(repo, index_path=tmp_path / "incremental.sqlite")
@@ -448,12 +457,7 @@ def test_an_edit_rewrites_only_the_chunks_it_changed_and_moves_the_ones_below(tm
     finally:
         engine.close()
     after = _rows_by_place(tmp_path / "incremental.sqlite")
-    rebuilt = Engine.open(repo, index_path=tmp_path / "rebuilt.sqlite")
-    try:
-        rebuilt.update(full=True)
-    finally:
-        rebuilt.close()
-    expected = _rows_by_place(tmp_path / "rebuilt.sqlite")
+    expected = _rows_by_place(_rebuild(repo, tmp_path / "rebuilt.sqlite"))
     # What readers see is what a rebuild writes, but for the chunk ids.
     assert {k: v[1:] for k, v in after.items()} == {k: v[1:] for k, v in expected.items()}
     old_ids = {v[0] for v in before.values()}
@@ -535,12 +539,8 @@ def test_random_edits_leave_what_a_rebuild_writes(tmp_path):
             assert engine.update().changed >= 1
             with engine.index.read() as conn:
                 kept.append(len(before & {r[0] for r in conn.execute("SELECT id FROM chunks")}))
-            rebuilt = Engine.open(repo, index_path=tmp_path / f"rebuilt{round_}.sqlite")
-            try:
-                rebuilt.update(full=True)
-            finally:
-                rebuilt.close()
-            assert _readable(tmp_path / "incremental.sqlite") == _readable(tmp_path / f"rebuilt{round_}.sqlite"), round_
+            rebuilt = _rebuild(repo, tmp_path / f"rebuilt{round_}.sqlite")
+            assert _readable(tmp_path / "incremental.sqlite") == _readable(rebuilt), round_
     finally:
         engine.close()
     assert all(kept) and len(_readable(tmp_path / "incremental.sqlite")[0]) >= 20   # rows were kept each round
