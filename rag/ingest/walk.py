@@ -15,7 +15,9 @@ Contract (DESIGN.md section 3, "Walk"):
   are read last, and only for code that exists nowhere else: a JS/TS file there
   is kept unless a file with the same stem (``Observable`` of
   ``Observable.d.ts``) was found outside them or earlier in them (one compiled
-  copy), it is typings next to their code, or it is a single-file bundle
+  copy), it is a bundler's chunk of code found outside them (``resolveHTTPResponse-2fc435bb.mjs``
+  of ``src/http/resolveHTTPResponse.ts``, :data:`_HASHED_CHUNK_RE`), it is typings next to
+  their code, or it is a single-file bundle
   (``*.umd.js``, ``bundles/``); other files there are skipped
   (``build_output``). An npm package that ships only ``dist/`` (uuid) or
   ``build/`` (yargs), or keeps real scripts in ``build/`` (fastify), is then
@@ -162,6 +164,10 @@ _OUTPUT_CODE_TYPES = frozenset({"js", "mjs", "cjs", "jsx", "ts", "tsx", "mts", "
 _MINIFIED_RE = re.compile(r"[.-]min\.(?:js|mjs|cjs|css)$", re.I)
 # Single-file bundles of the whole package (every module again, in one file).
 _BUNDLE_RE = re.compile(r"(^|/)bundles?/|\.(umd|bundle|iife)\.[mc]?js$", re.I)
+_HASHED_CHUNK_RE = re.compile(r"^(?P<base>.+?)-(?P<hash>[A-Za-z0-9_-]{8})$")
+"""A bundler's chunk name ``[name]-[hash]`` (Rollup, Vite, tsup and esbuild name the chunks they split
+out so: ``resolveHTTPResponse-2fc435bb.mjs``, ``index-BXcK2LqP.js``); the hash is 8 characters of
+hex or base64url holding a digit or an upper-case letter, so a word (``-handlers``) is not one."""
 
 # Example templates of secret files: safe to index (values are redacted anyway).
 ENV_TEMPLATE_NAMES: frozenset[str] = frozenset({
@@ -354,6 +360,7 @@ class _Walker:
         self.total_bytes = 0
         self.deferred: list[tuple[str, str, int, list[tuple[str, GitIgnoreSpec]]]] = []
         self.output_stems: set[str] | None = None  # set while reading build-output directories
+        self.source_stems: frozenset[str] = frozenset()  # stems of the code found outside them
         self.siblings: set[str] = set()  # lower-case names in the directory being read
         self.started_ns = time.time_ns()  # every file's seen_ns: its stat was taken after this
 
@@ -469,8 +476,9 @@ class _Walker:
             typings_of_code = re.search(r"\.d\.[mc]?ts$", lower) is not None and any(
                 f"{stem}.{ext}" in self.siblings for ext in ("js", "mjs", "cjs"))
             bundle = _BUNDLE_RE.search(rel) is not None
+            chunk_of_source = _unhashed_stem(name) in self.source_stems  # dist/x-2fc435bb.mjs of src/x.ts
             if is_image or file_type not in _OUTPUT_CODE_TYPES or stem in self.output_stems or typings_of_code \
-                    or bundle:
+                    or bundle or chunk_of_source:
                 self.skip("build_output")
                 return
             if _looks_minified(entry.path):  # hashed bundles (out/_next/static/chunks/main-3f2a.js)
@@ -532,6 +540,22 @@ def _stem(name: str) -> str:
     return name.split(".", 1)[0].lower()
 
 
+def _unhashed_stem(name: str) -> str | None:
+    """The stem of a bundler's chunk name without its hash (:data:`_HASHED_CHUNK_RE`):
+    ``resolveHTTPResponse-2fc435bb.mjs`` → ``resolvehttpresponse``; ``None`` for other names.
+
+    Only compared with the stems of code found outside the build-output directories: two chunks
+    of one name (``chunk-5ZQYJ3KL.js``, ``chunk-QX2B7R4D.js``) are different code when the
+    package ships nothing else, so they are not each other's copies."""
+    match = _HASHED_CHUNK_RE.match(name.split(".", 1)[0])
+    if match is None:
+        return None
+    digest = match["hash"]
+    if not any(ch.isdigit() or ch.isupper() for ch in digest):
+        return None
+    return match["base"].lower()
+
+
 def walk(root: Path, policy: WalkPolicy = DEFAULT_WALK_POLICY, *, should_stop=None) -> WalkReport:
     """List the text files and images of the repository at *root*.
 
@@ -558,6 +582,7 @@ def walk(root: Path, policy: WalkPolicy = DEFAULT_WALK_POLICY, *, should_stop=No
     # Build output last: only code whose stem appears nowhere outside it.
     walker.output_stems = {_stem(f.path.rsplit("/", 1)[-1]) for f in walker.files
                            if f.file_type in _OUTPUT_CODE_TYPES}
+    walker.source_stems = frozenset(walker.output_stems)
     for abs_dir, rel_dir, depth, levels in walker.deferred:
         walker.walk_dir(abs_dir, rel_dir, depth, levels)
     walker.files.sort(key=lambda f: f.path)

@@ -318,3 +318,28 @@ def test_walk_eslint_corpus() -> None:
     report = walk(ESLINT)
     assert len(report.files) >= 400
     assert all(f.path.endswith((".js", ".ts", ".json", ".md")) for f in report.files)
+
+
+def test_a_bundlers_hashed_chunks_of_indexed_sources_are_build_output(tmp_path: Path) -> None:
+    # Rollup/Vite/tsup name split chunks [name]-[hash]: three builds of src/http/resolve.ts, one of
+    # src/index.ts; a chunk whose name is no source's stays, and so does a word after a dash.
+    make_tree(tmp_path, {
+        "src/http/resolve.ts": "x", "src/index.ts": "x", "src/route-handlers.ts": "x",
+        "dist/resolve-2fc435bb.mjs": "x", "dist/resolve-9f105277.js": "x", "dist/resolve-D_6x-Zxk.cjs": "x",
+        "dist/index-BXcK2LqP.js": "x",
+        "dist/shared-5ZQYJ3KL.js": "x",          # a chunk of code found nowhere else
+        "dist/route-handlers.js": "x",           # the same stem: the one-copy rule already skips it
+        "dist/route-abcdefgh.js": "x",           # "abcdefgh" is a word, not a hash: route.ts does not exist anyway
+    })
+    report = walk(tmp_path)
+    assert [f.path for f in report.files] == [
+        "dist/route-abcdefgh.js", "dist/shared-5ZQYJ3KL.js",
+        "src/http/resolve.ts", "src/index.ts", "src/route-handlers.ts"]
+    assert report.skipped == {"build_output": 5}
+
+
+def test_a_package_of_hashed_chunks_only_keeps_each_chunk(tmp_path: Path) -> None:
+    # esbuild splits shared code into chunk-[hash].js: different code under one base name
+    make_tree(tmp_path, {"package.json": "{}", "dist/index.js": "x",
+                         "dist/chunk-5ZQYJ3KL.js": "x", "dist/chunk-QX2B7R4D.js": "x"})
+    assert paths(tmp_path) == ["dist/chunk-5ZQYJ3KL.js", "dist/chunk-QX2B7R4D.js", "dist/index.js", "package.json"]
