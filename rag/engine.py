@@ -41,7 +41,7 @@ from rag.ingest.pool import DEFAULT_POOL_POLICY, PoolPolicy, prepare_files
 from rag.ingest.scope import PathScope
 from rag.ingest.prepare import Skipped, StructureParser, Unchanged, secret_literals
 from rag.ingest.stats import IndexStats
-from rag.ingest.walk import DEFAULT_WALK_POLICY, WalkPolicy, walk
+from rag.ingest.walk import DEFAULT_WALK_POLICY, KINDS_VERSION, WalkPolicy, walk
 from rag.parse.records import PARSE_VERSION
 from rag.secrets import LiteralRedactor
 from rag.store.index import FileUpdate, Index
@@ -239,6 +239,8 @@ class Engine:
                 full = True  # stored structures come from another parser version
             if self.index.meta("chunker") not in (None, self.chunk_policy.signature()):
                 full = True  # chunked by other rules or sizes
+            if self.index.meta("kinds") != str(KINDS_VERSION):
+                full = True  # files classified (source, example, test …) by other rules, or by an older version
             literals = secret_literals(self.repo_root, report.secret_files)
             self._secret_values = literals
             if self.index.meta("secret_values") not in (None, literals.digest):
@@ -250,7 +252,7 @@ class Engine:
             settled: list[WalkedFile] = []
             images_changed = sorted(report.images) != self.index.image_paths()
             updates: list[FileUpdate] = []
-            meta = {"repo_root": str(self.repo_root), "parse_version": str(PARSE_VERSION),
+            meta = {"repo_root": str(self.repo_root), "parse_version": str(PARSE_VERSION), "kinds": str(KINDS_VERSION),
                     "secret_values": literals.digest, "chunker": self.chunk_policy.signature()}
 
             def record_copies(conn) -> None:

@@ -92,6 +92,8 @@ __all__ = [
     "WalkPolicy",
     "decode_text",
     "classify_kind",
+    "KINDS_VERSION",
+    "DOC_DIRS",
     "is_secret_file",
     "read_regular_file",
     "read_text",
@@ -666,6 +668,12 @@ _DOC_TYPES = frozenset({"md", "markdown", "rst", "txt", "adoc"})
 _TEST_DIRS = frozenset({"test", "tests", "__tests__", "spec", "specs", "__mocks__"})
 _TEST_NAME_RE = re.compile(r"(?:\.(?:test|spec)\.[^/.]+|_test\.[^/.]+|^test_[^/]+\.py)\Z")
 _EXAMPLE_DIRS = frozenset({"example", "examples"})
+DOC_DIRS = frozenset({"doc", "docs", "doc_src", "docs_src", "docs-src", "documentation"})
+"""Documentation folders: the code in them is sample code for the documentation (FastAPI's
+``docs_src/``, Sphinx's ``docs/conf.py``), not the implementation."""
+KINDS_VERSION = 2
+"""The version of :func:`classify_kind`'s rules, stored with the index (``kinds``): an index whose
+files were classified by other rules is rebuilt. 2: code in documentation folders is ``example``."""
 _CONFIG_TYPES = frozenset({"json", "yml", "yaml", "toml", "conf", "service", "ini", "cfg"})
 
 
@@ -693,4 +701,6 @@ def classify_kind(path: str) -> str:
         return "example"
     if ext in _CONFIG_TYPES:
         return "config"
+    if not DOC_DIRS.isdisjoint(parts[:-1]):
+        return "example"
     return "source"

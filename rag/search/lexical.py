@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rag.ingest.manifests import is_manifest
+from rag.ingest.walk import DOC_DIRS
 from rag.search.bm25_topk import top_bm25
 from rag.search.query import Query, fts_expression, fts_phrases, version_pattern
 from rag.search.within_file import DEFAULT_WITHIN_CHUNKS, DEFAULT_WITHIN_FILES, DEFAULT_WITHIN_K
@@ -428,12 +429,13 @@ def _path_match(path: str, terms: list[str], stems: dict[str, set[str]], path_id
 
 def intent_prior(c: Candidate, query: Query) -> float:
     """The intent prior of chunk ``c`` for ``query``: a multiplier in (0, 1.5] of its lexical score
-    and its cosine (tests × 0.55 unless the question asks for tests, ``.d.ts`` × 0.7 unless it asks
+    and its cosine (tests, examples and the documentation's sample code × 0.55 unless the question asks for tests, ``.d.ts`` × 0.7 unless it asks
     for types, manifests, docs and source by intent, changelogs for release questions)."""
     intents = query.intents
     factor = 1.0
     is_doc = c.file_type in _DOC_TYPES
-    low_value = c.kind == "test" or bool(LOW_VALUE_DIRS.search(c.path))
+    low_value = c.kind == "test" or bool(LOW_VALUE_DIRS.search(c.path)) or (  # the documentation's sample code:
+        c.kind == "example" and not DOC_DIRS.isdisjoint(c.path.lower().split("/")[:-1]))  # rag.ingest.walk.classify_kind
     if low_value and "test" not in intents:
         factor *= 0.55
     if c.path.endswith(".d.ts") and "types" not in intents:
@@ -454,8 +456,10 @@ def intent_prior(c: Candidate, query: Query) -> float:
 
 def explicit_paths(query: Query, known_paths: list[str]) -> list[str]:
     """Indexed paths the question names: exact, or a ``/``-suffix such as ``view.js`` matching 1–3 paths
-    (shortest first). Returns ``[]`` without path mentions; no duplicates, mention order."""
-    if not query.paths:
+    (shortest first); and the Python files of its dotted module names (``flask.sessions`` →
+    ``src/flask/sessions.py`` or ``…/sessions/__init__.py``, when 1–3 paths end so). Returns ``[]``
+    without mentions; no duplicates, mention order."""
+    if not query.paths and not query.modules:
         return []
     known = set(known_paths)
     out: list[str] = []
@@ -466,6 +470,12 @@ def explicit_paths(query: Query, known_paths: list[str]) -> list[str]:
         suffix = [p for p in known_paths if p.endswith("/" + mention)]
         if 0 < len(suffix) <= 3:
             out.extend(sorted(suffix, key=len))
+    for module in query.modules:
+        base = module.replace(".", "/")
+        ends = (f"{base}.py", f"{base}/__init__.py")
+        found = [p for p in known_paths if p in ends or p.endswith(("/" + ends[0], "/" + ends[1]))]
+        if 0 < len(found) <= 3:
+            out.extend(sorted(found, key=len))
     return list(dict.fromkeys(out))
 
 

@@ -18,6 +18,9 @@ MAX_QUERY_TERMS = 40
 
 # A path-like mention: "lib/view.js", "./src/a.ts", "README.md", "docs/api".
 _PATH_MENTION = re.compile(r"(?<![\w@])(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z0-9]{1,6}\b|(?<![\w@])(?:[\w.-]+/)+[\w.-]+")
+# A dotted module name as Python writes it ("flask.sessions", "django.db.models"); resolved to a file
+# only when one of that module path is indexed (lexical.explicit_paths), so attribute chains cost nothing.
+_MODULE_MENTION = re.compile(r"(?<![\w./@$-])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?![\w/(-])")
 # A version number: "4.0", "v1.2.3" (not part of a path, a longer number or a word).
 _VERSION = re.compile(r"(?<![\w./-])v?(\d+(?:\.\d+){1,3})(?![\w/-]|\.\w)", re.I)
 # A code identifier as written: camelCase, PascalCase with a lower→upper hump,
@@ -69,6 +72,9 @@ class Query:
         terms: content terms (lower-case, identifier-split, stopwords out).
         identifiers: code identifiers written in the question, as written.
         paths: path-like mentions (``lib/view.js``), without a leading ``./``.
+        modules: dotted names (``flask.sessions``; ``flask.ctx`` is among the paths too): which of
+            them name an indexed Python module is decided against the index
+            (:func:`rag.search.lexical.explicit_paths`).
         intents: subset of ``docs release location config test types architecture security deploy``.
         stems: light stems of ``terms`` (for path and heading comparisons).
     """
@@ -77,6 +83,7 @@ class Query:
     terms: list[str]
     identifiers: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    modules: list[str] = field(default_factory=list)
     intents: set[str] = field(default_factory=set)
     stems: dict[str, str] = field(default_factory=dict)
 
@@ -92,6 +99,9 @@ def analyze(question: str) -> Query:
             # "e.g" / "i.e" and version numbers are not paths.
             if not re.fullmatch(r"(?:[a-z]\.){1,3}[a-z]?|v?\d+(?:\.\d+)+", mention, re.I):
                 paths.append(mention)
+    # "flask.ctx" also looks like a file with a ".ctx" extension: it stays among the paths too
+    modules = [m.rstrip(".") for m in _MODULE_MENTION.findall(question)
+               if not re.fullmatch(r"(?:[a-z]\.){1,3}[a-z]?", m.rstrip("."), re.I)]
     identifiers = [m for m in _IDENTIFIER.findall(question) if len(m) >= 3 and m.lower() not in STOPWORDS]
     terms = query_terms(question)
     # A mentioned file's extension ("js" of lib/view.js) is not a topic word.
@@ -105,6 +115,7 @@ def analyze(question: str) -> Query:
         terms=terms,
         identifiers=list(dict.fromkeys(identifiers)),
         paths=list(dict.fromkeys(paths)),
+        modules=list(dict.fromkeys(modules)),
         intents=intents,
         stems={t: light_stem(t) for t in terms},
     )

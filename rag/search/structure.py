@@ -79,7 +79,7 @@ def structure_bonus(
         when no file qualifies.
     """
     out: dict[str, float] = {}
-    if DEPENDANTS_INTENT.search(query.text) and query.paths:
+    if DEPENDANTS_INTENT.search(query.text) and (query.paths or query.modules):
         named = explicit_paths(query, known_paths)
         if named:
             code_graph = graph()

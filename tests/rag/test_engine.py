@@ -3,6 +3,7 @@ incremental updates (add, same-size-same-mtime edit, delete, rename), unchanged
 files not re-chunked, a reader during updates, and planted secrets."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -21,6 +22,7 @@ from fixtures_engine import (
 from rag.ingest.chunk import split_lines
 from rag.config import parse_engine_config
 from rag.engine import Engine, default_index_path
+from rag.ingest.walk import KINDS_VERSION
 from rag.errors import RepoNotFoundError
 from rag.secrets import redact_secrets
 
@@ -299,6 +301,28 @@ def test_full_update_rebuilds_every_file(engine):
         assert conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == conn.execute(
             "SELECT COUNT(*) FROM chunks_fts"
         ).fetchone()[0]
+
+
+def test_an_index_whose_files_were_classified_by_older_rules_is_rebuilt(engine, repo):
+    (repo / "docs" / "snippets").mkdir(parents=True)
+    (repo / "docs" / "snippets" / "quickstart.py").write_text("def start():\n    return serve()\n", encoding="utf-8")
+    engine.update()
+
+    def kinds() -> set[str]:
+        with engine.index.read() as conn:
+            return {r[0] for r in conn.execute("SELECT kind FROM chunks WHERE path='docs/snippets/quickstart.py'")} | {
+                r[0] for r in conn.execute("SELECT kind FROM files WHERE path='docs/snippets/quickstart.py'")}
+
+    assert kinds() == {"example"}  # code in a documentation folder: sample code, not the implementation
+    assert engine.index.meta("kinds") == str(KINDS_VERSION)
+    # what the first rules left: the snippet filed as source, no kinds version stored
+    with contextlib.closing(sqlite3.connect(engine.index.path)) as conn, conn:
+        conn.execute("UPDATE chunks SET kind='source' WHERE path='docs/snippets/quickstart.py'")
+        conn.execute("UPDATE files SET kind='source' WHERE path='docs/snippets/quickstart.py'")
+        conn.execute("DELETE FROM meta WHERE key='kinds'")
+    stats = engine.update()
+    assert (stats.files, stats.added) == (13, 13) and kinds() == {"example"}
+    assert engine.update().added == 0  # and only once
 
 
 def test_progress_callback_reports_the_last_file(repo):

@@ -308,6 +308,8 @@ def test_unreadable_directory_is_counted(tmp_path: Path) -> None:
     (".env.example", "config"), ("package.json", "config"), ("ci.yml", "config"), ("a.yaml", "config"),
     ("pyproject.toml", "config"), ("nginx.conf", "config"), ("bot.service", "config"), ("setup.ini", "config"),
     ("contest/a.js", "source"), ("latest.js", "source"),
+    ("docs_src/background_tasks/tutorial001.py", "example"), ("docs/conf.py", "example"),
+    ("Documentation/snippets/a.ts", "example"), ("docs/settings.json", "config"), ("docker/run.py", "source"),
 ])
 def test_classify_kind(path: str, kind: str) -> None:
     assert classify_kind(path) == kind

@@ -459,3 +459,16 @@ def test_a_version_in_the_question_picks_that_release(tmp_path):
                                   ("what was removed in 4.1", "4.1.0")):
             [first, *_] = engine.retrieve(question)
             assert first.path == "History.md" and f"{section}\n=====" in first.text, (question, first.text[:40])
+
+
+def test_the_documentations_sample_code_is_demoted_as_examples_are_and_config_templates_are_not():
+    from rag.ingest.walk import classify_kind
+    from rag.search.lexical import Candidate, intent_prior
+
+    def prior(path: str, question: str = "How are validation errors returned?") -> float:
+        ext = path.rsplit(".", 1)[-1]
+        return intent_prior(Candidate(1, path, 1, 2, ext, classify_kind(path), None, "x", 1.0), analyze(question))
+
+    assert prior("fastapi/routing.py") == 1.0 and prior("config.example") == 1.0
+    assert prior("docs_src/handling_errors/tutorial005.py") == prior("examples/app.py") == prior("tests/test_a.py") == 0.55
+    assert prior("docs_src/handling_errors/tutorial005.py", "Which tests cover validation errors?") == 1.0

@@ -5,6 +5,7 @@ from repo_helpers import CODE_REPO, indexed_engine, result_paths
 
 from rag.engine import Engine
 from rag.parse.records import Definition, EnvVar, Export, FileStructure
+from rag.search.lexical import explicit_paths
 from rag.search.query import analyze
 from rag.search.retriever import GenerationCache, Retriever
 from rag.search.structure import structure_bonus, symbol_table
@@ -124,3 +125,25 @@ def test_warm_builds_the_current_generation_once(tmp_path):
         assert engine.warm() == engine.generation
         assert engine.warm() == engine.generation
         assert engine.retriever.builds == {"structures": 1, "graph": 1, "symbols": 1}
+
+
+PY_FILES = {
+    "src/shop/__init__.py": "",
+    "src/shop/sessions.py": "class SessionStore:\n    def load(self, key):\n        return self.backend.get(key)\n",
+    "src/shop/app.py": "from .sessions import SessionStore\n\ndef make_app():\n    return SessionStore()\n",
+    "src/shop/cart/__init__.py": "from shop.sessions import SessionStore\n\nCART = SessionStore()\n",
+    "src/shop/pricing.py": "def total(items):\n    return sum(i.price for i in items)\n",
+    "README.md": "# Shop\n\nSessions are kept in a session store.\n",
+}
+
+
+def test_a_python_module_named_by_its_dotted_name_is_a_named_file(tmp_path):
+    with indexed_engine(tmp_path, PY_FILES) as engine:
+        known = engine.indexed_paths()
+        named = explicit_paths(analyze("Which files import shop.sessions?"), known)
+        assert named == ["src/shop/sessions.py"]
+        assert explicit_paths(analyze("What is in shop.cart?"), known) == ["src/shop/cart/__init__.py"]
+        assert explicit_paths(analyze("Does app.route(...) or os.environ matter, e.g. here?"), known) == []
+        sources = engine.retrieve("Which files import shop.sessions?")
+        # the dependants first (the structure's hard boost), then the module itself
+        assert sorted(s.path for s in sources[:2]) == ["src/shop/app.py", "src/shop/cart/__init__.py"]
