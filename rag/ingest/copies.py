@@ -68,7 +68,7 @@ Fingerprint = array
 
 __all__ = [
     "CopyRelation", "Fingerprint", "update_copies", "detect_copies", "fingerprint_lines", "file_fingerprint", "derived_rank", "map_sources",
-    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "MIN_LINE_CHARS",
+    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "DECLARATIONS", "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "MIN_LINE_CHARS",
     "MAX_POSTINGS", "MIN_INFORMATIVE_LINES",
 ]
 
@@ -87,6 +87,7 @@ JS_SOURCE_FOLDERS = frozenset({"src", "source", "sources"})
 folder of many plain JavaScript packages, e.g. express)."""
 TS_SOURCES = (".ts", ".tsx", ".mts", ".cts")
 DECLARATIONS = (".d.ts", ".d.mts", ".d.cts")
+"""TypeScript declaration files (their suffixes, lower-case): types, not the implementation."""
 JS_OUTPUTS = (".js", ".jsx", ".mjs", ".cjs")
 NEAR_DUPLICATE_JACCARD = 0.8
 """Two files sharing at least this Jaccard share of their informative lines are near-identical."""

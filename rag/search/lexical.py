@@ -28,6 +28,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from rag.ingest.copies import DECLARATIONS
 from rag.ingest.manifests import is_manifest
 from rag.ingest.walk import DOC_DIRS
 from rag.search.bm25_topk import top_bm25
@@ -38,7 +39,8 @@ from rag.text import index_text, light_stem, light_stems, synonyms_of
 from rag.types import Source
 
 __all__ = ["STREAMS", "RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "FUSED_HARD_SCORE", "rank_chunks",
-           "fuse_streams", "diversify", "Depth", "focus_line", "explicit_paths", "intent_prior", "META_TERMS",
+           "fuse_streams", "diversify", "Depth", "focus_line", "explicit_paths", "intent_prior", "chunk_prior", "is_link_list",
+           "META_TERMS",
            "LOW_VALUE_DIRS"]
 
 _DOC_TYPES = frozenset({"md", "markdown", "mdx", "rst", "txt"})
@@ -363,7 +365,7 @@ def rank_chunks(
         prior_key = (c.path, c.kind, c.file_type)
         if prior_key not in priors:
             priors[prior_key] = intent_prior(c, query)
-        c.prior = priors[prior_key]
+        c.prior = chunk_prior(c, query, file_prior=priors[prior_key])
         c.score *= c.prior
         if symbol_files and c.path in symbol_files:
             c.score += symbol_files[c.path]
@@ -427,9 +429,33 @@ def _path_match(path: str, terms: list[str], stems: dict[str, set[str]], path_id
     return score / total, matched
 
 
+LINK_LIST_PRIOR = 0.5
+"""The prior of a table of contents (:func:`is_link_list`): it holds every section's words and none of
+their answers (axios 1.7.7's README: its table of contents was the first hit for "How are query params
+serialized into the URL?", before ``lib/helpers/buildURL.js``)."""
+LINK_LIST_MIN_LINKS = 5
+"""In-page links a table of contents has at least."""
+
+
+def is_link_list(c: Candidate) -> bool:
+    """Whether documentation chunk ``c`` is a table of contents: at least :data:`LINK_LIST_MIN_LINKS`
+    in-page links (``](#…``), on at least half of its lines."""
+    if c.file_type not in _DOC_TYPES:
+        return False
+    links = c.text.count("](#")
+    return links >= LINK_LIST_MIN_LINKS and links * 2 >= c.text.count("\n") + 1
+
+
+def chunk_prior(c: Candidate, query: Query, *, file_prior: float | None = None) -> float:
+    """The prior of chunk ``c``: its file's :func:`intent_prior` (``file_prior`` when computed already),
+    × :data:`LINK_LIST_PRIOR` for a table of contents (:func:`is_link_list`)."""
+    prior = intent_prior(c, query) if file_prior is None else file_prior
+    return prior * LINK_LIST_PRIOR if is_link_list(c) else prior
+
+
 def intent_prior(c: Candidate, query: Query) -> float:
     """The intent prior of chunk ``c`` for ``query``: a multiplier in (0, 1.5] of its lexical score
-    and its cosine (tests, examples and the documentation's sample code × 0.55 unless the question asks for tests, ``.d.ts`` × 0.7 unless it asks
+    and its cosine (tests, examples and the documentation's sample code × 0.55 unless the question asks for tests, declarations (``.d.ts``, ``.d.mts``, ``.d.cts``) × 0.7 unless it asks
     for types, manifests, docs and source by intent, changelogs for release questions)."""
     intents = query.intents
     factor = 1.0
@@ -438,7 +464,7 @@ def intent_prior(c: Candidate, query: Query) -> float:
         c.kind == "example" and not DOC_DIRS.isdisjoint(c.path.lower().split("/")[:-1]))  # rag.ingest.walk.classify_kind
     if low_value and "test" not in intents:
         factor *= 0.55
-    if c.path.endswith(".d.ts") and "types" not in intents:
+    if c.path.lower().endswith(DECLARATIONS) and "types" not in intents:
         factor *= 0.7
     if is_manifest(c.path):  # manifests match many words but answer only questions about themselves
         factor *= 1.25 if "config" in intents else 0.7

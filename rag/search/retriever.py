@@ -258,8 +258,8 @@ class Retriever:
 
     def _vectors_only(self, conn: sqlite3.Connection, hits: list, copies: dict[str, tuple[str, ...]], *,
                       limit: int, kind: str | None, query: Query) -> list[Source]:
-        """The vector stream alone (``policy.streams == {"vectors"}``): chunks by cosine × intent prior
-        (:func:`rag.search.lexical.intent_prior`), sources over copies, per-file diversified; never abstains (a measuring tool, see
+        """The vector stream alone (``policy.streams == {"vectors"}``): chunks by cosine × their prior
+        (:func:`rag.search.lexical.chunk_prior`), sources over copies, per-file diversified; never abstains (a measuring tool, see
         :class:`~rag.search.lexical.RetrievalPolicy`)."""
         similarity = {}
         for h in hits:
@@ -267,7 +267,7 @@ class Retriever:
         rows = queries.chunks_by_id(conn, list(similarity), kind=kind)
         cands = [lexical.Candidate(*row) for row in rows]
         for c in cands:   # cosine × the intent prior, as the vector stream is fused (lexical.fuse_streams)
-            c.score = similarity[c.id] * lexical.intent_prior(c, query)
+            c.score = similarity[c.id] * lexical.chunk_prior(c, query)
         cands.sort(key=lambda c: (-c.score, c.id))
         cands = prefer_sources(cands, copies)
         sources = lexical.diversify(cands, limit=limit, per_file=self.policy.per_file, relative_threshold=0.0)

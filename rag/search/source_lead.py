@@ -51,6 +51,7 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 from typing import Protocol, TypeVar
 
+from rag.ingest.copies import DECLARATIONS
 from rag.search.lexical import LOW_VALUE_DIRS
 from rag.search.query import Query
 
@@ -76,9 +77,9 @@ C = TypeVar("C", bound=Ranked)
 
 def is_implementation(path: str, kind: str) -> bool:
     """Whether a file of ``kind`` at ``path`` counts as implementation for the quota: a ``source``
-    file, not a type declaration (``.d.ts``) and not in a test, benchmark, fixture or example
+    file, not a type declaration (``.d.ts``, ``.d.mts``, ``.d.cts``) and not in a test, benchmark, fixture or example
     directory (:data:`rag.search.lexical.LOW_VALUE_DIRS`, which the intent prior demotes too)."""
-    return kind == SOURCE_KIND and not path.endswith(".d.ts") and not LOW_VALUE_DIRS.search(path)
+    return kind == SOURCE_KIND and not path.lower().endswith(DECLARATIONS) and not LOW_VALUE_DIRS.search(path)
 
 
 def lead_with_sources(cands: Sequence[C], query: Query, *, lead: int, min_source: int,

@@ -461,7 +461,7 @@ def test_a_version_in_the_question_picks_that_release(tmp_path):
             assert first.path == "History.md" and f"{section}\n=====" in first.text, (question, first.text[:40])
 
 
-def test_the_documentations_sample_code_is_demoted_as_examples_are_and_config_templates_are_not():
+def test_priors_of_the_documentations_sample_code_config_templates_and_declarations():
     from rag.ingest.walk import classify_kind
     from rag.search.lexical import Candidate, intent_prior
 
@@ -472,3 +472,29 @@ def test_the_documentations_sample_code_is_demoted_as_examples_are_and_config_te
     assert prior("fastapi/routing.py") == 1.0 and prior("config.example") == 1.0
     assert prior("docs_src/handling_errors/tutorial005.py") == prior("examples/app.py") == prior("tests/test_a.py") == 0.55
     assert prior("docs_src/handling_errors/tutorial005.py", "Which tests cover validation errors?") == 1.0
+    assert prior("index.d.ts") == prior("index.d.cts") == prior("esm/index.d.mts") == 0.7  # declarations, all three
+    assert prior("index.d.cts", "Which TypeScript types does the config accept?") == 1.0
+
+
+TOC_SECTIONS = ["Features", "Installing", "Request config", "Query params", "URL serialization", "Interceptors",
+                "Cancellation", "Timeouts", "Retries", "Proxies", "Streams", "Errors"] * 4
+TOC_README = (
+    "# pkg\n\n## Table of Contents\n\n"
+    + "".join(f"  - [{name}](#{name.lower().replace(' ', '-')})\n" for name in TOC_SECTIONS)
+    + "\n## Query params\n\nParams are serialized with URLSearchParams and appended to the URL.\n"
+    + "".join(f"Note {i}: how a value becomes part of the query string.\n" for i in range(50)))
+
+
+def test_a_table_of_contents_ranks_below_the_section_it_points_to(tmp_path):
+    from rag.search.lexical import Candidate, is_link_list
+
+    toc = "\n".join(TOC_README.split("\n")[2:52])
+    assert toc.count("](#") == 48
+    assert is_link_list(Candidate(1, "README.md", 3, 11, "md", "documentation", "Table of Contents", toc, 1.0))
+    assert not is_link_list(Candidate(1, "src/a.js", 3, 11, "js", "source", None, toc, 1.0))  # only documentation
+    prose = "See [the guide](#guide) and [the API](#api).\n" + "More words.\n" * 6
+    assert not is_link_list(Candidate(1, "README.md", 1, 7, "md", "documentation", None, prose, 1.0))
+    with indexed_engine(tmp_path, {"README.md": TOC_README, "lib/url.js": "function buildURL(url, params) {}\n"}) as engine:
+        sources = engine.retrieve("How are query params serialized into the URL?")
+    readme = [s for s in sources if s.path == "README.md"]
+    assert [s.heading for s in readme] == ["Query params", "pkg"]  # the section, then the table of contents

@@ -90,6 +90,7 @@ def test_a_source_below_the_ranking_s_threshold_is_not_promoted():
 def test_tests_declarations_benchmarks_and_examples_are_not_implementation():
     assert is_implementation("lib/reply.js", "source")
     assert not is_implementation("types/index.d.ts", "source")
+    assert not is_implementation("index.d.cts", "source") and not is_implementation("dist/index.D.MTS", "source")
     assert not is_implementation("benchmarks/utils/run.js", "source")
     assert not is_implementation("examples/hello.js", "source")
     assert not is_implementation("test/reply.test.js", "test")
