@@ -474,6 +474,8 @@ def test_priors_of_the_documentations_sample_code_config_templates_and_declarati
     assert prior("docs_src/handling_errors/tutorial005.py", "Which tests cover validation errors?") == 1.0
     assert prior("index.d.ts") == prior("index.d.cts") == prior("esm/index.d.mts") == 0.7  # declarations, all three
     assert prior("index.d.cts", "Which TypeScript types does the config accept?") == 1.0
+    assert prior("History.md") == prior("docs/CHANGELOG.md") == 0.7  # a change's entry, not how the code does it
+    assert prior("History.md", "What changed in the 5.0 release?") == pytest.approx(1.25 * 1.3)
 
 
 TOC_SECTIONS = ["Features", "Installing", "Request config", "Query params", "URL serialization", "Interceptors",
