@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag.errors import RepoNotFoundError
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy
-from rag.ingest.copies import update_copies
+from rag.ingest.copies import COPY_RULES_VERSION, update_copies
 from rag.ingest.pool import DEFAULT_POOL_POLICY, PoolPolicy, prepare_files
 from rag.ingest.scope import PathScope
 from rag.ingest.prepare import Skipped, StructureParser, Unchanged, secret_literals
@@ -253,6 +253,7 @@ class Engine:
             images_changed = sorted(report.images) != self.index.image_paths()
             updates: list[FileUpdate] = []
             meta = {"repo_root": str(self.repo_root), "parse_version": str(PARSE_VERSION), "kinds": str(KINDS_VERSION),
+                    "copy_rules": str(COPY_RULES_VERSION),
                     "secret_values": literals.digest, "chunker": self.chunk_policy.signature()}
 
             def record_copies(conn) -> None:
@@ -295,7 +296,8 @@ class Engine:
             stats.removed = len(removed)
             if full:
                 stats.generation = self.index.generation()
-            elif updates or removed or images_changed or self.index.generation() == 0:
+            elif (updates or removed or images_changed or self.index.generation() == 0
+                  or self.index.meta("copy_rules") != str(COPY_RULES_VERSION)):  # copies by other rules: again
                 stats.generation = self.index.apply(updates=updates, removed=removed, images=report.images,
                                                     meta=meta, after=record_copies)
             else:

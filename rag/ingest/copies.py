@@ -23,6 +23,11 @@ the best we have and stays**):
    compiled copy in ``dist``/``build``/``out`` (:mod:`rag.ingest.walk`); this rule covers the
    layouts it cannot see (``lib/``, files beside their source, declarations, ``v4/x.js``
    beside ``src/v4/x.ts``).
+1b. ``sibling_build`` — with no indexed source, one module built into several build folders or
+   formats (fp-ts's ``lib/Option.js`` and ``es6/Option.js``; ``esm/x.mjs`` beside ``cjs/x.cjs``):
+   JavaScript files under at least one build folder sharing their module path (build folders and
+   the extension dropped), and likewise declarations, are one module; the one in a source folder
+   (``lib/``), else the shortest path, stands for it and the others are its copies.
 2. ``source_map`` — a file ending in a ``sourceMappingURL`` comment whose map (a ``data:``
    URL, or the ``.map`` file it names, read from the working tree) lists indexed
    ``sources``: a bundle of several sources is a copy of each (best source first: the
@@ -68,7 +73,7 @@ Fingerprint = array
 
 __all__ = [
     "CopyRelation", "Fingerprint", "update_copies", "detect_copies", "fingerprint_lines", "file_fingerprint", "derived_rank", "map_sources",
-    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "DECLARATIONS", "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "MIN_LINE_CHARS",
+    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "DECLARATIONS", "COPY_RULES_VERSION", "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "MIN_LINE_CHARS",
     "MAX_POSTINGS", "MIN_INFORMATIVE_LINES",
 ]
 
@@ -89,6 +94,9 @@ TS_SOURCES = (".ts", ".tsx", ".mts", ".cts")
 DECLARATIONS = (".d.ts", ".d.mts", ".d.cts")
 """TypeScript declaration files (their suffixes, lower-case): types, not the implementation."""
 JS_OUTPUTS = (".js", ".jsx", ".mjs", ".cjs")
+COPY_RULES_VERSION = 2
+"""The version of the rules above, stored with the index (``copy_rules``): an update recomputes the
+copies of an index recorded by other rules, even when no file changed. 2: ``sibling_build``."""
 NEAR_DUPLICATE_JACCARD = 0.8
 """Two files sharing at least this Jaccard share of their informative lines are near-identical."""
 CONTAINED_SHARE = 0.8
@@ -110,7 +118,7 @@ _SCHEME = re.compile(r"^[A-Za-z][\w+.-]*://")
 @dataclass(frozen=True, slots=True)
 class CopyRelation:
     """``path`` is a copy of the indexed file ``source`` (``reason``: ``compiled``, ``source_map``,
-    ``near_duplicate``, ``contained``); ``rank`` orders several sources of one copy (0 = best);
+    ``sibling_build``, ``near_duplicate``, ``contained``); ``rank`` orders several sources of one copy (0 = best);
     ``similarity`` is the line Jaccard or containment when measured, else ``None``."""
 
     path: str
@@ -282,6 +290,30 @@ def _compiled(paths: Sequence[str]) -> dict[str, list[str]]:
     return out
 
 
+def _sibling_builds(paths: Sequence[str], copies: set[str]) -> dict[str, str]:
+    """Rule 1b: copy path → the file standing for its module, among the build outputs not in ``copies``
+    (module docstring)."""
+    groups: dict[tuple[bool, str], list[str]] = defaultdict(list)
+    for path in paths:
+        if path in copies:
+            continue
+        declaration = path.lower().endswith(DECLARATIONS)
+        key = _module_key(path, (*DECLARATIONS, *JS_OUTPUTS))
+        if key is None:
+            continue
+        keys = _stripped(key, OUTPUT_FOLDERS, repeat=True)
+        if len(keys) > 1:  # under a build folder
+            groups[(declaration, keys[-1].lower())].append(path)
+    out: dict[str, str] = {}
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        members.sort(key=lambda p: (p.split("/", 1)[0].lower() not in SOURCE_FOLDERS, len(p), p))
+        for copy in members[1:]:
+            out[copy] = members[0]
+    return out
+
+
 def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[str]]) -> list[CopyRelation]:
     """Every copy relation among the indexed files (rules in the module docstring).
 
@@ -307,6 +339,8 @@ def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[s
         if sources:
             sources.sort(key=lambda s: (-shared.get(_pair(path, s), 0), s))
             relations[path] = [CopyRelation(path, s, "source_map", i) for i, s in enumerate(sources)]
+    for path, source in _sibling_builds(paths, set(relations)).items():
+        relations[path] = [CopyRelation(path, source, "sibling_build", 0)]
     sizes = {p: len(f) for p, f in fingerprints.items()}
     near: dict[str, list[tuple[float, str, str]]] = defaultdict(list)
     for (a, b), common in shared.items():

@@ -10,6 +10,7 @@ index → copies → retrieval → packing).
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import sqlite3
 
@@ -17,7 +18,7 @@ import pytest
 
 from repo_helpers import indexed_engine, write_repo
 from rag.engine import Engine
-from rag.ingest.copies import derived_rank, detect_copies, fingerprint_lines, map_sources
+from rag.ingest.copies import COPY_RULES_VERSION, _sibling_builds, derived_rank, detect_copies, fingerprint_lines, map_sources
 
 WIDGET_TS = """\
 export interface WidgetOptions { size: number; colour: string }
@@ -138,11 +139,42 @@ def test_copies_follow_incremental_updates(tmp_path):
         root = engine.repo_root
         (root / "src" / "widget.ts").unlink()
         engine.update()
-        assert not {"lib/widget.js", "lib/widget.cjs", "lib/widget.d.ts"} & set(recorded(engine))
+        # without its source, the module's two builds are one module: the CommonJS one stands for it
+        assert not {"lib/widget.js", "lib/widget.d.ts"} & set(recorded(engine))
+        assert recorded(engine)["lib/widget.cjs"] == ["lib/widget.js"]
         assert recorded(engine)["browser/bundle.js"] == ["src/parts/gear.ts"]
         (root / "src" / "widget.ts").write_text(WIDGET_TS, encoding="utf-8")
         assert engine.update().copies == 8
         assert recorded(engine) == COPIES
+
+
+def test_one_module_built_into_several_folders_without_its_source_is_one_module(tmp_path):
+    option = "".join(f"function option{i}(a) {{ return a === null ? none : some(a + {i}); }}\n" for i in range(8))
+    tree = {"package.json": '{"name": "fp", "main": "./lib/index.js"}',
+            "index.js": "module.exports = require('./lib/index');\n",   # not under a build folder: its own module
+            "lib/index.js": "exports.Option = require('./Option');\n",
+            "es6/index.js": "export * as Option from './Option';\n",
+            "lib/Option.js": option, "es6/Option.js": option.replace("function", "export function"),
+            "lib/Option.d.ts": "export declare function option0(a: unknown): unknown;\n",
+            "es6/Option.d.ts": "export declare function option0(a: unknown): unknown;\n",
+            "dist/esm/extra.mjs": "export const extra = 1;\n", "dist/cjs/extra.cjs": "exports.extra = 1;\n"}
+    with indexed_engine(tmp_path, tree) as engine:
+        assert recorded(engine) == {"es6/index.js": ["lib/index.js"], "es6/Option.js": ["lib/Option.js"],
+                                    "es6/Option.d.ts": ["lib/Option.d.ts"]}
+        paths = [s.path for s in engine.retrieve("How does option3 return none for null?", limit=10)]
+        assert paths[0] == "lib/Option.js" and "es6/Option.js" not in paths
+    assert _sibling_builds(["dist/cjs/extra.cjs", "dist/esm/extra.mjs", "lib/a.js", "src/a.js"], set()) == {
+        "dist/esm/extra.mjs": "dist/cjs/extra.cjs"}
+
+
+def test_copies_recorded_by_older_rules_are_recomputed_by_an_update_with_nothing_to_write(tmp_path):
+    with indexed_engine(tmp_path, TREE) as engine:
+        with contextlib.closing(sqlite3.connect(engine.index.path)) as conn, conn:
+            conn.execute("DELETE FROM file_copies")       # what an index of the older rules may hold
+            conn.execute("UPDATE meta SET value='1' WHERE key='copy_rules'")
+        stats = engine.update()
+        assert (stats.added, stats.changed, stats.copies) == (0, 0, 8) and recorded(engine) == COPIES
+        assert engine.index.meta("copy_rules") == str(COPY_RULES_VERSION)
 
 
 def test_hand_written_near_identical_files_are_both_sources(tmp_path):
