@@ -362,7 +362,7 @@ class Engine:
         Args:
             question: any text; FTS5 syntax in it is inert. Capped at ``MAX_QUESTION_CHARS``.
             limit: maximum number of chunks (≥ 1).
-            kind: only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``).
+            kind: only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``, ``types``).
             depth: more chunks of the best files (:class:`rag.search.lexical.Depth`, the packer's pool).
             abstain: ``False``: never abstain on weak evidence (:meth:`rag.search.retriever.Retriever.retrieve`).
         """

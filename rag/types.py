@@ -85,7 +85,7 @@ class Chunk:
         end: last line (1-based, inclusive).
         text: the chunk's text, secrets already redacted.
         file_type: the file's type (see ``WalkedFile.file_type``).
-        kind: ``documentation``, ``source``, ``config``, ``example`` or ``test``.
+        kind: ``documentation``, ``source``, ``config``, ``example``, ``test`` or ``types``.
         heading: nearest Markdown heading above or inside the chunk, or ``None``.
         symbol: the symbol path of a code chunk (``proto.handle``, ``Router.get, Router.post``:
             the definition enclosing it, or the whole ones it holds; see

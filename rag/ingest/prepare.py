@@ -44,7 +44,7 @@ from rag.store.index import FileRow, FileUpdate
 from rag.types import Chunk, WalkedFile
 
 __all__ = ["MAX_SECRET_FILE_BYTES", "Prepared", "Unchanged", "Skipped", "StructureParser",
-           "chunk_symbol_text", "content_hash", "is_long_line_file", "prepare_file", "secret_literals",
+           "chunk_symbol_text", "content_hash", "file_kind", "is_long_line_file", "prepare_file", "secret_literals",
            "stat_unchanged", "symbol_spans", "RACY_WINDOW_NS"]
 
 MAX_SECRET_FILE_BYTES = 256 * 1024
@@ -215,6 +215,22 @@ def _settled(ctime_ns: int, mtime_ns: int, seen_ns: int) -> bool:
     return _POSIX and ctime_ns > 0 and seen_ns > 0 and max(ctime_ns, mtime_ns) < seen_ns - RACY_WINDOW_NS
 
 
+TYPE_DEFINITIONS = frozenset({"type", "interface"})
+"""Definition kinds that declare types only (TypeScript's ``type`` aliases and ``interface`` declarations)."""
+
+
+def file_kind(path: str, structure: FileStructure | None) -> str:
+    """:func:`rag.ingest.walk.classify_kind` of ``path``, except that a TypeScript source whose
+    definitions are all types and interfaces (:data:`TYPE_DEFINITIONS`; ``src/types.ts`` of
+    @tanstack/query-core 5.59: 85 of them, no function) is ``types``, as declaration files are: it says
+    what the options are, not what the code does with them."""
+    kind = classify_kind(path)
+    if (kind == "source" and structure is not None and structure.language in ("typescript", "tsx")
+            and structure.definitions and all(d.kind in TYPE_DEFINITIONS for d in structure.definitions)):
+        return "types"
+    return kind
+
+
 def prepare_file(
     wf: WalkedFile,
     *,
@@ -258,7 +274,7 @@ def prepare_file(
     t0 = time.perf_counter()
     structure = parser.parse(wf.path, wf.file_type, text)
     parse_seconds = time.perf_counter() - t0
-    kind = classify_kind(wf.path)
+    kind = file_kind(wf.path, structure)
     chunks = chunk_file(wf.path, text, file_type=wf.file_type, kind=kind, definitions=symbol_spans(structure),
                         policy=chunk_policy)
     chunk_symbols = chunk_symbol_text(structure, chunks) if structure is not None else None

@@ -671,22 +671,27 @@ _EXAMPLE_DIRS = frozenset({"example", "examples"})
 DOC_DIRS = frozenset({"doc", "docs", "doc_src", "docs_src", "docs-src", "documentation"})
 """Documentation folders: the code in them is sample code for the documentation (FastAPI's
 ``docs_src/``, Sphinx's ``docs/conf.py``), not the implementation."""
-KINDS_VERSION = 2
-"""The version of :func:`classify_kind`'s rules, stored with the index (``kinds``): an index whose
-files were classified by other rules is rebuilt. 2: code in documentation folders is ``example``."""
+KINDS_VERSION = 3
+"""The version of the rules that file each file (:func:`classify_kind`, and
+:func:`rag.ingest.prepare.file_kind` from its structure), stored with the index (``kinds``): an index
+whose files were classified by other rules is rebuilt. 2: code in documentation folders is
+``example``; 3: TypeScript declarations, and sources declaring only types, are ``types``."""
+_DECLARATION_RE = re.compile(r"\.d\.[mc]?ts$", re.I)
 _CONFIG_TYPES = frozenset({"json", "yml", "yaml", "toml", "conf", "service", "ini", "cfg"})
 
 
 def classify_kind(path: str) -> str:
     """Classify a repository-relative path as one of ``documentation``,
-    ``source``, ``config``, ``example`` or ``test``.
+    ``source``, ``config``, ``example``, ``test`` or ``types``.
 
     Checked in this order: documentation by extension (``md rst txt``); test by
     a ``test``/``tests``/``__tests__``/``spec`` directory or a ``*.test.*``,
     ``*.spec.*``, ``*_test.*``, ``test_*.py`` name; ``.env.example``-style
     templates are ``config``; ``example``/``examples`` directories and
     ``*.example`` files are ``example``; ``json yml yaml toml conf service ini``
-    are ``config``; everything else is ``source``.
+    are ``config``; TypeScript declarations (``.d.ts``, ``.d.mts``, ``.d.cts``) are ``types``;
+    other files in a documentation folder (:data:`DOC_DIRS`: ``docs/``, ``docs_src/`` …) are
+    ``example``; everything else is ``source``.
     """
     parts = path.lower().split("/")
     name = parts[-1]
@@ -701,6 +706,8 @@ def classify_kind(path: str) -> str:
         return "example"
     if ext in _CONFIG_TYPES:
         return "config"
+    if _DECLARATION_RE.search(name):
+        return "types"
     if not DOC_DIRS.isdisjoint(parts[:-1]):
         return "example"
     return "source"

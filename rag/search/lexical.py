@@ -262,7 +262,7 @@ def rank_chunks(
         conn: a connection inside a read transaction.
         query: the analysed question.
         policy: knobs.
-        kind: keep only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``).
+        kind: keep only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``, ``types``).
         idf_cache: per-generation cache (mutated): term → chunk document frequency, path → stems.
         total_chunks: number of chunks in the index (for IDF).
         symbol_files: path → score bonus from the code structure (files defining a
@@ -461,7 +461,7 @@ def chunk_prior(c: Candidate, query: Query, *, file_prior: float | None = None) 
 
 def intent_prior(c: Candidate, query: Query) -> float:
     """The intent prior of chunk ``c`` for ``query``: a multiplier in (0, 1.5] of its lexical score
-    and its cosine (tests, examples and the documentation's sample code × 0.55 unless the question asks for tests, declarations (``.d.ts``, ``.d.mts``, ``.d.cts``) × 0.7 unless it asks
+    and its cosine (tests, examples and the documentation's sample code × 0.55 unless the question asks for tests, declarations (kind ``types``: ``.d.ts`` and sources declaring only types) × 0.7 unless it asks
     for types, manifests, docs and source by intent, changelogs up for release questions and down
     (:data:`CHANGELOG_PRIOR`) for the others)."""
     intents = query.intents
@@ -471,7 +471,7 @@ def intent_prior(c: Candidate, query: Query) -> float:
         c.kind == "example" and not DOC_DIRS.isdisjoint(c.path.lower().split("/")[:-1]))  # rag.ingest.walk.classify_kind
     if low_value and "test" not in intents:
         factor *= 0.55
-    if c.path.lower().endswith(DECLARATIONS) and "types" not in intents:
+    if (c.kind == "types" or c.path.lower().endswith(DECLARATIONS)) and "types" not in intents:
         factor *= 0.7
     if is_manifest(c.path):  # manifests match many words but answer only questions about themselves
         factor *= 1.25 if "config" in intents else 0.7

@@ -139,7 +139,7 @@ class Retriever:
         Args:
             question: any text; FTS5 syntax in it is inert. Cut to :data:`MAX_QUESTION_CHARS`.
             limit: maximum number of chunks (``< 1`` → ``[]``).
-            kind: only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``).
+            kind: only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``, ``types``).
             depth: more chunks of the best files, interleaved with the other files' best chunks
                 (:class:`rag.search.lexical.Depth`; the packer's pool); ``None``: at most
                 ``policy.per_file`` chunks per file, every file's best chunk first.

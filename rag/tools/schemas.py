@@ -146,7 +146,7 @@ MAX_LISTED_FILES = 200
 """Most paths one ``listFiles`` call returns (the total is still counted)."""
 MAX_PATH_CHARS = 300
 MAX_LINE_NUMBER = 10_000_000
-CHUNK_KINDS = ["documentation", "source", "config", "example", "test", "issue", "pull_request"]
+CHUNK_KINDS = ["documentation", "source", "config", "example", "test", "types", "issue", "pull_request"]
 
 _PATH_NOTE = "Repository-relative (e.g. 'lib/pool.js'); no absolute paths, no '..'."
 

@@ -125,3 +125,17 @@ def test_a_parsed_file_is_chunked_at_its_definitions_and_a_broken_one_in_windows
     broken = prepare_file(walked(root, "src/broken.js"), **kwargs).update
     assert broken.structure["has_error"] is True
     assert [(c.start, c.end, c.symbol) for c in broken.chunks] == [(1, 60, None), (41, 83, None)]
+
+
+def test_a_typescript_source_declaring_only_types_is_filed_as_types():
+    from rag.ingest.prepare import file_kind
+    from rag.parse.parser import parse_source
+
+    types_only = ("export interface QueryOptions {\n  /** retries before failing */\n  retry?: number\n}\n"
+                  "export type QueryKey = ReadonlyArray<unknown>\n")
+    mixed = types_only + "export function isStale(updatedAt: number, staleTime: number): boolean {\n  return true\n}\n"
+    assert file_kind("src/types.ts", parse_source("src/types.ts", types_only)) == "types"
+    assert file_kind("src/query.ts", parse_source("src/query.ts", mixed)) == "source"
+    assert file_kind("src/empty.ts", parse_source("src/empty.ts", "// nothing yet\n")) == "source"  # no definitions
+    assert file_kind("test/types.ts", parse_source("test/types.ts", types_only)) == "test"          # the path first
+    assert file_kind("lib/index.d.ts", None) == "types" and file_kind("lib/a.py", None) == "source"

@@ -310,6 +310,8 @@ def test_unreadable_directory_is_counted(tmp_path: Path) -> None:
     ("contest/a.js", "source"), ("latest.js", "source"),
     ("docs_src/background_tasks/tutorial001.py", "example"), ("docs/conf.py", "example"),
     ("Documentation/snippets/a.ts", "example"), ("docs/settings.json", "config"), ("docker/run.py", "source"),
+    ("lib/index.d.ts", "types"), ("dist/esm/index.D.MTS", "types"), ("index.d.cts", "types"),
+    ("test/types.d.ts", "test"),
 ])
 def test_classify_kind(path: str, kind: str) -> None:
     assert classify_kind(path) == kind
