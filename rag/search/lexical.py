@@ -39,11 +39,12 @@ from rag.text import index_text, light_stem, light_stems, synonyms_of
 from rag.types import Source
 
 __all__ = ["STREAMS", "RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "FUSED_HARD_SCORE", "rank_chunks",
-           "fuse_streams", "diversify", "Depth", "focus_line", "explicit_paths", "intent_prior", "chunk_prior", "is_link_list",
+           "fuse_streams", "diversify", "Depth", "focus_line", "explicit_paths", "intent_prior", "chunk_prior", "is_link_list", "DOC_TYPES",
            "META_TERMS",
            "LOW_VALUE_DIRS"]
 
-_DOC_TYPES = frozenset({"md", "markdown", "mdx", "rst", "txt"})
+DOC_TYPES = frozenset({"md", "markdown", "mdx", "rst", "txt"})
+"""File types of prose (documentation)."""
 # Words that name the repository's own parts rather than a topic ("which module
 # handles…", "where in the framework…"): they never decide coverage.
 META_TERMS = frozenset(
@@ -446,7 +447,7 @@ LINK_LIST_MIN_LINKS = 5
 def is_link_list(c: Candidate) -> bool:
     """Whether documentation chunk ``c`` is a table of contents: at least :data:`LINK_LIST_MIN_LINKS`
     in-page links (``](#…``), on at least half of its lines."""
-    if c.file_type not in _DOC_TYPES:
+    if c.file_type not in DOC_TYPES:
         return False
     links = c.text.count("](#")
     return links >= LINK_LIST_MIN_LINKS and links * 2 >= c.text.count("\n") + 1
@@ -466,7 +467,7 @@ def intent_prior(c: Candidate, query: Query) -> float:
     (:data:`CHANGELOG_PRIOR`) for the others)."""
     intents = query.intents
     factor = 1.0
-    is_doc = c.file_type in _DOC_TYPES
+    is_doc = c.file_type in DOC_TYPES
     low_value = c.kind == "test" or bool(LOW_VALUE_DIRS.search(c.path)) or (  # the documentation's sample code:
         c.kind == "example" and not DOC_DIRS.isdisjoint(c.path.lower().split("/")[:-1]))  # rag.ingest.walk.classify_kind
     if low_value and "test" not in intents:

@@ -56,6 +56,7 @@ from rag.search.rerank import rerank_candidates
 from rag.search.source_lead import lead_with_sources
 from rag.search.structure import SymbolTable, structure_bonus, symbol_table
 from rag.search.copies import prefer_sources
+from rag.search.import_blocks import demote_import_blocks
 from rag.search.near_duplicates import demote_near_duplicates
 from rag.search.vector_stream import VectorStream, above_floor, start_search, top_zscore
 from rag.store import queries
@@ -204,6 +205,7 @@ class Retriever:
             cands = rerank_candidates(cands, question=question, reranker=self.reranker,
                                       top=policy.rerank_top, pinned=pinned,
                                       min_score=getattr(self.reranker, "min_score", None))
+        cands = demote_import_blocks(cands, query, pinned=pinned, doc_types=lexical.DOC_TYPES)
         cands = demote_near_duplicates(cands)  # one of a family of near-identical files stands for it
         cands = limit_items(cands, question, kind=kind)  # issues/PRs: a stream beside the code
         if fused and kind is None and cands:  # the implementation among the leading files (source_lead)
