@@ -376,7 +376,7 @@ def code_context(
             env_names.extend(v.name for v in structure.env_vars)
     env_names = list(dict.fromkeys(env_names))[:MAX_ENV_NAMES]
     if env_names and len(entries) < max_entries:
-        lines = ["Environment variables (process.env):"]
+        lines = ["Environment variables (name: where the code reads it):"]
         for name in env_names:
             uses = ", ".join(f"{p}:{line}" for p, line in graph.find_environment_variable(name)[:5])
             lines.append(f"{name}: {uses}")

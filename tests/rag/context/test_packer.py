@@ -75,7 +75,7 @@ def test_code_context_entries(graph, retrieved):
     assert all(e.start != 2 for e in entries)
     # Env vars used by the selected files (server.js) are listed even if the question names none.
     assert entries[6].text == (
-        "Environment variables (process.env):\n"
+        "Environment variables (name: where the code reads it):\n"
         "DATABASE_URL: src/server.js:8\n"
         "API_KEY: src/server.js:8\n"
         "PORT: src/server.js:9"
