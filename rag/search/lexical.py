@@ -297,7 +297,7 @@ def rank_chunks(
                             df=lambda phrase: _phrase_frequency(conn, phrase, cache), total=total_chunks)
     expr = " OR ".join(kept)
     rows = queries.scored_chunks(conn, scored, kind=kind)
-    explicit = explicit_paths(query, known_paths or [])
+    explicit = explicit_paths(query, known_paths or [], cache=cache)
     vector_rows: list = []
     if callable(extra_ids):
         extra_ids = extra_ids()
@@ -488,11 +488,31 @@ def intent_prior(c: Candidate, query: Query) -> float:
     return factor
 
 
-def explicit_paths(query: Query, known_paths: list[str]) -> list[str]:
+def _python_modules(paths: list[str], cache: dict | None) -> dict[str, list[str]]:
+    """Python files by module name (``sessions`` of ``…/sessions.py`` and ``…/sessions/__init__.py``),
+    kept in ``cache`` when given."""
+    key = ("__python_modules__",)
+    if cache is not None and key in cache:
+        return cache[key]
+    modules: dict[str, list[str]] = defaultdict(list)
+    for path in paths:
+        if path.endswith(".py"):
+            parts = path[:-3].split("/")
+            name = parts[-2] if parts[-1] == "__init__" and len(parts) > 1 else parts[-1]
+            modules[name].append(path)
+    result = dict(modules)
+    if cache is not None:
+        cache[key] = result
+    return result
+
+
+def explicit_paths(query: Query, known_paths: list[str], *, cache: dict | None = None) -> list[str]:
     """Indexed paths the question names: exact, or a ``/``-suffix such as ``view.js`` matching 1–3 paths
     (shortest first); and the Python files of its dotted module names (``flask.sessions`` →
     ``src/flask/sessions.py`` or ``…/sessions/__init__.py``, when 1–3 paths end so). Returns ``[]``
-    without mentions; no duplicates, mention order."""
+    without mentions; no duplicates, mention order. ``cache``: a per-generation dict (as
+    :func:`rank_chunks`' ``idf_cache``) that keeps the Python modules by their last name, so a
+    module mention costs a lookup instead of a pass over every path."""
     if not query.paths and not query.modules:
         return []
     known = set(known_paths)
@@ -504,12 +524,15 @@ def explicit_paths(query: Query, known_paths: list[str]) -> list[str]:
         suffix = [p for p in known_paths if p.endswith("/" + mention)]
         if 0 < len(suffix) <= 3:
             out.extend(sorted(suffix, key=len))
-    for module in query.modules:
-        base = module.replace(".", "/")
-        ends = (f"{base}.py", f"{base}/__init__.py")
-        found = [p for p in known_paths if p in ends or p.endswith(("/" + ends[0], "/" + ends[1]))]
-        if 0 < len(found) <= 3:
-            out.extend(sorted(found, key=len))
+    if query.modules:
+        modules = _python_modules(known_paths, cache)
+        for module in query.modules:
+            base = module.replace(".", "/")
+            ends = (f"{base}.py", f"{base}/__init__.py")
+            found = [p for p in modules.get(module.rsplit(".", 1)[-1], ())
+                     if p in ends or p.endswith(("/" + ends[0], "/" + ends[1]))]
+            if 0 < len(found) <= 3:
+                out.extend(sorted(found, key=len))
     return list(dict.fromkeys(out))
 
 
