@@ -166,6 +166,8 @@ _OUTPUT_CODE_TYPES = frozenset({"js", "mjs", "cjs", "jsx", "ts", "tsx", "mts", "
 _MINIFIED_RE = re.compile(r"[.-]min\.(?:js|mjs|cjs|css)$", re.I)
 # Single-file bundles of the whole package (every module again, in one file).
 _BUNDLE_RE = re.compile(r"(^|/)bundles?/|\.(umd|bundle|iife)\.[mc]?js$", re.I)
+_DECLARATION_RE = re.compile(r"\.d\.[mc]?ts$", re.I)
+"""TypeScript declaration files (``.d.ts``, ``.d.mts``, ``.d.cts``)."""
 _HASHED_CHUNK_RE = re.compile(r"^(?P<base>.+?)-(?P<hash>[A-Za-z0-9_-]{8})$")
 """A bundler's chunk name ``[name]-[hash]`` (Rollup, Vite, tsup and esbuild name the chunks they split
 out so: ``resolveHTTPResponse-2fc435bb.mjs``, ``index-BXcK2LqP.js``); the hash is 8 characters of
@@ -475,7 +477,7 @@ class _Walker:
             return
         if self.output_stems is not None:
             stem = _stem(name)
-            typings_of_code = re.search(r"\.d\.[mc]?ts$", lower) is not None and any(
+            typings_of_code = _DECLARATION_RE.search(lower) is not None and any(
                 f"{stem}.{ext}" in self.siblings for ext in ("js", "mjs", "cjs"))
             bundle = _BUNDLE_RE.search(rel) is not None
             chunk_of_source = _unhashed_stem(name) in self.source_stems  # dist/x-2fc435bb.mjs of src/x.ts
@@ -676,7 +678,6 @@ KINDS_VERSION = 3
 :func:`rag.ingest.prepare.file_kind` from its structure), stored with the index (``kinds``): an index
 whose files were classified by other rules is rebuilt. 2: code in documentation folders is
 ``example``; 3: TypeScript declarations, and sources declaring only types, are ``types``."""
-_DECLARATION_RE = re.compile(r"\.d\.[mc]?ts$", re.I)
 _CONFIG_TYPES = frozenset({"json", "yml", "yaml", "toml", "conf", "service", "ini", "cfg"})
 
 
