@@ -26,8 +26,10 @@ the best we have and stays**):
 1b. ``sibling_build`` — with no indexed source, one module built into several build folders or
    formats (fp-ts's ``lib/Option.js`` and ``es6/Option.js``; ``esm/x.mjs`` beside ``cjs/x.cjs``):
    JavaScript files under at least one build folder sharing their module path (build folders and
-   the extension dropped), and likewise declarations, are one module; the one in a source folder
-   (``lib/``), else the shortest path, stands for it and the others are its copies.
+   the extension dropped), and likewise declarations; the one in a source folder (``lib/``), else
+   the shortest path, stands for the module, and each other one sharing at least
+   :data:`SIBLING_SHARE` of the smaller file's informative lines with it is its copy (two platforms'
+   hand-written ``lib/node/index.js`` and ``lib/browser/index.js`` share a module path, not code).
 2. ``source_map`` — a file ending in a ``sourceMappingURL`` comment whose map (a ``data:``
    URL, or the ``.map`` file it names, read from the working tree) lists indexed
    ``sources``: a bundle of several sources is a copy of each (best source first: the
@@ -73,7 +75,7 @@ Fingerprint = array
 
 __all__ = [
     "CopyRelation", "Fingerprint", "update_copies", "detect_copies", "fingerprint_lines", "file_fingerprint", "derived_rank", "map_sources",
-    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "DECLARATIONS", "COPY_RULES_VERSION", "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "MIN_LINE_CHARS",
+    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "DECLARATIONS", "COPY_RULES_VERSION", "SIBLING_SHARE", "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "MIN_LINE_CHARS",
     "MAX_POSTINGS", "MIN_INFORMATIVE_LINES",
 ]
 
@@ -94,9 +96,13 @@ TS_SOURCES = (".ts", ".tsx", ".mts", ".cts")
 DECLARATIONS = (".d.ts", ".d.mts", ".d.cts")
 """TypeScript declaration files (their suffixes, lower-case): types, not the implementation."""
 JS_OUTPUTS = (".js", ".jsx", ".mjs", ".cjs")
-COPY_RULES_VERSION = 2
+SIBLING_SHARE = 0.5
+"""Rule 1b: two builds of one module share at least this share of the smaller one's informative lines
+(a CommonJS and an ES module build differ in their import and export lines, not their bodies)."""
+COPY_RULES_VERSION = 3
 """The version of the rules above, stored with the index (``copy_rules``): an update recomputes the
-copies of an index recorded by other rules, even when no file changed. 2: ``sibling_build``."""
+copies of an index recorded by other rules, even when no file changed. 2: ``sibling_build``; 3: its
+builds share code (:data:`SIBLING_SHARE`)."""
 NEAR_DUPLICATE_JACCARD = 0.8
 """Two files sharing at least this Jaccard share of their informative lines are near-identical."""
 CONTAINED_SHARE = 0.8
@@ -290,9 +296,10 @@ def _compiled(paths: Sequence[str]) -> dict[str, list[str]]:
     return out
 
 
-def _sibling_builds(paths: Sequence[str], copies: set[str]) -> dict[str, str]:
+def _sibling_builds(fingerprints: dict[str, Sequence[int]], copies: set[str]) -> dict[str, str]:
     """Rule 1b: copy path → the file standing for its module, among the build outputs not in ``copies``
-    (module docstring)."""
+    (module docstring); ``fingerprints``: every indexed path → its line fingerprint."""
+    paths = sorted(fingerprints)
     groups: dict[tuple[bool, str], list[str]] = defaultdict(list)
     for path in paths:
         if path in copies:
@@ -309,8 +316,12 @@ def _sibling_builds(paths: Sequence[str], copies: set[str]) -> dict[str, str]:
         if len(members) < 2:
             continue
         members.sort(key=lambda p: (p.split("/", 1)[0].lower() not in SOURCE_FOLDERS, len(p), p))
+        first = set(fingerprints[members[0]])
         for copy in members[1:]:
-            out[copy] = members[0]
+            lines = fingerprints[copy]
+            smaller = min(len(first), len(lines))
+            if smaller >= MIN_INFORMATIVE_LINES and len(first.intersection(lines)) >= SIBLING_SHARE * smaller:
+                out[copy] = members[0]
     return out
 
 
@@ -339,7 +350,7 @@ def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[s
         if sources:
             sources.sort(key=lambda s: (-shared.get(_pair(path, s), 0), s))
             relations[path] = [CopyRelation(path, s, "source_map", i) for i, s in enumerate(sources)]
-    for path, source in _sibling_builds(paths, set(relations)).items():
+    for path, source in _sibling_builds(fingerprints, set(relations)).items():
         relations[path] = [CopyRelation(path, source, "sibling_build", 0)]
     sizes = {p: len(f) for p, f in fingerprints.items()}
     near: dict[str, list[tuple[float, str, str]]] = defaultdict(list)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -219,16 +220,32 @@ TYPE_DEFINITIONS = frozenset({"type", "interface"})
 """Definition kinds that declare types only (TypeScript's ``type`` aliases and ``interface`` declarations)."""
 
 
-def file_kind(path: str, structure: FileStructure | None) -> str:
-    """:func:`rag.ingest.walk.classify_kind` of ``path``, except that a TypeScript source whose
-    definitions are all types and interfaces (:data:`TYPE_DEFINITIONS`; ``src/types.ts`` of
-    @tanstack/query-core 5.59: 85 of them, no function) is ``types``, as declaration files are: it says
-    what the options are, not what the code does with them."""
+_DECLARATION_ONLY_LINE = re.compile(
+    r"\s*(?:$|//|/\*|\*|import\b|(?:export\s+)?declare\b|export\s+(?:type\b|\*|\{)|[}\])](?:\s*from\s*['\"][^'\"]*['\"])?;?\s*$"
+    r"|(?:type\s+)?[\w$]+(?:\s+as\s+[\w$]+)?,?\s*$)")
+"""A line outside the type definitions that runs nothing: blank, a comment, an import, an ambient
+(``declare``) declaration, a type-only or re-export statement, a closing bracket, a name of a
+multi-line import or export list."""
+
+
+def file_kind(path: str, structure: FileStructure | None, text: str = "") -> str:
+    """:func:`rag.ingest.walk.classify_kind` of ``path``, except that a TypeScript source that only
+    declares types is ``types``, as declaration files are: it says what the options are, not what the
+    code does with them (``src/types.ts`` of @tanstack/query-core 5.59: 85 types and interfaces).
+    Only types means: its definitions are all types and interfaces (:data:`TYPE_DEFINITIONS`), and
+    every line of ``text`` outside them runs nothing (:data:`_DECLARATION_ONLY_LINE`): the parser
+    records no definition for a top-level ``const`` or statement."""
     kind = classify_kind(path)
-    if (kind == "source" and structure is not None and structure.language in ("typescript", "tsx")
-            and structure.definitions and all(d.kind in TYPE_DEFINITIONS for d in structure.definitions)):
-        return "types"
-    return kind
+    if (kind != "source" or structure is None or structure.language not in ("typescript", "tsx")
+            or not structure.definitions or any(d.kind not in TYPE_DEFINITIONS for d in structure.definitions)):
+        return kind
+    inside = set()
+    for d in structure.definitions:
+        inside.update(range(d.start, d.end + 1))
+    for number, line in enumerate(text.split("\n"), 1):
+        if number not in inside and not _DECLARATION_ONLY_LINE.match(line):
+            return kind
+    return "types"
 
 
 def prepare_file(
@@ -274,7 +291,7 @@ def prepare_file(
     t0 = time.perf_counter()
     structure = parser.parse(wf.path, wf.file_type, text)
     parse_seconds = time.perf_counter() - t0
-    kind = file_kind(wf.path, structure)
+    kind = file_kind(wf.path, structure, text)
     chunks = chunk_file(wf.path, text, file_type=wf.file_type, kind=kind, definitions=symbol_spans(structure),
                         policy=chunk_policy)
     chunk_symbols = chunk_symbol_text(structure, chunks) if structure is not None else None

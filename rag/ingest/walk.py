@@ -94,6 +94,7 @@ __all__ = [
     "classify_kind",
     "KINDS_VERSION",
     "DOC_DIRS",
+    "in_doc_folder",
     "is_secret_file",
     "read_regular_file",
     "read_text",
@@ -671,14 +672,21 @@ _TEST_DIRS = frozenset({"test", "tests", "__tests__", "spec", "specs", "__mocks_
 _TEST_NAME_RE = re.compile(r"(?:\.(?:test|spec)\.[^/.]+|_test\.[^/.]+|^test_[^/]+\.py)\Z")
 _EXAMPLE_DIRS = frozenset({"example", "examples"})
 DOC_DIRS = frozenset({"doc", "docs", "doc_src", "docs_src", "docs-src", "documentation"})
-"""Documentation folders: the code in them is sample code for the documentation (FastAPI's
-``docs_src/``, Sphinx's ``docs/conf.py``), not the implementation."""
+"""Documentation folders at the top of a repository: the code in them is sample code for the
+documentation (FastAPI's ``docs_src/``, Sphinx's ``docs/conf.py``), not the implementation. Deeper
+down such a name is the package's own (yaml's ``src/doc/Document.ts`` is its document model)."""
 KINDS_VERSION = 3
 """The version of the rules that file each file (:func:`classify_kind`, and
 :func:`rag.ingest.prepare.file_kind` from its structure), stored with the index (``kinds``): an index
 whose files were classified by other rules is rebuilt. 2: code in documentation folders is
 ``example``; 3: TypeScript declarations, and sources declaring only types, are ``types``."""
 _CONFIG_TYPES = frozenset({"json", "yml", "yaml", "toml", "conf", "service", "ini", "cfg"})
+
+
+def in_doc_folder(path: str) -> bool:
+    """Whether ``path`` lies in a top-level documentation folder (:data:`DOC_DIRS`)."""
+    top, sep, _rest = path.partition("/")
+    return bool(sep) and top.lower() in DOC_DIRS
 
 
 def classify_kind(path: str) -> str:
@@ -691,8 +699,8 @@ def classify_kind(path: str) -> str:
     templates are ``config``; ``example``/``examples`` directories and
     ``*.example`` files are ``example``; ``json yml yaml toml conf service ini``
     are ``config``; TypeScript declarations (``.d.ts``, ``.d.mts``, ``.d.cts``) are ``types``;
-    other files in a documentation folder (:data:`DOC_DIRS`: ``docs/``, ``docs_src/`` …) are
-    ``example``; everything else is ``source``.
+    other files in a top-level documentation folder (:func:`in_doc_folder`: ``docs/``,
+    ``docs_src/`` …) are ``example``; everything else is ``source``.
     """
     parts = path.lower().split("/")
     name = parts[-1]
@@ -709,6 +717,6 @@ def classify_kind(path: str) -> str:
         return "config"
     if _DECLARATION_RE.search(name):
         return "types"
-    if not DOC_DIRS.isdisjoint(parts[:-1]):
+    if in_doc_folder(path):
         return "example"
     return "source"

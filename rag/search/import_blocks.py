@@ -12,7 +12,7 @@ shown and packed) and sorts again, unless the question is about imports, exports
 (:data:`ABOUT_IMPORTS`: then those lines are the evidence). Files pinned by a hard structural boost
 keep their scores. A chunk is an import block when at least :data:`MIN_IMPORT_LINES` of its code
 lines, and :data:`IMPORT_SHARE` of them, are import or re-export statements or the names of a
-multi-line one (:data:`_IMPORT_LINE`).
+multi-line one (:data:`_IMPORT_STATEMENT`).
 """
 from __future__ import annotations
 
@@ -36,14 +36,18 @@ WINDOW = 32
 """Only the first this many candidates are looked at (the shown sources and the packer's pool come
 from them; the check costs about 5 µs a chunk)."""
 ABOUT_IMPORTS = re.compile(
-    r"\b(import\w*|export\w*|requir\w*|depend\w*|entry ?points?|public api|break|fail to load|removed|deleted)\b", re.I)
-"""Questions whose evidence is the import lines themselves (the structure stream's dependants intent)."""
+    r"\b(imports?|imported|importing|re-?exports?|exports?|exported|exporting|require\(|requires? the module|"
+    r"dependenc(?:y|ies)|depends? on|dependants?|dependents?|entry ?points?|public api|barrel)\b", re.I)
+"""Questions whose evidence is the import lines themselves ("which files import …", "what does the
+package export"); "the most important option" or "which settings are required" are not."""
 
-_IMPORT_LINE = re.compile(
-    r"^[ \t]*(?:import[ \t]|from[ \t]+[\w.]+[ \t]+import[ \t]|export[ \t]+(?:\*|\{|type[ \t]+\{)[^\n]*\bfrom[ \t]"
-    r"|(?:const|let|var)[ \t]+[\w${}, \t]+=[ \t]*require\("
-    r"|[\w.$]+(?:[ \t]+as[ \t]+[\w$]+)?,?[ \t]*$|[)}][^\n]*$)", re.M)
-"""An import or re-export statement (Python, ES modules, CommonJS), or a line of a multi-line one's names."""
+_IMPORT_STATEMENT = re.compile(
+    r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\)"        # Python, names in parentheses
+    r"|(?:import|export)(?:[ \t]+type)?[ \t]*\{[^}]*\}[^\n]*"          # ES modules, names in braces
+    r"|import[ \t][^\n]*|from[ \t]+[\w.]+[ \t]+import[ \t][^\n]*"       # one-line imports
+    r"|export[ \t]+\*[^\n]*|(?:const|let|var)[ \t]+[\w${}, \t]+=[ \t]*require\([^\n]*"
+    r"|(?:const|let|var)[ \t]*\{[^}]*\}[ \t]*=[ \t]*require\([^\n]*)", re.M)  # CommonJS, one line or destructured
+"""An import or re-export statement (Python, ES modules, CommonJS), a multi-line one whole."""
 _CODE_LINE = re.compile(r"^[ \t]*[^\s/#*]", re.M)
 """A line holding code (not blank, not a comment line)."""
 _HEAD_WORDS = ("import", "require(", "export")
@@ -65,7 +69,7 @@ def is_import_block(text: str) -> bool:
     head = text[:_HEAD_CHARS]
     if not any(word in head for word in _HEAD_WORDS):  # import blocks begin so: most chunks leave here
         return False
-    imports = len(_IMPORT_LINE.findall(text))
+    imports = sum(match.group().count("\n") + 1 for match in _IMPORT_STATEMENT.finditer(text))
     return imports >= MIN_IMPORT_LINES and imports >= IMPORT_SHARE * len(_CODE_LINE.findall(text))
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from rag.ingest.copies import DECLARATIONS
 from rag.ingest.manifests import is_manifest
-from rag.ingest.walk import DOC_DIRS
+from rag.ingest.walk import in_doc_folder
 from rag.search.bm25_topk import top_bm25
 from rag.search.query import Query, fts_expression, fts_phrases, version_pattern
 from rag.search.within_file import DEFAULT_WITHIN_CHUNKS, DEFAULT_WITHIN_FILES, DEFAULT_WITHIN_K
@@ -432,7 +432,8 @@ def _path_match(path: str, terms: list[str], stems: dict[str, set[str]], path_id
 
 _CHANGELOG = re.compile(r"(^|/)(changelog|history|changes|releases?|migrat)", re.I)
 CHANGELOG_PRIOR = 0.7
-"""A changelog's (or migration guide's) prior outside questions about releases: an entry names a change
+"""A changelog's (or migration guide's) prior outside questions about releases (prose files only:
+``django/db/migrations/autodetector.py`` or ``prompt_toolkit/history.py`` are code): an entry names a change
 in the question's words, not how the code does it. Measured on the three eval sets (``slackzilla eval``,
 MiniLM hybrid / BM25 + structure, MRR@10): ``dev-hard`` multi 0.563 → 0.609 / 0.462 → 0.568, ``dev``
 concept (BM25) 0.669 → 0.701, no kind of any set lower; R@5 unchanged."""
@@ -469,7 +470,7 @@ def intent_prior(c: Candidate, query: Query) -> float:
     factor = 1.0
     is_doc = c.file_type in DOC_TYPES
     low_value = c.kind == "test" or bool(LOW_VALUE_DIRS.search(c.path)) or (  # the documentation's sample code:
-        c.kind == "example" and not DOC_DIRS.isdisjoint(c.path.lower().split("/")[:-1]))  # rag.ingest.walk.classify_kind
+        c.kind == "example" and in_doc_folder(c.path))  # rag.ingest.walk.classify_kind
     if low_value and "test" not in intents:
         factor *= 0.55
     if (c.kind == "types" or c.path.lower().endswith(DECLARATIONS)) and "types" not in intents:
@@ -484,7 +485,10 @@ def intent_prior(c: Candidate, query: Query) -> float:
     elif "location" in intents and c.kind == "source":
         factor *= 1.1
     if _CHANGELOG.search(c.path):
-        factor *= 1.3 if "release" in intents else CHANGELOG_PRIOR
+        if "release" in intents:
+            factor *= 1.3
+        elif is_doc:  # a changelog is prose; code about history or migrations is code
+            factor *= CHANGELOG_PRIOR
     return factor
 
 
@@ -527,12 +531,21 @@ def explicit_paths(query: Query, known_paths: list[str], *, cache: dict | None =
     if query.modules:
         modules = _python_modules(known_paths, cache)
         for module in query.modules:
-            base = module.replace(".", "/")
-            ends = (f"{base}.py", f"{base}/__init__.py")
-            found = [p for p in modules.get(module.rsplit(".", 1)[-1], ())
-                     if p in ends or p.endswith(("/" + ends[0], "/" + ends[1]))]
-            if 0 < len(found) <= 3:
-                out.extend(sorted(found, key=len))
+            parts = module.split(".")
+            package = parts[-1] == "__init__"  # requests.__init__: the package's own module
+            if package:
+                parts.pop()
+            # "requests.sessions.Session.send" names a module, then a class and a method in it: the
+            # longest prefix that is a module (of two names at least: "app.route" is not app.py)
+            for n in range(len(parts), 0 if package else 1, -1):
+                base = "/".join(parts[:n])
+                ends = (f"{base}.py", f"{base}/__init__.py")
+                found = [p for p in modules.get(parts[n - 1], ())
+                         if p in ends or p.endswith(("/" + ends[0], "/" + ends[1]))]
+                if found:
+                    if len(found) <= 3:
+                        out.extend(sorted(found, key=len))
+                    break
     return list(dict.fromkeys(out))
 
 

@@ -22,7 +22,7 @@ modules of one package rarely share a third. Cost: about 0.4 ms for the 32 candi
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from typing import Protocol, TypeVar
 
 from rag.ingest.copies import MIN_LINE_CHARS
@@ -41,6 +41,7 @@ all of a 150-candidate ranking would cost milliseconds per question (48 cost 0.6
 
 
 class _Chunk(Protocol):
+    id: int
     path: str
     text: str
     score: float
@@ -49,13 +50,16 @@ class _Chunk(Protocol):
 C = TypeVar("C", bound=_Chunk)
 
 
-def demote_near_duplicates(ranked: Sequence[C], *, threshold: float = NEAR_DUPLICATE_JACCARD,
-                           min_lines: int = MIN_SHARED_LINES, window: int = WINDOW) -> list[C]:
+def demote_near_duplicates(ranked: Sequence[C], *, pinned: Set[int] = frozenset(),
+                           threshold: float = NEAR_DUPLICATE_JACCARD, min_lines: int = MIN_SHARED_LINES,
+                           window: int = WINDOW) -> list[C]:
     """``ranked`` (best first) with the near-duplicates of better-ranked chunks of other files moved to
     the end (module docstring).
 
     Args:
-        ranked: candidates sorted by score, best first (``path``, ``text``, ``score``).
+        ranked: candidates sorted by score, best first (``id``, ``path``, ``text``, ``score``).
+        pinned: ids of the candidates a hard structural boost pinned (a file the question names):
+            never demoted, however like another they are.
         threshold: the line Jaccard from which two chunks are near-duplicates (0..1].
         min_lines: informative lines both chunks need.
         window: how many of the first candidates are compared; later ones keep their places.
@@ -81,7 +85,7 @@ def demote_near_duplicates(ranked: Sequence[C], *, threshold: float = NEAR_DUPLI
         for line in lines:
             for index in holders.get(line, ()):
                 shared[index] = shared.get(index, 0) + 1
-        if any(seen[index][0] != candidate.path
+        if candidate.id not in pinned and any(seen[index][0] != candidate.path
                and common >= threshold * (len(lines) + seen[index][1] - common)  # |A ∩ B| ≥ t·|A ∪ B|
                for index, common in shared.items()):
             demoted.append(candidate)

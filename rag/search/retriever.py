@@ -206,7 +206,7 @@ class Retriever:
                                       top=policy.rerank_top, pinned=pinned,
                                       min_score=getattr(self.reranker, "min_score", None))
         cands = demote_import_blocks(cands, query, pinned=pinned, doc_types=lexical.DOC_TYPES)
-        cands = demote_near_duplicates(cands)  # one of a family of near-identical files stands for it
+        cands = demote_near_duplicates(cands, pinned=pinned)  # one of a family of near-identical files stands for it
         cands = limit_items(cands, question, kind=kind)  # issues/PRs: a stream beside the code
         if fused and kind is None and cands:  # the implementation among the leading files (source_lead)
             cands = lead_with_sources(cands, query, lead=policy.lead_files, min_source=policy.lead_min_source,

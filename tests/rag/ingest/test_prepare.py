@@ -134,8 +134,16 @@ def test_a_typescript_source_declaring_only_types_is_filed_as_types():
     types_only = ("export interface QueryOptions {\n  /** retries before failing */\n  retry?: number\n}\n"
                   "export type QueryKey = ReadonlyArray<unknown>\n")
     mixed = types_only + "export function isStale(updatedAt: number, staleTime: number): boolean {\n  return true\n}\n"
-    assert file_kind("src/types.ts", parse_source("src/types.ts", types_only)) == "types"
-    assert file_kind("src/query.ts", parse_source("src/query.ts", mixed)) == "source"
-    assert file_kind("src/empty.ts", parse_source("src/empty.ts", "// nothing yet\n")) == "source"  # no definitions
-    assert file_kind("test/types.ts", parse_source("test/types.ts", types_only)) == "test"          # the path first
+    header = "// option types\nimport type { Query } from './query'\nexport type { QueryKey as Key }\n\n"
+
+    def kind(path: str, text: str) -> str:
+        return file_kind(path, parse_source(path, text), text)
+
+    assert kind("src/types.ts", header + types_only) == "types"
+    assert kind("src/query.ts", mixed) == "source"
+    assert kind("src/empty.ts", "// nothing yet\n") == "source"  # no definitions
+    assert kind("test/types.ts", types_only) == "test"            # the path first
+    # runtime code the parser records no definition for: a top-level constant, a statement
+    assert kind("src/client.ts", types_only + "export const defaults = { retry: 3 }\n") == "source"
+    assert kind("src/server.ts", types_only + "app.listen(3000, () => {})\n") == "source"
     assert file_kind("lib/index.d.ts", None) == "types" and file_kind("lib/a.py", None) == "source"

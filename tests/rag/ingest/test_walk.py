@@ -310,6 +310,7 @@ def test_unreadable_directory_is_counted(tmp_path: Path) -> None:
     ("contest/a.js", "source"), ("latest.js", "source"),
     ("docs_src/background_tasks/tutorial001.py", "example"), ("docs/conf.py", "example"),
     ("Documentation/snippets/a.ts", "example"), ("docs/settings.json", "config"), ("docker/run.py", "source"),
+    ("src/doc/Document.ts", "source"), ("dist/doc/anchors.js", "source"),  # a package's own "doc" module
     ("lib/index.d.ts", "types"), ("dist/esm/index.D.MTS", "types"), ("index.d.cts", "types"),
     ("test/types.d.ts", "test"),
 ])

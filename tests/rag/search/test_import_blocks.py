@@ -40,6 +40,10 @@ def test_import_blocks_of_python_es_modules_and_commonjs_and_not_code_that_impor
     assert is_import_block(PY_HEAD) and is_import_block(BARREL) and is_import_block(CJS_HEAD)
     assert not is_import_block(CODE)
     assert not is_import_block("import os\nimport sys\n")  # two lines: a tiny module is what it is
+    call = "import os\nimport sys\n\ndef main():\n    run(\n        config,\n        args,\n        env,\n        logger,\n    )\n"
+    assert not is_import_block(call)  # names in a call are not an import's
+    destructured = "const {\n  kRoute,\n  kHooks,\n  kState\n} = require('./symbols')\nconst http = require('http')\n"
+    assert is_import_block(destructured)
 
 
 @dataclass
@@ -57,6 +61,10 @@ def test_import_blocks_are_halved_and_sorted_again_unless_pinned_or_asked_about(
     assert [c.id for c in out] == [2, 3, 1] and out[-1].score == 0.5  # prose is never an import block
     ranked = [Cand(1, BARREL, "ts", 1.0), Cand(2, CODE, "ts", 0.8)]
     assert [c.id for c in demote_import_blocks(ranked, question, pinned={1})] == [1, 2]
+    for unrelated in ("What is the most important option?", "Which settings are required?"):
+        assert [c.id for c in demote_import_blocks([Cand(1, BARREL, "ts", 1.0), Cand(2, CODE, "ts", 0.8)],
+                                                   analyze(unrelated))] == [2, 1]
+    ranked = [Cand(1, BARREL, "ts", 1.0), Cand(2, CODE, "ts", 0.8)]
     asked = analyze("Which files re-export op3?")
     assert [c.id for c in demote_import_blocks(ranked, asked)] == [1, 2] and ranked[0].score == 1.0
 

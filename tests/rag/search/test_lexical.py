@@ -475,6 +475,8 @@ def test_priors_of_the_documentations_sample_code_config_templates_and_declarati
     assert prior("index.d.ts") == prior("index.d.cts") == prior("esm/index.d.mts") == 0.7  # declarations, all three
     assert prior("index.d.cts", "Which TypeScript types does the config accept?") == 1.0
     assert prior("History.md") == prior("docs/CHANGELOG.md") == 0.7  # a change's entry, not how the code does it
+    assert prior("django/db/migrations/autodetector.py") == prior("src/history.ts") == 1.0  # code, not changelogs
+    assert prior("src/doc/Document.ts") == 1.0  # a package's own doc module is not the documentation's samples
     assert prior("History.md", "What changed in the 5.0 release?") == pytest.approx(1.25 * 1.3)
 
 

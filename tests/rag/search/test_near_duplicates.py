@@ -38,6 +38,7 @@ class Cand:
     path: str
     text: str
     score: float
+    id: int = 0
 
 
 def test_a_variant_of_a_better_ranked_chunk_goes_to_the_end_with_a_score_below_the_rest():
@@ -53,6 +54,12 @@ def test_chunks_of_one_file_distinct_texts_and_tiny_chunks_keep_their_places():
     ranked = [Cand("a.py", TUTORIAL, 1.0), Cand("a.py", TUTORIAL, 0.95),      # one file: not a family
               Cand("b.py", OTHER, 0.9), Cand("c.py", tiny, 0.8), Cand("d.py", tiny, 0.7)]
     assert demote_near_duplicates(ranked) == ranked
+
+
+def test_a_pinned_chunk_is_never_demoted():
+    ranked = [Cand("docs/t002.py", TUTORIAL, 1.0, 1), Cand("docs/t002_py310.py", TUTORIAL_PY310, 0.9, 2),
+              Cand("lib/render.py", OTHER, 0.8, 3)]
+    assert demote_near_duplicates(ranked, pinned={2}) == ranked
 
 
 def test_only_the_window_is_compared():
@@ -75,3 +82,14 @@ def test_the_engine_shows_one_variant_of_a_tutorial_family(tmp_path):
     # without the demotion the three variants took the first three places, the implementation the fourth
     assert paths[0].startswith("docs_src/") and paths[1] == "fastapi/background.py"
     assert sorted(paths[2:]) == sorted(set(files) - {paths[0], "fastapi/background.py"})
+
+
+def test_two_variants_the_question_names_are_both_shown(tmp_path):
+    files = {"docs_src/bg/tutorial002.py": TUTORIAL, "docs_src/bg/tutorial002_py310.py": TUTORIAL_PY310,
+             "app/log.py": "def write_log_message(message):\n    # writes the log message to the log file\n"
+                           "    with open('log.txt', 'a') as log:\n        log.write(message)\n"}
+    with indexed_engine(tmp_path, files) as engine:
+        sources = engine.retrieve("How does docs_src/bg/tutorial002_py310.py differ from docs_src/bg/tutorial002.py "
+                                  "when it writes the log message?", limit=3)
+    # without the pinned exemption the second variant went below app/log.py, at its score: under the threshold
+    assert {"docs_src/bg/tutorial002.py", "docs_src/bg/tutorial002_py310.py"} <= {s.path for s in sources}

@@ -144,6 +144,11 @@ def test_a_python_module_named_by_its_dotted_name_is_a_named_file(tmp_path):
         assert named == ["src/shop/sessions.py"]
         assert explicit_paths(analyze("What is in shop.cart?"), known) == ["src/shop/cart/__init__.py"]
         assert explicit_paths(analyze("Does app.route(...) or os.environ matter, e.g. here?"), known) == []
+        # a module, then a class and a method in it; the package's own module; one name is not a module
+        assert explicit_paths(analyze("What does shop.sessions.SessionStore.load return?"), known) == [
+            "src/shop/sessions.py"]
+        assert explicit_paths(analyze("What is in shop.__init__?"), known) == ["src/shop/__init__.py"]
+        assert explicit_paths(analyze("Is app.route or app.make_app used?"), known) == []
         sources = engine.retrieve("Which files import shop.sessions?")
         # the dependants first (the structure's hard boost), then the module itself
         assert sorted(s.path for s in sources[:2]) == ["src/shop/app.py", "src/shop/cart/__init__.py"]
