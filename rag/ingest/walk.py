@@ -675,11 +675,12 @@ DOC_DIRS = frozenset({"doc", "docs", "doc_src", "docs_src", "docs-src", "documen
 """Documentation folders at the top of a repository: the code in them is sample code for the
 documentation (FastAPI's ``docs_src/``, Sphinx's ``docs/conf.py``), not the implementation. Deeper
 down such a name is the package's own (yaml's ``src/doc/Document.ts`` is its document model)."""
-KINDS_VERSION = 3
+KINDS_VERSION = 4
 """The version of the rules that file each file (:func:`classify_kind`, and
 :func:`rag.ingest.prepare.file_kind` from its structure), stored with the index (``kinds``): an index
 whose files were classified by other rules is rebuilt. 2: code in documentation folders is
-``example``; 3: TypeScript declarations, and sources declaring only types, are ``types``."""
+``example``; 3: TypeScript declarations, and sources declaring only types, are ``types``; 4: only
+top-level documentation folders, and only files where nothing outside the type definitions runs."""
 _CONFIG_TYPES = frozenset({"json", "yml", "yaml", "toml", "conf", "service", "ini", "cfg"})
 
 
