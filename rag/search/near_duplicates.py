@@ -9,16 +9,15 @@ together: same words, same vector. Measured on FastAPI 0.115.0, "How are backgro
 the response is sent?" got ``fastapi/background.py`` and then five variants of one tutorial in the
 first six places.
 
-:func:`demote_near_duplicates` keeps the best-ranked chunk of such a family in its place and moves
-the others, from other files, to the end of the ranking (below every distinct candidate, so they
+:func:`demote_near_duplicates` keeps the best-ranked file of such a family in its place and moves
+the others' chunks to the end of the ranking (below every distinct candidate, so they
 are shown only when too little else matches): a search engine's "similar results omitted". Two
 chunks are near-duplicates when their informative lines (stripped, at least
 :data:`~rag.ingest.copies.MIN_LINE_CHARS` characters) have a Jaccard similarity of at least
 :data:`NEAR_DUPLICATE_JACCARD` (Broder 1997, "On the resemblance and containment of documents", with
 single-line shingles, as the copy detection, whose whitespace collapsing and hashing would cost about
 five times as much per question). The variants above share 65-81% of their lines; two distinct
-modules of one package rarely share a third. Cost: about 0.4 ms for the 32 candidates compared
-(measured on eslint 9.39.5's chunks).
+modules of one package rarely share a third.
 """
 from __future__ import annotations
 
@@ -35,9 +34,10 @@ one text (module docstring: the per-version variants of one tutorial share 0.65-
 MIN_SHARED_LINES = 5
 """Chunks with fewer informative lines than this are never called near-duplicates (a few import lines
 or a short stub say nothing about a family)."""
-WINDOW = 32
-"""Only the first this many candidates are compared: the sources shown come from them, and comparing
-all of a 150-candidate ranking would cost milliseconds per question (48 cost 0.6 ms, 32 0.4 ms)."""
+WINDOW = 16
+"""Only the best chunk of each of the first this many files is compared: the sources shown (8, at most
+2 a file) come from them, and a comparison costs about 15 µs a chunk (eslint 9.39.5's bench
+questions: 0.54 ms a question when the first 32 chunks were compared)."""
 
 
 class _Chunk(Protocol):
@@ -53,8 +53,8 @@ C = TypeVar("C", bound=_Chunk)
 def demote_near_duplicates(ranked: Sequence[C], *, pinned: Set[int] = frozenset(),
                            threshold: float = NEAR_DUPLICATE_JACCARD, min_lines: int = MIN_SHARED_LINES,
                            window: int = WINDOW) -> list[C]:
-    """``ranked`` (best first) with the near-duplicates of better-ranked chunks of other files moved to
-    the end (module docstring).
+    """``ranked`` (best first) with the files whose best chunk is a near-duplicate of a better-ranked
+    file's moved to the end, all their chunks (module docstring).
 
     Args:
         ranked: candidates sorted by score, best first (``id``, ``path``, ``text``, ``score``).
@@ -62,7 +62,8 @@ def demote_near_duplicates(ranked: Sequence[C], *, pinned: Set[int] = frozenset(
             never demoted, however like another they are.
         threshold: the line Jaccard from which two chunks are near-duplicates (0..1].
         min_lines: informative lines both chunks need.
-        window: how many of the first candidates are compared; later ones keep their places.
+        window: how many of the first files are compared (each by its best chunk); later files keep
+            their places.
 
     Returns:
         A new list: the distinct candidates in their order, then the demoted ones in theirs, each
@@ -71,31 +72,36 @@ def demote_near_duplicates(ranked: Sequence[C], *, pinned: Set[int] = frozenset(
     """
     kept: list[C] = []
     demoted: list[C] = []
-    seen: list[tuple[str, int]] = []  # (path, informative lines) of the distinct chunks compared
+    verdict: dict[str, bool] = {}  # path → demoted, decided on its best (first) chunk
+    seen: list[int] = []  # informative lines of each distinct file's best chunk compared
     holders: dict[str, list[int]] = {}  # informative line → indices in ``seen`` of the chunks holding it
-    for position, candidate in enumerate(ranked):
-        if position >= window:
-            kept.append(candidate)
-            continue
-        lines = {line for line in map(str.strip, candidate.text.split("\n")) if len(line) >= MIN_LINE_CHARS}
-        if len(lines) < min_lines:
-            kept.append(candidate)
-            continue
-        shared: dict[int, int] = {}
-        for line in lines:
-            for index in holders.get(line, ()):
-                shared[index] = shared.get(index, 0) + 1
-        if candidate.id not in pinned and any(seen[index][0] != candidate.path
-               and common >= threshold * (len(lines) + seen[index][1] - common)  # |A ∩ B| ≥ t·|A ∪ B|
-               for index, common in shared.items()):
-            demoted.append(candidate)
-            continue
-        kept.append(candidate)
-        for line in lines:
-            holders.setdefault(line, []).append(len(seen))
-        seen.append((candidate.path, len(lines)))
+    for candidate in ranked:
+        if candidate.path not in verdict:
+            verdict[candidate.path] = len(verdict) < window and candidate.id not in pinned and _is_variant(
+                candidate, seen, holders, threshold=threshold, min_lines=min_lines)
+        (demoted if verdict[candidate.path] and candidate.id not in pinned else kept).append(candidate)
     if demoted and kept:
         floor = kept[-1].score
         for candidate in demoted:
             candidate.score = min(candidate.score, floor)
     return kept + demoted
+
+
+def _is_variant(candidate: _Chunk, seen: list[int], holders: dict[str, list[int]], *,
+                threshold: float, min_lines: int) -> bool:
+    """Whether ``candidate`` is a near-duplicate of a chunk in ``seen``; when not (and it has
+    ``min_lines`` informative lines), it joins ``seen`` and ``holders``."""
+    lines = {line for line in map(str.strip, candidate.text.split("\n")) if len(line) >= MIN_LINE_CHARS}
+    if len(lines) < min_lines:
+        return False
+    shared: dict[int, int] = {}
+    for line in lines:
+        for index in holders.get(line, ()):
+            shared[index] = shared.get(index, 0) + 1
+    if any(common >= threshold * (len(lines) + seen[index] - common)  # |A ∩ B| ≥ t·|A ∪ B|
+           for index, common in shared.items()):
+        return True
+    for line in lines:
+        holders.setdefault(line, []).append(len(seen))
+    seen.append(len(lines))
+    return False
