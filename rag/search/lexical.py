@@ -39,8 +39,8 @@ from rag.text import index_text, light_stem, light_stems, synonyms_of
 from rag.types import Source
 
 __all__ = ["STREAMS", "RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "FUSED_HARD_SCORE", "rank_chunks",
-           "fuse_streams", "diversify", "Depth", "focus_line", "explicit_paths", "intent_prior", "chunk_prior", "is_link_list", "DOC_TYPES",
-           "META_TERMS",
+           "fuse_streams", "diversify", "Depth", "focus_line", "explicit_paths", "intent_prior", "chunk_prior",
+           "is_link_list", "DOC_TYPES", "META_TERMS",
            "LOW_VALUE_DIRS"]
 
 DOC_TYPES = frozenset({"md", "markdown", "mdx", "rst", "txt"})
@@ -463,9 +463,10 @@ def chunk_prior(c: Candidate, query: Query, *, file_prior: float | None = None) 
 
 def intent_prior(c: Candidate, query: Query) -> float:
     """The intent prior of chunk ``c`` for ``query``: a multiplier in (0, 1.5] of its lexical score
-    and its cosine (tests, examples and the documentation's sample code × 0.55 unless the question asks for tests, declarations (kind ``types``: ``.d.ts`` and sources declaring only types) × 0.7 unless it asks
-    for types, manifests, docs and source by intent, changelogs up for release questions and down
-    (:data:`CHANGELOG_PRIOR`) for the others)."""
+    and its cosine: tests, examples and the documentation's sample code × 0.55 unless the question
+    asks for tests; declarations (kind ``types``: ``.d.ts`` and sources declaring only types) × 0.7
+    unless it asks for types; manifests, docs and source by intent; changelogs up for release
+    questions and down (:data:`CHANGELOG_PRIOR`) for the others."""
     intents = query.intents
     factor = 1.0
     is_doc = c.file_type in DOC_TYPES
