@@ -75,7 +75,8 @@ Fingerprint = array
 
 __all__ = [
     "CopyRelation", "Fingerprint", "update_copies", "detect_copies", "fingerprint_lines", "file_fingerprint", "derived_rank", "map_sources",
-    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "DECLARATIONS", "COPY_RULES_VERSION", "SIBLING_SHARE", "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "MIN_LINE_CHARS",
+    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "DECLARATIONS", "COPY_RULES_VERSION", "SIBLING_SHARE",
+    "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "MIN_LINE_CHARS",
     "MAX_POSTINGS", "MIN_INFORMATIVE_LINES",
 ]
 
