@@ -70,12 +70,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag.ingest.walk import DECLARATIONS
+
 Fingerprint = array
 """A file's line fingerprint: sorted unique 64-bit line hashes, an ``array('Q')`` (stored as its bytes)."""
 
 __all__ = [
     "CopyRelation", "Fingerprint", "update_copies", "detect_copies", "fingerprint_lines", "file_fingerprint", "derived_rank", "map_sources",
-    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "DECLARATIONS", "COPY_RULES_VERSION", "SIBLING_SHARE",
+    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "COPY_RULES_VERSION", "SIBLING_SHARE",
     "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "MIN_LINE_CHARS",
     "MAX_POSTINGS", "MIN_INFORMATIVE_LINES",
 ]
@@ -94,8 +96,6 @@ JS_SOURCE_FOLDERS = frozenset({"src", "source", "sources"})
 """For JavaScript compiled to JavaScript, the source must lie in one of these (``lib/`` is a source
 folder of many plain JavaScript packages, e.g. express)."""
 TS_SOURCES = (".ts", ".tsx", ".mts", ".cts")
-DECLARATIONS = (".d.ts", ".d.mts", ".d.cts")
-"""TypeScript declaration files (their suffixes, lower-case): types, not the implementation."""
 JS_OUTPUTS = (".js", ".jsx", ".mjs", ".cjs")
 SIBLING_SHARE = 0.5
 """Rule 1b: two builds of one module share at least this share of the smaller one's informative lines

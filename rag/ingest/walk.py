@@ -94,6 +94,7 @@ __all__ = [
     "classify_kind",
     "KINDS_VERSION",
     "DOC_DIRS",
+    "DECLARATIONS",
     "in_doc_folder",
     "is_secret_file",
     "read_regular_file",
@@ -167,8 +168,8 @@ _OUTPUT_CODE_TYPES = frozenset({"js", "mjs", "cjs", "jsx", "ts", "tsx", "mts", "
 _MINIFIED_RE = re.compile(r"[.-]min\.(?:js|mjs|cjs|css)$", re.I)
 # Single-file bundles of the whole package (every module again, in one file).
 _BUNDLE_RE = re.compile(r"(^|/)bundles?/|\.(umd|bundle|iife)\.[mc]?js$", re.I)
-_DECLARATION_RE = re.compile(r"\.d\.[mc]?ts$", re.I)
-"""TypeScript declaration files (``.d.ts``, ``.d.mts``, ``.d.cts``)."""
+DECLARATIONS = (".d.ts", ".d.mts", ".d.cts")
+"""TypeScript declaration files (their suffixes, lower-case): types, not the implementation."""
 _HASHED_CHUNK_RE = re.compile(r"^(?P<base>.+?)-(?P<hash>[A-Za-z0-9_-]{8})$")
 """A bundler's chunk name ``[name]-[hash]`` (Rollup, Vite, tsup and esbuild name the chunks they split
 out so: ``resolveHTTPResponse-2fc435bb.mjs``, ``index-BXcK2LqP.js``); the hash is 8 characters of
@@ -478,7 +479,7 @@ class _Walker:
             return
         if self.output_stems is not None:
             stem = _stem(name)
-            typings_of_code = _DECLARATION_RE.search(lower) is not None and any(
+            typings_of_code = lower.endswith(DECLARATIONS) and any(
                 f"{stem}.{ext}" in self.siblings for ext in ("js", "mjs", "cjs"))
             bundle = _BUNDLE_RE.search(rel) is not None
             chunk_of_source = _unhashed_stem(name) in self.source_stems  # dist/x-2fc435bb.mjs of src/x.ts
@@ -716,7 +717,7 @@ def classify_kind(path: str) -> str:
         return "example"
     if ext in _CONFIG_TYPES:
         return "config"
-    if _DECLARATION_RE.search(name):
+    if name.endswith(DECLARATIONS):
         return "types"
     if in_doc_folder(path):
         return "example"

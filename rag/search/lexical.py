@@ -28,9 +28,8 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rag.ingest.copies import DECLARATIONS
 from rag.ingest.manifests import is_manifest
-from rag.ingest.walk import in_doc_folder
+from rag.ingest.walk import DECLARATIONS, in_doc_folder
 from rag.search.bm25_topk import top_bm25
 from rag.search.query import Query, fts_expression, fts_phrases, version_pattern
 from rag.search.within_file import DEFAULT_WITHIN_CHUNKS, DEFAULT_WITHIN_FILES, DEFAULT_WITHIN_K

@@ -21,6 +21,8 @@ _PATH_MENTION = re.compile(r"(?<![\w@])(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.[
 # A dotted module name as Python writes it ("flask.sessions", "django.db.models"); resolved to a file
 # only when one of that module path is indexed (lexical.explicit_paths), so attribute chains cost nothing.
 _MODULE_MENTION = re.compile(r"(?<![\w./@$-])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?![\w/(-])")
+# "e.g", "i.e": abbreviations, neither paths nor modules.
+_ABBREVIATION = re.compile(r"(?:[a-z]\.){1,3}[a-z]?", re.I)
 # A version number: "4.0", "v1.2.3" (not part of a path, a longer number or a word).
 _VERSION = re.compile(r"(?<![\w./-])v?(\d+(?:\.\d+){1,3})(?![\w/-]|\.\w)", re.I)
 # A code identifier as written: camelCase, PascalCase with a lower→upper hump,
@@ -97,11 +99,11 @@ def analyze(question: str) -> Query:
             mention = mention.split("/", 1)[1]
         if "/" in mention or re.search(r"\.[A-Za-z]{1,5}$", mention):
             # "e.g" / "i.e" and version numbers are not paths.
-            if not re.fullmatch(r"(?:[a-z]\.){1,3}[a-z]?|v?\d+(?:\.\d+)+", mention, re.I):
+            if not _ABBREVIATION.fullmatch(mention) and not re.fullmatch(r"v?\d+(?:\.\d+)+", mention, re.I):
                 paths.append(mention)
     # "flask.ctx" also looks like a file with a ".ctx" extension: it stays among the paths too
     modules = [m.rstrip(".") for m in _MODULE_MENTION.findall(question)
-               if not re.fullmatch(r"(?:[a-z]\.){1,3}[a-z]?", m.rstrip("."), re.I)]
+               if not _ABBREVIATION.fullmatch(m.rstrip("."))]
     identifiers = [m for m in _IDENTIFIER.findall(question) if len(m) >= 3 and m.lower() not in STOPWORDS]
     terms = query_terms(question)
     # A mentioned file's extension ("js" of lib/view.js) is not a topic word.

@@ -51,7 +51,7 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 from typing import Protocol, TypeVar
 
-from rag.ingest.copies import DECLARATIONS
+from rag.ingest.walk import DECLARATIONS
 from rag.search.lexical import LOW_VALUE_DIRS
 from rag.search.query import Query
 
