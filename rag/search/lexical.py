@@ -152,7 +152,8 @@ class Evidence:
     Attributes:
         coverage: best chunk's share of topical IDF mass matched (0..1).
         absent_share: share of topical terms found nowhere in the index (0..1).
-        explicit_path: the question names an indexed file.
+        explicit_path: the question names an indexed file, or the structure stream answers it
+            outright (a hard bonus: the importers of a package it names).
         matched_terms: distinct topical terms the best-covering chunk matches.
         topical_terms: topical terms in the question (meta words excluded).
     """
@@ -297,14 +298,9 @@ def rank_chunks(
     expr = " OR ".join(kept)
     rows = queries.scored_chunks(conn, scored, kind=kind)
     explicit = explicit_paths(query, known_paths or [], cache=cache)
-    vector_rows: list = []
-    if callable(extra_ids):
-        extra_ids = extra_ids()
-    if extra_ids:
-        have_ids = {r[0] for r in rows}
-        vector_rows = queries.chunks_by_id(conn, [i for i in extra_ids if i not in have_ids], kind=kind)
-    if not rows and not vector_rows and not explicit:
-        return [], NO_EVIDENCE
+    # Everything that does not depend on the vector hits is done before waiting for them: the term
+    # statistics and each FTS5 candidate's signals (coverage, path match, prior). Only the final
+    # score needs the best BM25 of every candidate, so it is computed last.
     dfs = _document_frequencies(conn, query.terms, cache)
     idf = {t: _bm25_idf(df, max(total_chunks, 1)) for t, df in dfs.items()}
     topical = [t for t in query.terms if t not in META_TERMS] or list(query.terms)
@@ -316,27 +312,6 @@ def rank_chunks(
     path_idf = _path_idf(query.terms, known_paths or [], cache)
     path_total = sum(path_idf[t] for t in topical) or 1.0
     stems = {t: _term_stems(t) for t in query.terms}
-    structural = set(explicit) | set(symbol_files or ())
-    cands = [Candidate(*row) for row in rows]
-    cands += [Candidate(*row, lexical=row[1] in structural) for row in vector_rows]
-    pull_in = list(explicit) + [p for p in (symbol_files or {}) if p not in explicit]
-    if pull_in:
-        have = {c.path for c in cands}
-        for path in pull_in:
-            if path not in have:
-                for row in queries.first_chunks_of(conn, path, kind=kind):
-                    cands.append(Candidate(*row))
-    if copies:
-        have = {c.path for c in cands}
-        wanted = dict.fromkeys(s for p in have if p in copies for s in copies[p] if s not in have)
-        for source_path in wanted:
-            rows_of = (queries.bm25_chunks_of(conn, expr, source_path, weights=policy.fts_weights, kind=kind)
-                       if expr else []) or list(queries.first_chunks_of(conn, source_path, kind=kind))
-            cands += [Candidate(*row) for row in rows_of]
-    best_bm25 = max((c.bm25 for c in cands), default=0.0) or 1.0
-    path_cache: dict[str, tuple[float, set[str]]] = {}
-    best_cov = 0.0
-    best_matched = 0
     # A chunk's ``stems`` column is its distinct stems, space-joined: a stem is one of them when
     # " stem " occurs in " stems " (cheaper than building a set of hundreds of words per chunk).
     needles = {t: tuple(f" {s} " for s in stems[t]) for t in topical}
@@ -344,29 +319,64 @@ def rank_chunks(
     versions = {t: pattern for t in topical if (pattern := version_pattern(t)) is not None}
     for t in versions:
         needles[t] = ()
+    path_cache: dict[str, tuple[float, set[str]]] = {}
     priors: dict[tuple[str, str, str], float] = {}
+    signals: dict[int, tuple[float, float, int]] = {}  # id(candidate) → (path coverage, evidence coverage, evident terms)
+
+    def measure(batch: list[Candidate]) -> list[Candidate]:
+        """Each candidate's matched terms, coverage and prior; its path coverage and evidence in ``signals``."""
+        for c in batch:
+            padded = f" {c.stems} "
+            c.stems = ""
+            if c.path not in path_cache:
+                path_cache[c.path] = _path_match(c.path, topical, stems, path_idf, path_total, cache)
+            path_cov, matched_path = path_cache[c.path]
+            matched = {t for t in topical if any(n in padded for n in needles[t])}
+            if versions:
+                matched |= {t for t, pattern in versions.items()
+                            if pattern.search(c.text) or (c.heading and pattern.search(c.heading))}
+            c.matched = matched | matched_path
+            c.coverage = sum(idf[t] for t in c.matched) / idf_total
+            evident = [t for t in evidence_terms if t in c.matched]
+            signals[id(c)] = (path_cov, sum(idf[t] for t in evident) / evidence_total, len(evident))
+            prior_key = (c.path, c.kind, c.file_type)
+            if prior_key not in priors:
+                priors[prior_key] = intent_prior(c, query)
+            c.prior = chunk_prior(c, query, file_prior=priors[prior_key])
+        return batch
+
+    cands = measure([Candidate(*row) for row in rows])
+    vector_rows: list = []
+    if callable(extra_ids):
+        extra_ids = extra_ids()
+    if extra_ids:
+        have_ids = {r[0] for r in rows}
+        vector_rows = queries.chunks_by_id(conn, [i for i in extra_ids if i not in have_ids], kind=kind)
+    if not rows and not vector_rows and not explicit:
+        return [], NO_EVIDENCE
+    structural = set(explicit) | set(symbol_files or ())
+    cands += measure([Candidate(*row, lexical=row[1] in structural) for row in vector_rows])
+    pull_in = list(explicit) + [p for p in (symbol_files or {}) if p not in explicit]
+    if pull_in:
+        have = {c.path for c in cands}
+        for path in pull_in:
+            if path not in have:
+                cands += measure([Candidate(*row) for row in queries.first_chunks_of(conn, path, kind=kind)])
+    if copies:
+        have = {c.path for c in cands}
+        wanted = dict.fromkeys(s for p in have if p in copies for s in copies[p] if s not in have)
+        for source_path in wanted:
+            rows_of = (queries.bm25_chunks_of(conn, expr, source_path, weights=policy.fts_weights, kind=kind)
+                       if expr else []) or list(queries.first_chunks_of(conn, source_path, kind=kind))
+            cands += measure([Candidate(*row) for row in rows_of])
+    best_bm25 = max((c.bm25 for c in cands), default=0.0) or 1.0
+    best_cov = 0.0
+    best_matched = 0
     for c in cands:
-        padded = f" {c.stems} "
-        c.stems = ""
-        if c.path not in path_cache:
-            path_cache[c.path] = _path_match(c.path, topical, stems, path_idf, path_total, cache)
-        path_cov, matched_path = path_cache[c.path]
-        matched = {t for t in topical if any(n in padded for n in needles[t])}
-        if versions:
-            matched |= {t for t, pattern in versions.items()
-                        if pattern.search(c.text) or (c.heading and pattern.search(c.heading))}
-        c.matched = matched | matched_path
-        c.coverage = sum(idf[t] for t in c.matched) / idf_total
-        evident = [t for t in evidence_terms if t in c.matched]
-        evidence_cov = sum(idf[t] for t in evident) / evidence_total
-        if evidence_cov > best_cov or (evidence_cov == best_cov and len(evident) > best_matched):
-            best_cov, best_matched = evidence_cov, len(evident)
-        c.score = 0.45 * (c.bm25 / best_bm25) + 0.55 * c.coverage + 0.35 * path_cov
-        prior_key = (c.path, c.kind, c.file_type)
-        if prior_key not in priors:
-            priors[prior_key] = intent_prior(c, query)
-        c.prior = chunk_prior(c, query, file_prior=priors[prior_key])
-        c.score *= c.prior
+        path_cov, evidence_cov, evident_count = signals[id(c)]
+        if evidence_cov > best_cov or (evidence_cov == best_cov and evident_count > best_matched):
+            best_cov, best_matched = evidence_cov, evident_count
+        c.score = (0.45 * (c.bm25 / best_bm25) + 0.55 * c.coverage + 0.35 * path_cov) * c.prior
         if symbol_files and c.path in symbol_files:
             c.score += symbol_files[c.path]
         if c.path in explicit:
@@ -374,7 +384,9 @@ def rank_chunks(
             best_cov = max(best_cov, 1.0)
     cands.sort(key=lambda c: c.score, reverse=True)
     absent = sum(1 for t in evidence_terms if dfs[t] == 0) / len(evidence_terms)
-    return cands, Evidence(best_cov, absent, bool(explicit), best_matched, len(evidence_terms))
+    # A hard structural answer (the importers of a package the question names) is evidence as a named file is.
+    structural_answer = any(bonus >= HARD_BOOST for bonus in (symbol_files or {}).values())
+    return cands, Evidence(best_cov, absent, bool(explicit) or structural_answer, best_matched, len(evidence_terms))
 
 
 def _path_idf(terms: list[str], paths: list[str], cache: dict) -> dict[str, float]:
@@ -436,6 +448,24 @@ CHANGELOG_PRIOR = 0.7
 in the question's words, not how the code does it. Measured on the three eval sets (``slackzilla eval``,
 MiniLM hybrid / BM25 + structure, MRR@10): ``dev-hard`` multi 0.563 → 0.609 / 0.462 → 0.568, ``dev``
 concept (BM25) 0.669 → 0.701, no kind of any set lower; R@5 unchanged."""
+_PROJECT_DOCS = tuple((re.compile(rf"(^|/)({files})(\.(md|markdown|rst|txt|adoc))?$", re.I), re.compile(rf"\b({asks})\b", re.I))
+                      for files, asks in (
+    ("licen[cs]e|copying|notice", r"licen[cs]\w*|copyright|copying"),
+    ("code[_-]of[_-]conduct", "conduct"),
+    ("contributing|contributors", r"contribut\w*"),
+    ("security", r"security|vulnerab\w*"),
+    ("support", r"support\w*"),
+    ("authors|maintainers|governance", r"authors?|maintain\w*|governance"),
+    ("funding|backers|sponsors", r"fund\w*|backers?|sponsors?|donat\w*"),
+))
+"""Community files (path pattern) and the words of a question about them."""
+PROJECT_DOC_PRIOR = 0.5
+"""The prior of a project's community files (licence, code of conduct, contributing guide, security
+policy, authors, sponsors; at the top or in ``docs/``) unless the question is about such things: long
+prose about issues, requests, changes and users, in the words of many questions and the answer to
+none of how the code works (starlette 0.41's ``docs/contributing.md`` was the first hit for where a
+signed session cookie is checked, marshmallow 3.23's ``docs/code_of_conduct.rst`` the second for which
+strings a boolean field accepts)."""
 LINK_LIST_PRIOR = 0.5
 """The prior of a table of contents (:func:`is_link_list`): it holds every section's words and none of
 their answers (axios 1.7.7's README: its table of contents was the first hit for "How are query params
@@ -465,7 +495,9 @@ def intent_prior(c: Candidate, query: Query) -> float:
     and its cosine: tests, examples and the documentation's sample code × 0.55 unless the question
     asks for tests; declarations (kind ``types``: ``.d.ts`` and sources declaring only types) × 0.7
     unless it asks for types; manifests, docs and source by intent; changelogs up for release
-    questions and down (:data:`CHANGELOG_PRIOR`) for the others."""
+    questions and down (:data:`CHANGELOG_PRIOR`) for the others; community files down
+    (:data:`PROJECT_DOC_PRIOR`) unless the question is about what the file is about (a licence
+    question keeps ``LICENSE``)."""
     intents = query.intents
     factor = 1.0
     is_doc = c.file_type in DOC_TYPES
@@ -489,6 +521,11 @@ def intent_prior(c: Candidate, query: Query) -> float:
             factor *= 1.3
         elif is_doc:  # a changelog is prose; code about history or migrations is code
             factor *= CHANGELOG_PRIOR
+    for files, asks in _PROJECT_DOCS:
+        if files.search(c.path):
+            if not asks.search(query.text):
+                factor *= PROJECT_DOC_PRIOR
+            break
     return factor
 
 

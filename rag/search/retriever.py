@@ -54,7 +54,7 @@ from rag.search.item_quota import limit_items
 from rag.search.query import Query, analyze
 from rag.search.rerank import rerank_candidates
 from rag.search.source_lead import lead_with_sources
-from rag.search.structure import SymbolTable, structure_bonus, symbol_table
+from rag.search.structure import CallerTable, SymbolTable, caller_table, structure_bonus, symbol_table
 from rag.search.copies import prefer_sources
 from rag.search.import_blocks import demote_import_blocks
 from rag.search.near_duplicates import demote_near_duplicates
@@ -85,8 +85,9 @@ class GenerationCache:
         structures: path → parsed structure (imports resolved) of every parsed file.
         graph: the :class:`~rag.context.codegraph.CodeGraph` of ``structures``.
         symbols: the :data:`~rag.search.structure.SymbolTable` of ``structures``.
+        callers: the :data:`~rag.search.structure.CallerTable` of ``structures``.
         repository_names: the package's own name words (:func:`rag.ingest.manifests.repository_names`).
-        build_lock: held while ``structures``, ``graph`` or ``symbols`` is built (re-entrant:
+        build_lock: held while ``structures``, ``graph``, ``symbols`` or ``callers`` is built (re-entrant:
             the graph and the symbol table build the structures first).
         copies: copy path → its indexed sources, best first (:mod:`rag.ingest.copies`).
     """
@@ -98,6 +99,7 @@ class GenerationCache:
     structures: dict[str, FileStructure] | None = None
     graph: CodeGraph | None = None
     symbols: SymbolTable | None = None
+    callers: CallerTable | None = None
     repository_names: frozenset[str] | None = None
     build_lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
     copies: dict[str, tuple[str, ...]] | None = None
@@ -117,7 +119,7 @@ class Retriever:
 
     Attributes:
         builds: how many times each per-generation value was built, by name
-            (``structures``, ``graph``, ``symbols``): one each per generation that needed it.
+            (``structures``, ``graph``, ``symbols``, ``callers``): one each per generation that needed it.
     """
 
     def __init__(self, repo_root: Path, index: Index, *, policy: RetrievalPolicy = DEFAULT_RETRIEVAL_POLICY,
@@ -370,12 +372,16 @@ class Retriever:
     def _symbols(self, conn: sqlite3.Connection, cache: GenerationCache) -> SymbolTable:
         return self._once(cache, "symbols", lambda: symbol_table(self._structures(conn, cache)))
 
+    def _callers(self, conn: sqlite3.Connection, cache: GenerationCache) -> CallerTable:
+        return self._once(cache, "callers", lambda: caller_table(self._structures(conn, cache)))
+
     def _structure_bonus(self, conn: sqlite3.Connection, cache: GenerationCache,
                          query: Query) -> dict[str, float] | None:
         return structure_bonus(query, known_paths=cache.paths or [],
                                structures=lambda: self._structures(conn, cache),
                                graph=lambda: self._graph(conn, cache),
-                               symbols=lambda: self._symbols(conn, cache))
+                               symbols=lambda: self._symbols(conn, cache),
+                               callers=lambda: self._callers(conn, cache))
 
     def _copies(self, conn: sqlite3.Connection, cache: GenerationCache) -> dict[str, tuple[str, ...]]:
         """Copy path → its indexed sources (the ``file_copies`` table), read once per generation."""

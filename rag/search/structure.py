@@ -1,17 +1,26 @@
 """The structure stream: files the code structure says a question is about, with a bonus each.
 
-Three signals, from the parsed structure of the repository's JavaScript-family files:
+Signals from the parsed structure of the repository's files (JavaScript, TypeScript, Python):
 
 - **dependants**: "which files import / would break without / depend on ``lib/x.js``?"
   (:data:`DEPENDANTS_INTENT` plus a named indexed file) → every file that imports the
-  named files, transitively (:meth:`rag.context.codegraph.CodeGraph.dependants`), with a
-  hard bonus of 10.5 − 0.01 × rank (≥ :data:`rag.search.lexical.HARD_BOOST`, so they stay
-  first), non-test directories ranked before test/bench/example ones, then by path;
+  named files (:meth:`rag.context.codegraph.CodeGraph.dependants`), with a hard bonus of
+  10.5 − 0.01 × rank (≥ :data:`rag.search.lexical.HARD_BOOST`, so they stay first):
+  non-test directories before test/bench/example ones, then the files that import a
+  name the question writes ("which modules import ``run_in_threadpool`` from
+  ``starlette/concurrency.py``?"), then by path;
+- **package importers**: "which files import ``tornado``?" (:data:`IMPORT_OF`: an import
+  verb followed by a package name that some file imports and no indexed file is) →
+  those files, ranked and boosted as dependants are;
 - **environment**: "which file reads the process environment?" (:data:`ENV_INTENT`) →
-  files that read an environment variable, 0.3;
+  files that read an environment variable, 0.3; test, bench, fixture and example
+  files only when no other file does (they set variables up more than they read them);
 - **symbols**: code-style identifiers the question writes (``compileTrust``,
   ``FST_ERR_X``, ``handle_request``), matched case-sensitively in the
-  :func:`symbol_table` → 0.5 × the table weight (definition 1.0, export 0.8, env var 0.6).
+  :func:`symbol_table` → 0.5 × the table weight (definition 1.0, export 0.8, env var 0.6);
+- **callers**: when the question asks who calls, fires, registers through or uses such an
+  identifier (:data:`CALLERS_INTENT`), the files that call it (:func:`caller_table`) → 0.6,
+  above its definition.
 
 A file's bonus is the largest of its signals. The result feeds
 :func:`rag.search.lexical.rank_chunks` (``symbol_files``) and the structure stream of
@@ -27,7 +36,8 @@ from rag.parse.records import FileStructure
 from rag.search.lexical import LOW_VALUE_DIRS, explicit_paths
 from rag.search.query import Query
 
-__all__ = ["DEPENDANTS_INTENT", "ENV_INTENT", "SymbolTable", "symbol_table", "structure_bonus"]
+__all__ = ["DEPENDANTS_INTENT", "ENV_INTENT", "CALLERS_INTENT", "IMPORT_OF", "SymbolTable", "CallerTable",
+           "symbol_table", "caller_table", "package_importers", "structure_bonus"]
 
 # "Which files import X / would break if X were removed / depend on X?"
 DEPENDANTS_INTENT = re.compile(
@@ -35,9 +45,19 @@ DEPENDANTS_INTENT = re.compile(
     r"were (deleted|removed)|(is|was|were|got) removed|uses? of|who uses)\b", re.I)
 # "Which file reads the process environment / environment variables?"
 ENV_INTENT = re.compile(r"\b(process environment|environment variables?|env(ironment)? vars?|process\.env)\b", re.I)
+# "Which files call / fire / invoke / register through / use X?"
+CALLERS_INTENT = re.compile(
+    r"\b(call(s|ed|ing)?|caller|invok(e|es|ed|ing)|fire[sd]?|firing|emit(s|ted|ting)?|trigger(s|ed|ing)?|"
+    r"register(s|ed|ing)?|uses?|used|using|via)\b", re.I)
+# An import verb and the package after it: "import tornado", "require 'lodash'", "depend on the events package".
+IMPORT_OF = re.compile(
+    r"\b(?:import(?:s|ed|ing)?|requir(?:e|es|ed|ing)|depend(?:s|ing)? on)\s+(?:from\s+)?(?:the\s+)?[`'\"]?"
+    r"(?P<name>@?[A-Za-z_][\w.-]*(?:/[\w.-]+)?)", re.I)
 
 SymbolTable = dict[str, dict[str, float]]
 """Symbol name → {path → weight}: 1.0 where it is defined, else 0.8 exported, else 0.6 an env var read."""
+CallerTable = dict[str, set[str]]
+"""Called name (the callee's last dotted part: ``this.notify`` → ``notify``) → paths that call it."""
 
 
 def symbol_table(structures: Mapping[str, FileStructure]) -> SymbolTable:
@@ -57,6 +77,41 @@ def symbol_table(structures: Mapping[str, FileStructure]) -> SymbolTable:
     return table
 
 
+def caller_table(structures: Mapping[str, FileStructure]) -> CallerTable:
+    """The :data:`CallerTable` of ``structures`` (path → structure): each call site's callee, by its
+    last dotted part (``this.notify``, ``events.notify`` and ``notify`` are all calls of ``notify``)."""
+    table: CallerTable = {}
+    for path, structure in structures.items():
+        for call in structure.calls:
+            table.setdefault(call.callee.rsplit(".", 1)[-1], set()).add(path)
+    return table
+
+
+def _package_root(spec: str) -> str:
+    """The package an external import specifier names: ``lodash/merge`` → ``lodash``, ``@a/b/c`` →
+    ``@a/b``, ``node:fs`` → ``fs``, Python's ``tornado.ioloop.IOLoop`` → ``tornado``."""
+    spec = spec.removeprefix("node:")
+    if spec.startswith("@"):
+        return "/".join(spec.split("/")[:2])
+    return re.split(r"[/.]", spec, maxsplit=1)[0]
+
+
+def package_importers(structures: Mapping[str, FileStructure], name: str) -> list[str]:
+    """Paths of the files that import the external package ``name`` (case-insensitive; an import
+    resolved to an indexed file, a relative or a computed specifier is not a package), in the
+    mapping's order."""
+    wanted = name.lower()
+    return [path for path, structure in structures.items()
+            if any(i.resolved is None and i.kind != "dynamic" and not i.spec.startswith(".")
+                   and _package_root(i.spec).lower() == wanted for i in structure.imports)]
+
+
+def _hard_ranked(paths: list[str], *, first: set[str] = frozenset()) -> dict[str, float]:
+    """The hard structural bonus 10.5 − 0.01 × rank: non-test directories first, then ``first``, then by path."""
+    ordered = sorted(paths, key=lambda p: (bool(LOW_VALUE_DIRS.search(p)), p not in first, p))
+    return {path: 10.5 - 0.01 * rank for rank, path in enumerate(ordered)}
+
+
 def structure_bonus(
     query: Query,
     *,
@@ -64,15 +119,17 @@ def structure_bonus(
     structures: Callable[[], Mapping[str, FileStructure]],
     graph: Callable[[], CodeGraph],
     symbols: Callable[[], SymbolTable],
+    callers: Callable[[], CallerTable] | None = None,
 ) -> dict[str, float] | None:
     """Path → bonus in (0, 10.5] for the files the structure ties to ``query`` (module docstring).
 
     Args:
         query: the analysed question.
         known_paths: every indexed path (to recognise the files the question names).
-        structures, graph, symbols: the repository's parsed structures, code graph and
-            symbol table, asked for only when a signal needs them (they are built lazily
-            and cached per index generation by :class:`rag.search.retriever.Retriever`).
+        structures, graph, symbols, callers: the repository's parsed structures, code graph,
+            symbol table and caller table, asked for only when a signal needs them (they are
+            built lazily and cached per index generation by :class:`rag.search.retriever.Retriever`);
+            without ``callers`` there is no callers signal.
 
     Returns:
         The bonuses (insertion order: dependants, env readers, symbol files), or ``None``
@@ -83,18 +140,39 @@ def structure_bonus(
         named = explicit_paths(query, known_paths)
         if named:
             code_graph = graph()
-            deps = sorted({d for p in named for d in code_graph.dependants(p) if d not in named},
-                          key=lambda p: (bool(LOW_VALUE_DIRS.search(p)), p))
-            for rank, path in enumerate(deps):
-                out[path] = 10.5 - 0.01 * rank
+            deps = sorted({d for p in named for d in code_graph.dependants(p) if d not in named})
+            out.update(_hard_ranked(deps, first=_importing_names(structures, deps, named, query.identifiers)))
+    if not out:
+        packages = {m.group("name").rstrip(".") for m in IMPORT_OF.finditer(query.text)}
+        packages -= {p for p in packages if any(k == p or k.startswith(f"{p}/") for k in known_paths)}
+        importers = [path for name in packages for path in package_importers(structures(), name)]
+        out.update(_hard_ranked(list(dict.fromkeys(importers))))
     if ENV_INTENT.search(query.text):
-        for path, structure in structures().items():
-            if structure.env_vars:
-                out[path] = max(out.get(path, 0.0), 0.3)
+        readers = [path for path, structure in structures().items() if structure.env_vars]
+        main = [path for path in readers if not LOW_VALUE_DIRS.search(path)]
+        for path in main or readers:
+            out[path] = max(out.get(path, 0.0), 0.3)
     if not query.identifiers:
         return out or None
     table = symbols()
     for name in query.identifiers:
         for path, weight in table.get(name, {}).items():
             out[path] = max(out.get(path, 0.0), 0.5 * weight)
+    if callers is not None and CALLERS_INTENT.search(query.text):
+        called = callers()
+        for name in query.identifiers:
+            for path in called.get(name.rsplit(".", 1)[-1], ()):
+                out[path] = max(out.get(path, 0.0), 0.6)
     return out or None
+
+
+def _importing_names(structures: Callable[[], Mapping[str, FileStructure]], paths: list[str], named: list[str],
+                     identifiers: list[str]) -> set[str]:
+    """Those of ``paths`` whose import of one of the ``named`` files binds a name the question writes."""
+    if not identifiers:
+        return set()
+    wanted = set(identifiers)
+    found = structures()
+    return {path for path in paths if path in found and any(
+        i.resolved in named and (wanted & set(i.names) or i.spec.rsplit(".", 1)[-1] in wanted)
+        for i in found[path].imports)}

@@ -478,6 +478,12 @@ def test_priors_of_the_documentations_sample_code_config_templates_and_declarati
     assert prior("django/db/migrations/autodetector.py") == prior("src/history.ts") == 1.0  # code, not changelogs
     assert prior("src/doc/Document.ts") == 1.0  # a package's own doc module is not the documentation's samples
     assert prior("History.md", "What changed in the 5.0 release?") == pytest.approx(1.25 * 1.3)
+    # community files: down for a question about the code, kept for a question about what they are about
+    assert prior("LICENSE.md") == prior("docs/code_of_conduct.rst") == prior("CONTRIBUTING.md") == 0.5
+    assert prior("LICENSE.md", "How does the app notice a missing slash?") == 0.5  # "notice" is not about a licence
+    assert prior("LICENSE", "Which license is the package under?") == 1.0
+    assert prior("docs/code_of_conduct.rst", "Is there a code of conduct?") == 1.0
+    assert prior("lib/security.js") == prior("src/support.ts") == 1.0  # code of those names is code
 
 
 TOC_SECTIONS = ["Features", "Installing", "Request config", "Query params", "URL serialization", "Interceptors",

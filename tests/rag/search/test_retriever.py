@@ -4,11 +4,11 @@ from __future__ import annotations
 from repo_helpers import CODE_REPO, indexed_engine, result_paths
 
 from rag.engine import Engine
-from rag.parse.records import Definition, EnvVar, Export, FileStructure
+from rag.parse.records import Call, Definition, EnvVar, Export, FileStructure, Import
 from rag.search.lexical import explicit_paths
 from rag.search.query import analyze
 from rag.search.retriever import GenerationCache, Retriever
-from rag.search.structure import structure_bonus, symbol_table
+from rag.search.structure import caller_table, package_importers, structure_bonus, symbol_table
 
 FILES = {
     "src/db.js": ("const host = process.env.DB_HOST;\nfunction connectPool() { return host; }\n"
@@ -67,6 +67,92 @@ def test_structure_bonus_asks_only_for_what_a_signal_needs():
             "symbols": give("symbols", {"connectPool": {"src/db.js": 1.0}})}
     assert structure_bonus(analyze("how does the pool work"), **args) is None and asked == []
     assert structure_bonus(analyze("where is connectPool?"), **args) == {"src/db.js": 0.5} and asked == ["symbols"]
+
+
+def test_the_caller_table_files_calls_by_the_callees_last_name():
+    a = FileStructure(path="a.js", language="javascript",
+                      calls=[Call(callee="this.notify", line=1), Call(callee="plain", line=2)])
+    b = FileStructure(path="b.py", language="python", calls=[Call(callee="events.notify", line=4)])
+    assert caller_table({"a.js": a, "b.py": b}) == {"notify": {"a.js", "b.py"}, "plain": {"a.js"}}
+
+
+def test_files_calling_a_named_function_outrank_its_definition_only_when_the_question_asks_for_callers():
+    args = {"known_paths": ["src/db.js", "src/app.js"], "structures": dict, "graph": lambda: None,
+            "symbols": lambda: {"connectPool": {"src/db.js": 1.0}},
+            "callers": lambda: {"connectPool": {"src/app.js"}}}
+    assert structure_bonus(analyze("Which files call connectPool?"), **args) == {"src/db.js": 0.5, "src/app.js": 0.6}
+    assert structure_bonus(analyze("Where is connectPool defined?"), **args) == {"src/db.js": 0.5}
+
+
+def test_package_importers_match_the_package_a_specifier_names_and_never_a_repository_file():
+    def imports(*items):
+        return FileStructure(path="x", language="javascript", imports=list(items))
+
+    structures = {
+        "a.js": imports(Import(spec="lodash/merge", line=1, kind="esm")),
+        "b.js": imports(Import(spec="node:fs", line=1, kind="require")),
+        "c.ts": imports(Import(spec="@scope/pkg/sub", line=1, kind="esm")),
+        "d.py": imports(Import(spec="tornado.gen", line=1, kind="from")),
+        "e.js": imports(Import(spec="./lodash", line=1, kind="require", resolved="lodash.js")),
+        "f.js": imports(Import(spec="lodash", line=1, kind="dynamic", expression="name")),
+    }
+    assert package_importers(structures, "Lodash") == ["a.js"]
+    assert package_importers(structures, "fs") == ["b.js"]
+    assert package_importers(structures, "@scope/pkg") == ["c.ts"]
+    assert package_importers(structures, "tornado") == ["d.py"]
+    assert package_importers(structures, "gen") == []
+
+
+PACKAGE_FILES = {
+    "pkg/__init__.py": "try:\n    import tornado\nexcept ImportError:\n    tornado = None\n\n\ndef retry():\n    return 1\n",
+    "pkg/web.py": "from tornado import gen\n\n\ndef sleep_later(seconds):\n    return gen.sleep(seconds)\n",
+    "pkg/wait.py": "def wait_fixed(seconds):\n    return seconds\n",
+    "tests/test_web.py": "import tornado.testing\n\n\ndef test_it():\n    assert True\n",
+    "README.md": "# pkg\n\nRetries calls with backoff.\n",
+}
+
+
+def test_a_question_about_the_importers_of_a_package_lists_them_source_files_first(tmp_path):
+    with indexed_engine(tmp_path, PACKAGE_FILES) as engine:
+        asked = "Which source files import tornado, and what fallback is chosen when the dependency cannot load at runtime?"
+        paths = [s.path for s in engine.retrieve(asked)]
+        assert paths[:3] == ["pkg/__init__.py", "pkg/web.py", "tests/test_web.py"]
+        # the importers are the answer: without them the question shares too few words with the code to be answered
+        assert engine.retrieve(asked.replace("import", "mention")) == []
+
+
+def test_environment_readers_outside_tests_come_first_and_tests_only_when_nothing_else_reads_it():
+    def reading(path):
+        return FileStructure(path=path, language="python", env_vars=[EnvVar(name="HOME", line=1)])
+
+    def bonus(paths):
+        structures = {p: reading(p) for p in paths}
+        return structure_bonus(analyze("Which file reads environment variables?"), known_paths=paths,
+                               structures=lambda: structures, graph=lambda: None, symbols=dict)
+
+    assert bonus(["app/config.py", "tests/test_config.py"]) == {"app/config.py": 0.3}
+    assert bonus(["tests/test_config.py"]) == {"tests/test_config.py": 0.3}
+
+
+def test_dependants_that_import_a_name_the_question_writes_come_first():
+    def importer(path, *names):
+        return FileStructure(path=path, language="python", imports=[
+            Import(spec=f"pkg.concurrency.{n}", line=1, kind="from", names=[n], resolved="pkg/concurrency.py")
+            for n in names])
+
+    structures = {"pkg/a.py": importer("pkg/a.py", "other"), "pkg/b.py": importer("pkg/b.py", "run_sync"),
+                  "tests/t.py": importer("tests/t.py", "run_sync"), "pkg/concurrency.py": FileStructure(
+                      path="pkg/concurrency.py", language="python")}
+
+    class Graph:
+        @staticmethod
+        def dependants(path):
+            return ["pkg/a.py", "pkg/b.py", "tests/t.py"] if path == "pkg/concurrency.py" else []
+
+    bonus = structure_bonus(analyze("Which modules import run_sync from pkg/concurrency.py?"), known_paths=list(structures),
+                            structures=lambda: structures, graph=Graph, symbols=dict)
+    assert sorted(bonus, key=bonus.get, reverse=True)[:3] == ["pkg/b.py", "pkg/a.py", "tests/t.py"]
+    assert min(bonus[p] for p in ("pkg/a.py", "pkg/b.py", "tests/t.py")) >= 10.0
 
 
 def test_dependants_of_a_named_file_are_hard_boosted_on_the_code_fixture(tmp_path):
