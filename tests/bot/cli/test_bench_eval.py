@@ -78,6 +78,15 @@ def test_bench_reranks_its_queries_and_reports_phase_memory(repo, reranker):
     assert "scale" not in data
 
 
+def test_bench_copies_indexes_a_tree_of_that_many_copies(repo):
+    one = json.loads(run("bench", "--repo", repo, "--queries", "3", "--scale", "0", "--json").stdout)
+    result = run("bench", "--repo", repo, "--copies", "3", "--queries", "3", "--scale", "0", "--json")
+    assert result.exit_code == 0, result.stderr
+    three = json.loads(result.stdout)
+    assert three["copies"] == 3 and one["copies"] == 1
+    assert (three["files"], three["chunks"], three["bytes"]) == (3 * one["files"], 3 * one["chunks"], 3 * one["bytes"])
+
+
 def test_bench_scale_times_a_synthetic_index_lexical_and_hybrid(repo):
     with EmbeddingsServer() as server:
         result = run("bench", "--repo", repo, "--queries", "8", "--scale", "300", "--embeddings", "auto", "--json",

@@ -94,10 +94,16 @@ def test_apply_bumps_generation_and_replaces_a_files_chunks(index):
 
 def test_full_apply_drops_everything_first(index):
     index.apply(updates=[file_update("a.js", ["one"]), file_update("b.js", ["two"])], removed=[])
+    with index.read() as conn:
+        ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
     index.apply(updates=[file_update("c.js", ["three"])], removed=[], full=True)
     assert set(index.file_rows()) == {"c.js"}
     with index.read() as conn:
         assert fts_consistent(conn)
+        # the full-text table was re-created as it was defined, holding only the new rows
+        assert conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone() == ddl
+        assert conn.execute("SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH '\"one\"'").fetchone()[0] == 0
+        assert conn.execute("SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH '\"three\"'").fetchone()[0] == 1
 
 
 def test_fts_body_holds_split_identifiers(index):
