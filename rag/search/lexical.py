@@ -448,11 +448,14 @@ CHANGELOG_PRIOR = 0.7
 in the question's words, not how the code does it. Measured on the three eval sets (``slackzilla eval``,
 MiniLM hybrid / BM25 + structure, MRR@10): ``dev-hard`` multi 0.563 → 0.609 / 0.462 → 0.568, ``dev``
 concept (BM25) 0.669 → 0.701, no kind of any set lower; R@5 unchanged."""
-_PROJECT_DOCS = tuple((re.compile(rf"(^|/)({files})(\.(md|markdown|rst|txt|adoc))?$", re.I), re.compile(rf"\b({asks})\b", re.I))
+BEHAVIOUR_DOC_PRIOR = 0.9
+"""Prose's prior when the question asks what the code does in a case ("what happens when…", "why
+does…", "how is X resolved?": the ``behaviour`` intent of :mod:`rag.search.query`) and not how to use it."""
+_PROJECT_DOCS = tuple((re.compile(rf"(^|/)({files})([-.][\w.-]*)?$", re.I), re.compile(rf"\b({asks})\b", re.I))
                       for files, asks in (
-    ("licen[cs]e|copying|notice", r"licen[cs]\w*|copyright|copying"),
+    (r"licen[cs]es?/[^/]+|licen[cs]e|copying|notice", r"licen[cs]\w*|copyright|copying"),
     ("code[_-]of[_-]conduct", "conduct"),
-    ("contributing|contributors", r"contribut\w*"),
+    ("contributing|contributors", r"contribut\w*|pull requests?|PRs?"),
     ("security", r"security|vulnerab\w*"),
     ("support", r"support\w*"),
     ("authors|maintainers|governance", r"authors?|maintain\w*|governance"),
@@ -514,6 +517,8 @@ def intent_prior(c: Candidate, query: Query) -> float:
             factor *= 1.25
         elif "location" in intents:
             factor *= 0.85
+        elif "behaviour" in intents:
+            factor *= BEHAVIOUR_DOC_PRIOR
     elif "location" in intents and c.kind == "source":
         factor *= 1.1
     if _CHANGELOG.search(c.path):
@@ -521,7 +526,7 @@ def intent_prior(c: Candidate, query: Query) -> float:
             factor *= 1.3
         elif is_doc:  # a changelog is prose; code about history or migrations is code
             factor *= CHANGELOG_PRIOR
-    for files, asks in _PROJECT_DOCS:
+    for files, asks in _PROJECT_DOCS if is_doc or c.kind in ("documentation", "config") else ():  # not code
         if files.search(c.path):
             if not asks.search(query.text):
                 factor *= PROJECT_DOC_PRIOR

@@ -51,6 +51,15 @@ _INTENTS: dict[str, re.Pattern[str]] = {
         r"implementation|implements|declared|raised|thrown|emitted|set up|read)\b",
         re.I,
     ),
+    # The user asks what the code does in a case: "what happens when…", "why does…", "how is X resolved?"
+    "behaviour": re.compile(
+        r"\b(what happens|what (does|do|did) .{1,80}? (do|get|return|send|produce)|what ends up|what stops|"
+        r"why (does|do|is|are|might|would|doesn't|don't|isn't|aren't|can't)|"
+        r"how (is|are) .{1,60}? (handled|resolved|decided|computed|combined|loaded|parsed|detected|chosen|"
+        r"avoided|discovered|interpreted|built|matched|checked|applied|enforced|prevented|stored|kept|serialized|"
+        r"serialised|escaped|validated|sent|written|rejected|passed|merged|cached|closed|cancelled|canceled))\b",
+        re.I,
+    ),
     # The user asks about the package's manifest or build configuration.
     "config": re.compile(
         r"\b(dependenc(y|ies)|devdependencies|peer ?dependenc\w*|npm scripts?|package\.json|package manifest|"
@@ -63,6 +72,11 @@ _INTENTS: dict[str, re.Pattern[str]] = {
     "security": re.compile(r"\b(security|secure|secrets?|vulnerab\w*|sanitiz\w*|escape\w*|inject\w*|xss|csrf)\b", re.I),
     "deploy": re.compile(r"\b(deploy\w*|webhook\w*|systemd|docker\w*|ci|pipeline|release process)\b", re.I),
 }
+
+
+# A mention that excludes what it names: "(not tests)", "outside the test suite", "excluding specs".
+_NEGATED = re.compile(r"\b(not|no|non|outside(\s+of)?|excluding|except(\s+for)?|other\s+than|besides|apart\s+from)"
+                      r"[\s-]+(the\s+|any\s+|its\s+)?$", re.I)
 
 
 @dataclass(slots=True)
@@ -111,7 +125,8 @@ def analyze(question: str) -> Query:
     written = {w.lower() for w in re.findall(r"[A-Za-z0-9_$]+", _PATH_MENTION.sub(" ", question))}
     terms = [t for t in terms if t not in extensions or t in written]
     terms = list(dict.fromkeys(terms + version_terms(question)))[:MAX_QUERY_TERMS]
-    intents = {name for name, pattern in _INTENTS.items() if pattern.search(question)}
+    intents = {name for name, pattern in _INTENTS.items()
+               if any(not _NEGATED.search(question, 0, m.start()) for m in pattern.finditer(question))}
     return Query(
         text=question,
         terms=terms,

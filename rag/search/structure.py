@@ -9,18 +9,21 @@ Signals from the parsed structure of the repository's files (JavaScript, TypeScr
   non-test directories before test/bench/example ones, then the files that import a
   name the question writes ("which modules import ``run_in_threadpool`` from
   ``starlette/concurrency.py``?"), then by path;
-- **package importers**: "which files import ``tornado``?" (:data:`IMPORT_OF`: an import
-  verb followed by a package name that some file imports and no indexed file is) →
-  those files, ranked and boosted as dependants are;
+- **package importers**: "which files import ``tornado``?" (a question asking for a list of
+  files, :data:`FILE_LIST`, with an import verb followed by a package name, :data:`IMPORT_OF`,
+  that some file imports and no indexed file is) → those files, ranked and boosted as
+  dependants are ("does the stop condition depend on time …" asks for no list: nothing);
 - **environment**: "which file reads the process environment?" (:data:`ENV_INTENT`) →
   files that read an environment variable, 0.3; test, bench, fixture and example
-  files only when no other file does (they set variables up more than they read them);
+  files only when no other file does, or the question asks about tests (they set
+  variables up more than they read them);
 - **symbols**: code-style identifiers the question writes (``compileTrust``,
   ``FST_ERR_X``, ``handle_request``), matched case-sensitively in the
   :func:`symbol_table` → 0.5 × the table weight (definition 1.0, export 0.8, env var 0.6);
-- **callers**: when the question asks who calls, fires, registers through or uses such an
+- **callers**: when the question asks who calls, fires or registers through such an
   identifier (:data:`CALLERS_INTENT`), the files that call it (:func:`caller_table`) → 0.6,
-  above its definition.
+  above its definition (0.45, below it, when the question also asks where it is defined;
+  0.3 for tests, benchmarks and examples unless the question is about tests).
 
 A file's bonus is the largest of its signals. The result feeds
 :func:`rag.search.lexical.rank_chunks` (``symbol_files``) and the structure stream of
@@ -32,11 +35,13 @@ import re
 from collections.abc import Callable, Mapping
 
 from rag.context.codegraph import CodeGraph
+from rag.ingest.walk import classify_kind
 from rag.parse.records import FileStructure
 from rag.search.lexical import LOW_VALUE_DIRS, explicit_paths
 from rag.search.query import Query
 
-__all__ = ["DEPENDANTS_INTENT", "ENV_INTENT", "CALLERS_INTENT", "IMPORT_OF", "SymbolTable", "CallerTable",
+__all__ = ["DEPENDANTS_INTENT", "ENV_INTENT", "CALLERS_INTENT", "DEFINITION_INTENT", "IMPORT_OF", "FILE_LIST",
+           "SymbolTable", "CallerTable",
            "symbol_table", "caller_table", "package_importers", "structure_bonus"]
 
 # "Which files import X / would break if X were removed / depend on X?"
@@ -45,15 +50,19 @@ DEPENDANTS_INTENT = re.compile(
     r"were (deleted|removed)|(is|was|were|got) removed|uses? of|who uses)\b", re.I)
 # "Which file reads the process environment / environment variables?"
 ENV_INTENT = re.compile(r"\b(process environment|environment variables?|env(ironment)? vars?|process\.env)\b", re.I)
-# "Which files call / fire / invoke / register through / use X?"
+# "Which files call / fire / invoke / register through X?" ("use" and "via" are left out: "when using
+# async handlers" asks how X behaves, not who calls it)
 CALLERS_INTENT = re.compile(
-    r"\b(call(s|ed|ing)?|caller|invok(e|es|ed|ing)|fire[sd]?|firing|emit(s|ted|ting)?|trigger(s|ed|ing)?|"
-    r"register(s|ed|ing)?|uses?|used|using|via)\b", re.I)
-# An import verb and the package after it: "import tornado", "require 'lodash'", "depend on the events package".
+    r"\b(call(s|ed|ing)?|callers?|invok(e|es|ed|ing)|fire[sd]?|firing|emit(s|ted|ting)?|trigger(s|ed|ing)?|"
+    r"register(s|ed|ing)?)\b", re.I)
+# "Where is X defined / implemented?": the definition stays first.
+DEFINITION_INTENT = re.compile(r"\b(defined|declared|implemented|implementation|definition)\b", re.I)
+# An import verb and the package after it: "import tornado", "require('lodash')", "depend on the events package".
 IMPORT_OF = re.compile(
-    r"\b(?:import(?:s|ed|ing)?|requir(?:e|es|ed|ing)|depend(?:s|ing)? on)\s+(?:from\s+)?(?:the\s+)?[`'\"]?"
-    r"(?P<name>@?[A-Za-z_][\w.-]*(?:/[\w.-]+)?)", re.I)
-
+    r"\b(?:import(?:s|ed|ing)?|requir(?:e|es|ed|ing)|depend(?:s|ing)? on)\s*\(?\s*(?:from\s+)?(?:the\s+)?[`'\"]?"
+    r"(?P<name>@?[A-Za-z_][\w.:-]*(?:/[\w.-]+)*)", re.I)
+# The question asks for a list of files: "Which files / modules …", "List the sources that …".
+FILE_LIST = re.compile(r"\b(which|what|list|find|show)\b[^?!]*?\b(files?|modules?|sources?|scripts?|places)\b", re.I)
 SymbolTable = dict[str, dict[str, float]]
 """Symbol name → {path → weight}: 1.0 where it is defined, else 0.8 exported, else 0.6 an env var read."""
 CallerTable = dict[str, set[str]]
@@ -106,9 +115,15 @@ def package_importers(structures: Mapping[str, FileStructure], name: str) -> lis
                    and _package_root(i.spec).lower() == wanted for i in structure.imports)]
 
 
+def _low_value(path: str) -> bool:
+    """A test (by folder or name: ``x.test.js``, ``test_x.py``), benchmark, fixture or example file."""
+    return bool(LOW_VALUE_DIRS.search(path)) or classify_kind(path) == "test"
+
+
 def _hard_ranked(paths: list[str], *, first: set[str] = frozenset()) -> dict[str, float]:
-    """The hard structural bonus 10.5 − 0.01 × rank: non-test directories first, then ``first``, then by path."""
-    ordered = sorted(paths, key=lambda p: (bool(LOW_VALUE_DIRS.search(p)), p not in first, p))
+    """The hard structural bonus 10.5 − 0.01 × rank: other files before tests, benchmarks, fixtures and
+    examples (:func:`_low_value`), then ``first``, then by path."""
+    ordered = sorted(paths, key=lambda p: (_low_value(p), p not in first, p))
     return {path: 10.5 - 0.01 * rank for rank, path in enumerate(ordered)}
 
 
@@ -142,14 +157,14 @@ def structure_bonus(
             code_graph = graph()
             deps = sorted({d for p in named for d in code_graph.dependants(p) if d not in named})
             out.update(_hard_ranked(deps, first=_importing_names(structures, deps, named, query.identifiers)))
-    if not out:
-        packages = {m.group("name").rstrip(".") for m in IMPORT_OF.finditer(query.text)}
+    if not out and FILE_LIST.search(query.text):
+        packages = {_package_root(m.group("name").rstrip(".:")) for m in IMPORT_OF.finditer(query.text)}
         packages -= {p for p in packages if any(k == p or k.startswith(f"{p}/") for k in known_paths)}
-        importers = [path for name in packages for path in package_importers(structures(), name)]
+        importers = [path for name in sorted(packages) for path in package_importers(structures(), name)]
         out.update(_hard_ranked(list(dict.fromkeys(importers))))
     if ENV_INTENT.search(query.text):
         readers = [path for path, structure in structures().items() if structure.env_vars]
-        main = [path for path in readers if not LOW_VALUE_DIRS.search(path)]
+        main = readers if "test" in query.intents else [path for path in readers if not _low_value(path)]
         for path in main or readers:
             out[path] = max(out.get(path, 0.0), 0.3)
     if not query.identifiers:
@@ -159,10 +174,13 @@ def structure_bonus(
         for path, weight in table.get(name, {}).items():
             out[path] = max(out.get(path, 0.0), 0.5 * weight)
     if callers is not None and CALLERS_INTENT.search(query.text):
+        # above the definition, unless the question asks where it is defined; tests' calls below both
+        bonus = 0.45 if DEFINITION_INTENT.search(query.text) else 0.6
         called = callers()
         for name in query.identifiers:
             for path in called.get(name.rsplit(".", 1)[-1], ()):
-                out[path] = max(out.get(path, 0.0), 0.6)
+                weight = bonus if "test" in query.intents or not _low_value(path) else 0.3
+                out[path] = max(out.get(path, 0.0), weight)
     return out or None
 
 

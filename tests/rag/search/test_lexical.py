@@ -90,6 +90,25 @@ def test_light_stem():
     assert light_stem("api") == "api"
 
 
+def test_questions_about_what_the_code_does_have_the_behaviour_intent():
+    for question in ("What happens to a request that carries a payload but no content type?",
+                     "What does a second attempt to answer the same request do?",
+                     "Why might a regular expression match only every other request?",
+                     "How is the destination package resolved relative to my file?"):
+        assert "behaviour" in analyze(question).intents, question
+    for question in ("How do I run the tests?", "Which Node.js versions are supported?", "Where is compileETag defined?"):
+        assert "behaviour" not in analyze(question).intents, question
+
+
+def test_an_intent_named_only_to_be_excluded_is_not_an_intent():
+    assert "test" in analyze("Which tests read environment variables?").intents
+    for question in ("Which library source files (not tests) read environment variables?",
+                     "Outside the test suite, which file reads a value from the environment?",
+                     "Which non-test files read the environment?"):
+        assert "test" not in analyze(question).intents, question
+    assert "test" in analyze("Not the docs: which tests cover retries?").intents  # another mention still counts
+
+
 def test_analyze_finds_path_mentions_but_not_versions():
     assert analyze("what does ./src/db/pool.js do").paths == ["src/db/pool.js"]
     assert analyze("see lib/router/ and README.md.").paths == ["lib/router", "README.md"]
@@ -483,7 +502,15 @@ def test_priors_of_the_documentations_sample_code_config_templates_and_declarati
     assert prior("LICENSE.md", "How does the app notice a missing slash?") == 0.5  # "notice" is not about a licence
     assert prior("LICENSE", "Which license is the package under?") == 1.0
     assert prior("docs/code_of_conduct.rst", "Is there a code of conduct?") == 1.0
-    assert prior("lib/security.js") == prior("src/support.ts") == 1.0  # code of those names is code
+    assert prior("lib/security.js") == prior("src/support.ts") == prior("src/licenses/mit.js") == 1.0  # code is code
+    assert prior("LICENSE-MIT.txt") == prior("licenses/APACHE.txt") == prior(".github/FUNDING.yml") == 0.5
+    # asked what the code does in a case, prose ranks a little lower; asked how to use it, higher
+    assert prior("docs/Reference/Server.md", "What happens to requests that arrive while the server closes?") == 0.9
+    assert prior("docs/Reference/Server.md", "Why does a second reply fail?") == 0.9
+    assert prior("lib/server.js", "What happens to requests that arrive while the server closes?") == 1.0
+    assert prior("docs/Reference/Server.md", "How do I close the server gracefully?") == 1.25
+    pull_request = "How do I run the tests before opening a pull request?"
+    assert prior("CONTRIBUTING.md", pull_request) == prior("README.md", pull_request)  # not demoted
 
 
 TOC_SECTIONS = ["Features", "Installing", "Request config", "Query params", "URL serialization", "Interceptors",

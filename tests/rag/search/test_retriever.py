@@ -82,6 +82,14 @@ def test_files_calling_a_named_function_outrank_its_definition_only_when_the_que
             "callers": lambda: {"connectPool": {"src/app.js"}}}
     assert structure_bonus(analyze("Which files call connectPool?"), **args) == {"src/db.js": 0.5, "src/app.js": 0.6}
     assert structure_bonus(analyze("Where is connectPool defined?"), **args) == {"src/db.js": 0.5}
+    # "using X" asks how X behaves, not who calls it; asked where it is defined, the definition stays first
+    assert structure_bonus(analyze("How does connectPool behave when using timeouts?"), **args) == {"src/db.js": 0.5}
+    assert structure_bonus(analyze("Where is connectPool defined, and who calls it?"), **args) == {
+        "src/db.js": 0.5, "src/app.js": 0.45}
+    # a test's call ranks below the definition unless the question is about tests
+    args["callers"] = lambda: {"connectPool": {"src/app.js", "src/db.test.js"}}
+    assert structure_bonus(analyze("Which files call connectPool?"), **args)["src/db.test.js"] == 0.3
+    assert structure_bonus(analyze("Which tests call connectPool?"), **args)["src/db.test.js"] == 0.6
 
 
 def test_package_importers_match_the_package_a_specifier_names_and_never_a_repository_file():
@@ -119,19 +127,38 @@ def test_a_question_about_the_importers_of_a_package_lists_them_source_files_fir
         assert paths[:3] == ["pkg/__init__.py", "pkg/web.py", "tests/test_web.py"]
         # the importers are the answer: without them the question shares too few words with the code to be answered
         assert engine.retrieve(asked.replace("import", "mention")) == []
+        # the root package of a module or a node: specifier
+        assert [s.path for s in engine.retrieve("Which modules import tornado.gen?")][:2] == ["pkg/__init__.py", "pkg/web.py"]
+        # no list of files asked for: an import verb before a package name is no structural question
+        plain = "Does the retry loop depend on tornado being installed at runtime?"
+        bonus = engine.retriever._structure_bonus(*_conn_and_cache(engine), analyze(plain))
+        assert not bonus or max(bonus.values()) < 10.0
+
+
+def _conn_and_cache(engine):
+    retriever = engine.retriever
+    conn = engine.index.conn
+    cache = retriever._cache_for(conn)
+    cache.paths = engine.indexed_paths()
+    return conn, cache
 
 
 def test_environment_readers_outside_tests_come_first_and_tests_only_when_nothing_else_reads_it():
     def reading(path):
         return FileStructure(path=path, language="python", env_vars=[EnvVar(name="HOME", line=1)])
 
-    def bonus(paths):
+    def bonus(paths, question="Which file reads environment variables?"):
         structures = {p: reading(p) for p in paths}
-        return structure_bonus(analyze("Which file reads environment variables?"), known_paths=paths,
+        return structure_bonus(analyze(question), known_paths=paths,
                                structures=lambda: structures, graph=lambda: None, symbols=dict)
 
     assert bonus(["app/config.py", "tests/test_config.py"]) == {"app/config.py": 0.3}
+    assert bonus(["app/config.py", "app/test_config.py"]) == {"app/config.py": 0.3}  # a test by its name
     assert bonus(["tests/test_config.py"]) == {"tests/test_config.py": 0.3}
+    assert bonus(["app/config.py", "tests/test_config.py"], "Which tests read environment variables?") == {
+        "app/config.py": 0.3, "tests/test_config.py": 0.3}
+    assert bonus(["app/config.py", "tests/test_config.py"],  # tests named only to exclude them
+                 "Which files (not tests) read environment variables?") == {"app/config.py": 0.3}
 
 
 def test_dependants_that_import_a_name_the_question_writes_come_first():
