@@ -222,6 +222,17 @@ def _literal_text(node: Node | None) -> str | None:
     return text if len(text) <= _MAX_DEFAULT_CHARS else None
 
 
+_WHOLE_ENV_PARENTS = frozenset({"spread_element", "arguments", "pair", "return_statement", "array",
+                                "parenthesized_expression", "as_expression", "satisfies_expression"})
+"""Where ``process.env`` itself is the value (not one variable of it): spread into an object, passed to a
+call, a property's value, returned, an array element (a TypeScript cast around it too)."""
+
+
+def _whole_environment(node: Node) -> EnvVar:
+    """A read of the whole environment (``process.env`` as a value): a dynamic read of every variable."""
+    return EnvVar(name="*", line=line_of(node), dynamic=True, expression=_compact(node, _MAX_EXPRESSION_CHARS))
+
+
 def _fallback_default(read: Node) -> str | None:
     """The literal at the end of the ``||``/``??`` chain ``read`` is an operand of
     (also when ``read`` is first converted: ``Number(process.env.PORT) || 3000``)."""
@@ -484,6 +495,10 @@ class _Collector:
                     name = _destructured_key(child)
                     if name:
                         env_vars.append(EnvVar(name=name, line=line_of(child), default=_destructured_default(child)))
+            elif pattern is not None and pattern != node:  # `const env = process.env`: the whole environment
+                env_vars.append(_whole_environment(node))
+        elif parent.type in _WHOLE_ENV_PARENTS:  # `{ ...process.env }`, `Object.keys(process.env)`, `env: process.env`
+            env_vars.append(_whole_environment(node))
 
     # -- sweep -------------------------------------------------------------------
     def constant(self, declaration: Node) -> None:

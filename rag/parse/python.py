@@ -35,6 +35,7 @@ from rag.parse.python_env import (
     env_aliases,
     env_from_call,
     env_from_compare,
+    env_from_whole,
     env_from_subscript,
     module_constants,
     reader_names,
@@ -64,6 +65,7 @@ class _Captured:
     calls: list[tuple[Node, Node]] = field(default_factory=list)
     subscripts: list[Node] = field(default_factory=list)
     compares: list[Node] = field(default_factory=list)
+    environs: list[Node] = field(default_factory=list)
     decorated: list[Node] = field(default_factory=list)
     constants: list[Node] = field(default_factory=list)
 
@@ -91,6 +93,8 @@ def _capture(matches) -> _Captured:
                 found.subscripts.append(node)
             elif key == "reference.compare":
                 found.compares.append(node)
+            elif key == "reference.environ":
+                found.environs.append(node)
             elif key == "reference.decorated":
                 found.decorated.append(node)
             elif key == "reference.constant":
@@ -323,6 +327,10 @@ def extract_python(matches, *, path: str, has_error: bool) -> FileStructure:
             out.env_vars.append(env)
     for node in captured.compares:
         env = env_from_compare(node, aliases)
+        if env is not None:
+            out.env_vars.append(env)
+    for node in captured.environs:
+        env = env_from_whole(node, aliases)
         if env is not None:
             out.env_vars.append(env)
     out.env_vars.extend(settings_env_vars(collector.classes))

@@ -7,6 +7,9 @@ Recognised reads (each an :class:`~rag.parse.records.EnvVar` at the line of its 
   ``"X" in os.environ`` (and ``not in``), ``del``/assignments through the same
   subscript — the JavaScript parser records ``process.env.X = …`` too;
 * ``os.getenv("X"[, default])``;
+* ``os.environ`` itself used as a value — passed, copied, iterated or bound as a default
+  (``Config(environ=os.environ)``, ``dict(os.environ)``, ``os.environ.copy()``): a dynamic read
+  of every variable (name ``*``, expression ``os.environ``);
 * the same through aliases bound by the file's imports: ``import os as _os``,
   ``from os import environ [as env]``, ``from os import getenv``. A bare
   ``environ`` that was *not* imported from ``os`` is not the environment (WSGI's
@@ -50,6 +53,7 @@ from rag.parse.pynodes import call_arguments, compact, dotted_name, literal_text
 from rag.parse.records import EnvVar, Import
 
 __all__ = ["EnvAliases", "env_aliases", "module_constants", "env_from_call", "env_from_subscript", "env_from_compare",
+           "env_from_whole",
            "reader_names", "settings_env_vars"]
 
 _MAX_EXPRESSION_CHARS = 120
@@ -255,6 +259,36 @@ def env_from_subscript(subscript: Node, aliases: EnvAliases) -> EnvVar | None:
     if key is None:
         return None
     return _read(key, _fallback_default(subscript), aliases.constants)
+
+
+def env_from_whole(node: Node, aliases: EnvAliases) -> EnvVar | None:
+    """``os.environ`` itself used as a value (or through an alias not shadowed by a parameter): passed,
+    copied, iterated or bound (``Config(environ=os.environ)``, ``dict(os.environ)``,
+    ``os.environ.copy()``, ``for k in os.environ``): a read of every variable, a dynamic read named ``*``
+    with ``expression`` the name as written. ``None`` for the reads recorded with their key (a
+    subscript, ``get``/``setdefault``/``pop``/``update``, ``in``) and for test setup patching it."""
+    name = dotted_name(node)
+    parent = node.parent
+    if name is None or parent is None or not aliases.is_environ(name) or _shadowed(node, name):
+        return None
+    if parent.type in ("dotted_name", "aliased_import", "import_from_statement", "import_statement") \
+            or parent.child_by_field_name("name") == node or parent.child_by_field_name("left") == node:
+        return None  # imported, a keyword or parameter name, or assigned: not read here
+    if parent.type == "attribute":
+        if parent.child_by_field_name("object") != node:
+            return None  # the `environ` of `os.environ`: the attribute is the read
+        method = parent.child_by_field_name("attribute")
+        if method is not None and text_of(method) in (*_ENVIRON_METHODS, "update"):
+            return None
+    elif parent.type == "subscript" and parent.child_by_field_name("value") == node:
+        return None
+    elif parent.type == "comparison_operator":  # "X" in os.environ: env_from_compare
+        return None
+    elif parent.type == "argument_list" and parent.parent is not None and parent.parent.type == "call":
+        callee = dotted_name(parent.parent.child_by_field_name("function")) or ""
+        if callee.rsplit(".", 1)[-1] in _TEST_ITEM_METHODS or callee.endswith("patch.dict"):
+            return None
+    return EnvVar(name="*", line=line_of(node), dynamic=True, expression=name)
 
 
 def env_from_compare(compare: Node, aliases: EnvAliases) -> EnvVar | None:

@@ -38,7 +38,8 @@ __all__ = [
 #    computed import specifiers, env defaults and dynamic env reads, module_system.
 # 3: Python structure, definitions for Go/Java/Rust/Ruby, Route.handler.
 # 4: env keys named by a top-level string constant (`os.environ.get(NAME)`, `process.env[NAME]`).
-PARSE_VERSION = 4
+# 5: the whole environment as a value (`{ ...process.env }`, `dict(os.environ)`): a dynamic read `*`.
+PARSE_VERSION = 5
 
 MODULE_SYSTEMS = ("esm", "commonjs", "mixed", "unknown")
 
@@ -150,9 +151,10 @@ class Call:
 @dataclass(slots=True)
 class EnvVar:
     """A ``process.env`` read: ``process.env.X``, ``process.env['X']``, a
-    destructured ``const { X } = process.env``, or a dynamic ``process.env[k]``;
-    in Python ``os.environ['X']``, ``os.environ.get('X')``, ``os.getenv('X')``,
-    env readers and settings-class fields (``rag/parse/python_env.py``).
+    destructured ``const { X } = process.env``, a dynamic ``process.env[k]``, or the
+    whole environment used as a value (``{ ...process.env }``); in Python
+    ``os.environ['X']``, ``os.environ.get('X')``, ``os.getenv('X')``, env readers,
+    settings-class fields and ``os.environ`` as a value (``rag/parse/python_env.py``).
 
     Attributes:
         name: the variable's name; ``*`` for a dynamic read (the key is computed).
@@ -164,9 +166,11 @@ class EnvVar:
             ``Boolean()``: ``parseInt(process.env.X, 10) || 8080``) and
             ``const { X = <literal> } = process.env``; ``None`` when
             there is none or the fallback is not a literal.
-        dynamic: ``True`` for ``process.env[k]`` with a computed key.
+        dynamic: ``True`` for ``process.env[k]`` with a computed key, and for the whole
+            environment used as a value.
         expression: for dynamic reads, the key expression's source text (``k``,
-            ``name``, `` `${prefix}_URL` ``), else ``None``.
+            ``name``, `` `${prefix}_URL` ``) or the environment as written
+            (``process.env``, ``os.environ``), else ``None``.
     """
 
     name: str

@@ -25,6 +25,9 @@
 ; os.environ["X"] and "X" in os.environ (kept when the object is an os.environ alias)
 (subscript value: [(identifier) (attribute)] @name.reference.subscript) @reference.subscript
 (comparison_operator (_) [(identifier) (attribute)]) @reference.compare
+; os.environ (or an alias) itself used as a value: Config(environ=os.environ), dict(os.environ)
+((attribute attribute: (identifier) @_environ) @reference.environ (#eq? @_environ "environ"))
+((identifier) @reference.environ (#eq? @reference.environ "environ"))
 
 ; ---- module-level string constants (a name an env read may use as its key) ----
 (module (expression_statement (assignment left: (identifier) right: (string)) @reference.constant))

@@ -226,6 +226,18 @@ def test_env_dotted_bracket_and_destructured(parsed):
     assert parsed["src/legacy/http.js"].env_vars == [EnvVar("LEGACY_PORT", 26)]
 
 
+def test_the_whole_environment_as_a_value_is_a_dynamic_read():
+    source = ("const env = process.env\n"
+              "const { PORT } = process.env\n"
+              "spawn('node', [], { env: { ...process.env, A: '1' } })\n"
+              "Object.keys(process.env).forEach(print)\n"
+              "fork('w.js', { env: process.env })\n"
+              "process.env.DEBUG = '1'\n")
+    found = [(e.name, e.line, e.dynamic, e.expression) for e in JsParser().parse("run.js", source).env_vars]
+    assert found == [("*", 1, True, "process.env"), ("PORT", 2, False, None), ("*", 3, True, "process.env"),
+                     ("*", 4, True, "process.env"), ("*", 5, True, "process.env"), ("DEBUG", 6, False, None)]
+
+
 # ---- routes ------------------------------------------------------------------------------
 
 

@@ -195,6 +195,29 @@ def test_env_readers_and_case_sensitive_settings():
         ("API_TOKEN", 3), ("APP_HOST", 4), ("HOST", 4)]
 
 
+def test_the_whole_environment_as_a_value_is_a_dynamic_read():
+    source = (
+        "import os\n"
+        "from os import environ\n"
+        "class Environ:\n"
+        "    def __init__(self, environ=os.environ):\n"       # the default: a read of every variable
+        "        self._environ = environ\n"                    # the parameter, not os.environ
+        "snapshot = dict(os.environ)\n"
+        "copied = os.environ.copy()\n"
+        "token = os.environ.get('TOKEN')\n"                   # named reads stay named
+        "for key, value in environ.items():\n"
+        "    pass\n"
+        "Config(environ=os.environ)\n"
+        "monkeypatch.setitem(os.environ, 'E', '1')\n"         # test setup names its variable
+        "def app(environ, start_response):\n"                 # WSGI's environ is not the environment
+        "    return environ['PATH_INFO']\n"
+    )
+    found = [(e.name, e.line, e.dynamic, e.expression) for e in CodeParser().parse("config.py", source).env_vars]
+    assert sorted(found, key=lambda e: e[1]) == [
+        ("*", 4, True, "os.environ"), ("*", 6, True, "os.environ"), ("*", 7, True, "os.environ"),
+        ("TOKEN", 8, False, None), ("*", 9, True, "environ"), ("*", 11, True, "os.environ"), ("E", 12, False, None)]
+
+
 def test_routes_as_parsed(parsed):
     auth = [(r.method, r.path, r.line, r.router, r.prefix, r.handler) for r in parsed["src/shop/auth.py"].routes]
     assert auth == [  # @bp.route with a tuple of methods, @bp.post; Blueprint(url_prefix=) → prefix
