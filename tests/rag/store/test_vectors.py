@@ -138,6 +138,15 @@ def test_load_skips_malformed_rows(conn, caplog):
     vm = load_vectors(conn, model="m")
     assert vm.ids == ("a", "b")
     assert "skipped 2 malformed rows" in caplog.text
+    assert vm.matrix.flags.c_contiguous and vm.matrix.dtype == np.float32 and vm.matrix.shape == (2, 4)
+
+
+def test_load_takes_the_most_common_dimension_and_the_smaller_on_a_tie(conn):
+    store_vectors(conn, model="m", pairs=[("a", np.ones(3)), ("b", np.ones(2)), ("c", np.ones(3)), ("d", np.ones(2))])
+    assert load_vectors(conn, model="m").ids == ("b", "d")
+    store_vectors(conn, model="m", pairs=[("e", np.ones(3))])
+    assert load_vectors(conn, model="m").ids == ("a", "c", "e")
+    assert load_vectors(conn, model="m", only={"b", "d", "a"}).ids == ("b", "d")  # the most common among those
 
 
 def test_prune_vectors(conn):
