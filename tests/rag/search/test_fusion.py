@@ -206,20 +206,17 @@ def test_zscore_fusion_rejects_bad_arguments(streams, weights, depth, message):
 # --------------------------------------------------------------------------- 9. abstention with vectors (issue 15)
 
 
-def test_a_description_is_never_abstained_on_for_sharing_few_words_and_vectors_answer_it_when_none_match():
+def test_vectors_overrule_weak_lexical_evidence_only_for_a_long_description():
     policy = DEFAULT_RETRIEVAL_POLICY
     z = policy.min_vector_z
     short = Evidence(coverage=0.3, absent_share=0.25, matched_terms=2, topical_terms=4)   # names its topic
-    naming = Evidence(coverage=0.2, absent_share=0.4, matched_terms=2, topical_terms=policy.abstain_max_terms - 1)
-    long = Evidence(coverage=0.15, absent_share=0.4, matched_terms=2, topical_terms=policy.abstain_max_terms)
+    long = Evidence(coverage=0.15, absent_share=0.4, matched_terms=2, topical_terms=policy.vector_override_min_terms)
     none_matched = Evidence(coverage=0.0, absent_share=1.0, matched_terms=0, topical_terms=9)
-    assert short.abstain(policy) and naming.abstain(policy) and none_matched.abstain(policy)
-    assert not long.abstain(policy) and not long.abstain(policy, vector_z=0.0)  # a paraphrase of behaviour
+    assert short.abstain(policy) and long.abstain(policy) and none_matched.abstain(policy)
     assert short.abstain(policy, vector_z=z + 2)            # a standing-out chunk is the closest topic, not an answer
-    assert naming.abstain(policy, vector_z=z + 2)
-    assert not none_matched.abstain(policy, vector_z=z)     # nothing shared, but one chunk clearly stands out
-    assert none_matched.abstain(policy, vector_z=z - 0.01)
-    assert Evidence(coverage=0.0, absent_share=1.0, matched_terms=0, topical_terms=5).abstain(policy, vector_z=z + 2)
+    assert not long.abstain(policy, vector_z=z)             # a description worded unlike the code
+    assert long.abstain(policy, vector_z=z - 0.01)
+    assert not none_matched.abstain(policy, vector_z=z)
     covered = Evidence(coverage=0.8, absent_share=0.0, matched_terms=5, topical_terms=6)
     assert not covered.abstain(policy, vector_z=0.0)        # vectors never veto real lexical evidence
     assert not Evidence(0.0, 1.0, explicit_path=True).abstain(policy, vector_z=0.0)
