@@ -222,10 +222,14 @@ def _literal_text(node: Node | None) -> str | None:
     return text if len(text) <= _MAX_DEFAULT_CHARS else None
 
 
+_ENV_WRAPPERS = frozenset({"parenthesized_expression", "as_expression", "satisfies_expression", "non_null_expression"})
+"""Nodes around ``process.env`` that leave it the same value: parentheses and TypeScript casts."""
 _WHOLE_ENV_PARENTS = frozenset({"spread_element", "arguments", "pair", "return_statement", "array",
-                                "parenthesized_expression", "as_expression", "satisfies_expression"})
+                                "ternary_expression", "assignment_pattern", "arrow_function", "export_statement",
+                                "for_in_statement"})
 """Where ``process.env`` itself is the value (not one variable of it): spread into an object, passed to a
-call, a property's value, returned, an array element (a TypeScript cast around it too)."""
+call, a property's value, returned (also by an arrow function), an array element, a branch of ``?:``, a
+default parameter, exported, iterated by ``for … in``."""
 
 
 def _whole_environment(node: Node) -> EnvVar:
@@ -468,15 +472,18 @@ class _Collector:
 
     # -- process.env -----------------------------------------------------------
     def env(self, node: Node) -> None:
+        read = node  # seen through casts and parentheses: `(process.env as any).X` reads X
         parent = node.parent
+        while parent is not None and parent.type in _ENV_WRAPPERS:
+            read, parent = parent, parent.parent
         if parent is None:
             return
         env_vars = self.out.env_vars
-        if parent.type == "member_expression" and parent.child_by_field_name("object") == node:
+        if parent.type == "member_expression" and parent.child_by_field_name("object") == read:
             prop = parent.child_by_field_name("property")
             if prop is not None:
                 env_vars.append(EnvVar(name=text_of(prop), line=line_of(prop), default=_fallback_default(parent)))
-        elif parent.type == "subscript_expression" and parent.child_by_field_name("object") == node:
+        elif parent.type == "subscript_expression" and parent.child_by_field_name("object") == read:
             index = parent.child_by_field_name("index")
             if index is None:
                 return
@@ -492,10 +499,17 @@ class _Collector:
             pattern = parent.child_by_field_name("name") or parent.child_by_field_name("left")
             if pattern is not None and pattern.type == "object_pattern":
                 for child in pattern.named_children:
+                    if child.type == "rest_pattern":  # `const { A, ...rest } = process.env`: the rest too
+                        env_vars.append(_whole_environment(node))
+                        continue
                     name = _destructured_key(child)
                     if name:
                         env_vars.append(EnvVar(name=name, line=line_of(child), default=_destructured_default(child)))
-            elif pattern is not None and pattern != node:  # `const env = process.env`: the whole environment
+            elif pattern is not None and pattern != read:  # `const env = process.env`: the whole environment
+                env_vars.append(_whole_environment(node))
+        elif parent.type == "binary_expression":  # `opts.env || process.env`
+            operator = parent.child_by_field_name("operator")
+            if operator is not None and operator.type in ("||", "??", "&&"):
                 env_vars.append(_whole_environment(node))
         elif parent.type in _WHOLE_ENV_PARENTS:  # `{ ...process.env }`, `Object.keys(process.env)`, `env: process.env`
             env_vars.append(_whole_environment(node))

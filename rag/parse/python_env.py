@@ -262,7 +262,8 @@ def env_from_subscript(subscript: Node, aliases: EnvAliases) -> EnvVar | None:
 
 
 def env_from_whole(node: Node, aliases: EnvAliases) -> EnvVar | None:
-    """``os.environ`` itself used as a value (or through an alias not shadowed by a parameter): passed,
+    """``os.environ`` itself used as a value (also ``_os.environ`` through a module alias, and ``environ``
+    imported from ``os`` under that name, unless a parameter shadows it): passed,
     copied, iterated or bound (``Config(environ=os.environ)``, ``dict(os.environ)``,
     ``os.environ.copy()``, ``for k in os.environ``): a read of every variable, a dynamic read named ``*``
     with ``expression`` the name as written. ``None`` for the reads recorded with their key (a
@@ -272,14 +273,15 @@ def env_from_whole(node: Node, aliases: EnvAliases) -> EnvVar | None:
     if name is None or parent is None or not aliases.is_environ(name) or _shadowed(node, name):
         return None
     if parent.type in ("dotted_name", "aliased_import", "import_from_statement", "import_statement") \
-            or parent.child_by_field_name("name") == node or parent.child_by_field_name("left") == node:
+            or parent.child_by_field_name("name") == node \
+            or (parent.type in ("assignment", "augmented_assignment") and parent.child_by_field_name("left") == node):
         return None  # imported, a keyword or parameter name, or assigned: not read here
     if parent.type == "attribute":
         if parent.child_by_field_name("object") != node:
             return None  # the `environ` of `os.environ`: the attribute is the read
         method = parent.child_by_field_name("attribute")
-        if method is not None and text_of(method) in (*_ENVIRON_METHODS, "update"):
-            return None
+        if method is not None and text_of(method) in (*_ENVIRON_METHODS, "update", "clear"):
+            return None  # a named read or write (env_from_call), or emptying it
     elif parent.type == "subscript" and parent.child_by_field_name("value") == node:
         return None
     elif parent.type == "comparison_operator":  # "X" in os.environ: env_from_compare

@@ -53,8 +53,8 @@ _INTENTS: dict[str, re.Pattern[str]] = {
     ),
     # The user asks what the code does in a case: "what happens when…", "why does…", "how is X resolved?"
     "behaviour": re.compile(
-        r"\b(what happens|what (does|do|did) .{1,80}? (do|get|return|send|produce)|what ends up|what stops|"
-        r"why (does|do|is|are|might|would|doesn't|don't|isn't|aren't|can't)|"
+        r"\b(what happens|what (does|did) .{1,80}? (do|get|return|send|produce)|what ends up|what stops|"
+        r"why (does|is|are|doesn't|don't|isn't|aren't|can't)|why (do|might|would) (?!(i|we|you)\b)|"
         r"how (is|are) .{1,60}? (handled|resolved|decided|computed|combined|loaded|parsed|detected|chosen|"
         r"avoided|discovered|interpreted|built|matched|checked|applied|enforced|prevented|stored|kept|serialized|"
         r"serialised|escaped|validated|sent|written|rejected|passed|merged|cached|closed|cancelled|canceled))\b",
@@ -75,8 +75,12 @@ _INTENTS: dict[str, re.Pattern[str]] = {
 
 
 # A mention that excludes what it names: "(not tests)", "outside the test suite", "excluding specs".
-_NEGATED = re.compile(r"\b(not|no|non|outside(\s+of)?|excluding|except(\s+for)?|other\s+than|besides|apart\s+from)"
-                      r"[\s-]+(the\s+|any\s+|its\s+)?$", re.I)
+_NEGATED = re.compile(r"((^|[(,:;]\s*)(not|no)|\bnon|\boutside(\s+of)?|\bexcluding|\bexcept(\s+for)?|\bother\s+than|"
+                      r"\bbesides|\bapart\s+from)[\s-]+(the\s+|any\s+|its\s+)?$", re.I)
+"""What precedes a mention that excludes it; "not"/"no" only opening a sentence or an aside ("(not tests)",
+"no docs, only code"), not in a negated statement ("are there no tests for X?" asks for tests)."""
+_NEGATION_WINDOW = 40
+"""Characters before a mention searched for its exclusion (a bounded look-back: linear in the question)."""
 
 
 @dataclass(slots=True)
@@ -91,7 +95,8 @@ class Query:
         modules: dotted names (``flask.sessions``; ``flask.ctx`` is among the paths too): which of
             them name an indexed Python module is decided against the index
             (:func:`rag.search.lexical.explicit_paths`).
-        intents: subset of ``docs release location config test types architecture security deploy``.
+        intents: subset of ``docs release location behaviour config test types architecture security
+            deploy`` (a mention that excludes it, "(not tests)", does not count).
         stems: light stems of ``terms`` (for path and heading comparisons).
     """
 
@@ -126,7 +131,8 @@ def analyze(question: str) -> Query:
     terms = [t for t in terms if t not in extensions or t in written]
     terms = list(dict.fromkeys(terms + version_terms(question)))[:MAX_QUERY_TERMS]
     intents = {name for name, pattern in _INTENTS.items()
-               if any(not _NEGATED.search(question, 0, m.start()) for m in pattern.finditer(question))}
+               if any(not _NEGATED.search(question[max(0, m.start() - _NEGATION_WINDOW):m.start()])
+                      for m in pattern.finditer(question))}
     return Query(
         text=question,
         terms=terms,

@@ -236,6 +236,19 @@ def test_the_whole_environment_as_a_value_is_a_dynamic_read():
     found = [(e.name, e.line, e.dynamic, e.expression) for e in JsParser().parse("run.js", source).env_vars]
     assert found == [("*", 1, True, "process.env"), ("PORT", 2, False, None), ("*", 3, True, "process.env"),
                      ("*", 4, True, "process.env"), ("*", 5, True, "process.env"), ("DEBUG", 6, False, None)]
+    more = ("spawn('x', [], { env: opts.env || process.env })\n"
+            "const picked = useOwn ? process.env : {}\n"
+            "function start(env = process.env) {}\n"
+            "const read = () => process.env\n"
+            "for (const key in process.env) {}\n"
+            "const { HOME, ...rest } = process.env\n"
+            "if ('X' in process.env) {}\n")
+    found = [(e.name, e.line) for e in JsParser().parse("more.js", more).env_vars]
+    assert found == [("*", 1), ("*", 2), ("*", 3), ("*", 4), ("*", 5), ("HOME", 6), ("*", 6)]
+    # seen through casts and parentheses: one variable read, not the whole environment
+    cast = "const a = (process.env as any).FOO\nconst b = (process.env).BAR\nconst c = process.env!.BAZ\n" \
+           "type E = typeof process.env\n"
+    assert [(e.name, e.line) for e in JsParser().parse("cast.ts", cast).env_vars] == [("FOO", 1), ("BAR", 2), ("BAZ", 3)]
 
 
 # ---- routes ------------------------------------------------------------------------------

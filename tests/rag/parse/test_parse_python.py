@@ -211,11 +211,14 @@ def test_the_whole_environment_as_a_value_is_a_dynamic_read():
         "monkeypatch.setitem(os.environ, 'E', '1')\n"         # test setup names its variable
         "def app(environ, start_response):\n"                 # WSGI's environ is not the environment
         "    return environ['PATH_INFO']\n"
+        "merged = os.environ | {'A': '1'}\n"                 # an operand on the left is read too
+        "os.environ.clear()\n"                                # emptying it reads nothing
     )
     found = [(e.name, e.line, e.dynamic, e.expression) for e in CodeParser().parse("config.py", source).env_vars]
     assert sorted(found, key=lambda e: e[1]) == [
         ("*", 4, True, "os.environ"), ("*", 6, True, "os.environ"), ("*", 7, True, "os.environ"),
-        ("TOKEN", 8, False, None), ("*", 9, True, "environ"), ("*", 11, True, "os.environ"), ("E", 12, False, None)]
+        ("TOKEN", 8, False, None), ("*", 9, True, "environ"), ("*", 11, True, "os.environ"), ("E", 12, False, None),
+        ("*", 15, True, "os.environ")]
 
 
 def test_routes_as_parsed(parsed):

@@ -96,7 +96,9 @@ def test_questions_about_what_the_code_does_have_the_behaviour_intent():
                      "Why might a regular expression match only every other request?",
                      "How is the destination package resolved relative to my file?"):
         assert "behaviour" in analyze(question).intents, question
-    for question in ("How do I run the tests?", "Which Node.js versions are supported?", "Where is compileETag defined?"):
+    for question in ("How do I run the tests?", "Which Node.js versions are supported?", "Where is compileETag defined?",
+                     "What do I need to do to enable HTTP/2?", "Why would I use fastify-plugin to wrap a plugin?",
+                     "Why do I need to call next()?"):
         assert "behaviour" not in analyze(question).intents, question
 
 
@@ -107,6 +109,10 @@ def test_an_intent_named_only_to_be_excluded_is_not_an_intent():
                      "Which non-test files read the environment?"):
         assert "test" not in analyze(question).intents, question
     assert "test" in analyze("Not the docs: which tests cover retries?").intents  # another mention still counts
+    # a negated statement still asks about what it names
+    assert "test" in analyze("Are there no tests covering the body parser?").intents
+    assert "docs" in analyze("Is there no documentation for hooks?").intents
+    assert "test" not in analyze("No tests, please: where is the parser?").intents
 
 
 def test_analyze_finds_path_mentions_but_not_versions():
