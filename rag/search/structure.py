@@ -147,8 +147,8 @@ def structure_bonus(
             without ``callers`` there is no callers signal.
 
     Returns:
-        The bonuses (insertion order: dependants, env readers, symbol files), or ``None``
-        when no file qualifies.
+        The bonuses (insertion order: dependants or package importers, env readers, symbol files,
+        callers), or ``None`` when no file qualifies.
     """
     out: dict[str, float] = {}
     if DEPENDANTS_INTENT.search(query.text) and (query.paths or query.modules):
