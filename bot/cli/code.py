@@ -114,16 +114,17 @@ def routes_cmd(repo, index_path, as_json) -> None:
 @friendly_errors
 def env_cmd(repo, index_path, as_json) -> None:
     """Environment variables read (``process.env``; ``os.environ``, ``os.getenv``, settings classes), and where."""
-    table, graph = _from_graph(repo, index_path, as_json, lambda g: g.environment_variables())
-    records = [{"name": name, "path": path, "line": line}
-               for name, uses in sorted(table.items()) for path, line in uses]
+    reads, graph = _from_graph(repo, index_path, as_json, lambda g: g.environment_reads())
+    records = [{"name": name, "path": path, "line": line, **({"expression": expression} if expression else {})}
+               for name, path, line, expression in reads]
     if not records:
         _explain_empty(graph, "environment variables", full_only=True)
     if as_json:
         emit(records)
         return
-    for r in records:
-        click.echo(printable(f"{r['name']:<32} {r['path']}:{r['line']}", one_line=True))
+    for r in records:  # a dynamic read shows what it reads through: `* [name]`, `* (process.env)` for all of it
+        shown = f"{r['name']} ({r['expression']})" if "expression" in r else r["name"]
+        click.echo(printable(f"{shown:<32} {r['path']}:{r['line']}", one_line=True))
 
 
 @code_group.command("deps")

@@ -213,6 +213,14 @@ class CodeGraph:
         """Every env var name → its ``(path, line)`` uses."""
         return {name: list(uses) for name, uses in sorted(self._env.items())}
 
+    def environment_reads(self) -> list[tuple[str, str, int, str | None]]:
+        """Every env var read as ``(name, path, line, expression)``, by name, path and line; ``expression``
+        is what a dynamic read (name ``*``) reads through (``process.env[k]``'s ``k``, or ``process.env`` /
+        ``os.environ`` itself for the whole environment), ``None`` for a named read."""
+        reads = [(var.name, path, var.line, var.expression if var.dynamic else None)
+                 for path, structure in self._structures.items() for var in structure.env_vars]
+        return sorted(reads, key=lambda read: read[:3])
+
     @staticmethod
     def env_names_in(question: str) -> list[str]:
         """Upper-case names ``[A-Z][A-Z0-9_]{2,}`` mentioned in the question, unique, in order."""

@@ -509,7 +509,7 @@ class _Collector:
                 env_vars.append(_whole_environment(node))
         elif parent.type == "binary_expression":  # `opts.env || process.env`
             operator = parent.child_by_field_name("operator")
-            if operator is not None and operator.type in ("||", "??", "&&"):
+            if operator is not None and operator.type in ("||", "??"):  # not `process.env && …`, a check
                 env_vars.append(_whole_environment(node))
         elif parent.type in _WHOLE_ENV_PARENTS:  # `{ ...process.env }`, `Object.keys(process.env)`, `env: process.env`
             env_vars.append(_whole_environment(node))

@@ -45,6 +45,23 @@ def test_code_env_lists_destructured_names(repo):
     assert {("DATABASE_URL", "src/server.js", 8), ("API_KEY", "src/server.js", 8), ("DB_HOST", "src/lib/db.js", 1)} <= found
 
 
+def test_code_env_shows_what_a_dynamic_read_reads_through(tmp_path):
+    root = tmp_path / "env-repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "run.js").write_text(
+        "const key = pick()\nconst one = process.env[key]\n"
+        "spawn('node', [], { env: { ...process.env, A: '1' } })\n"
+        "if (process.env && process.env.DEBUG) {}\n", encoding="utf-8")
+    records = json.loads(run(root, "code", "env", "--json").stdout)
+    assert records == [
+        {"name": "*", "path": "src/run.js", "line": 2, "expression": "key"},
+        {"name": "*", "path": "src/run.js", "line": 3, "expression": "process.env"},
+        {"name": "DEBUG", "path": "src/run.js", "line": 4},  # `process.env && …` only checks it exists
+    ]
+    lines = run(root, "code", "env").stdout.splitlines()
+    assert [line.split()[:2] for line in lines[:2]] == [["*", "(key)"], ["*", "(process.env)"]]
+
+
 def test_code_deps(repo):
     data = json.loads(run(repo, "code", "deps", "src/lib/store.js", "--json").stdout)
     assert data == {"dependencies": [], "dependants": ["src/routes/users.js"]}
