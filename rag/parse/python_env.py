@@ -68,6 +68,12 @@ _TEST_ENV_METHODS = frozenset({"setenv", "delenv"})
 _TEST_ITEM_METHODS = frozenset({"setitem", "delitem"})
 
 
+def _patches_mapping(callee: str) -> bool:
+    """Whether a call patches a mapping it is given (``monkeypatch.setitem``/``delitem``, ``mock.patch.dict``):
+    for ``os.environ``, test setup that names its variables, not a read of the whole environment."""
+    return callee.rpartition(".")[2] in _TEST_ITEM_METHODS or callee.endswith("patch.dict")
+
+
 @dataclass(slots=True)
 class EnvAliases:
     """Dotted names that mean ``os.environ``, ``os.getenv`` and the ``Env`` reader class in one file,
@@ -194,7 +200,7 @@ def env_from_call(call: Node, callee: str, aliases: EnvAliases, readers: set[str
     receiver, _, method = callee.rpartition(".")
     if method == "update" and aliases.is_environ(receiver) and not _shadowed(call, receiver):
         return _dict_keys(*call_arguments(call))
-    if receiver and (method in _TEST_ENV_METHODS or method in _TEST_ITEM_METHODS or callee.endswith("patch.dict")):
+    if receiver and (method in _TEST_ENV_METHODS or _patches_mapping(callee)):
         return _test_setup(call, "dict" if callee.endswith("patch.dict") else method, aliases)
     found = _env_call(call, callee, receiver, method, aliases, readers)
     if found is not None:
@@ -287,8 +293,7 @@ def env_from_whole(node: Node, aliases: EnvAliases) -> EnvVar | None:
     elif parent.type == "comparison_operator":  # "X" in os.environ: env_from_compare
         return None
     elif parent.type == "argument_list" and parent.parent is not None and parent.parent.type == "call":
-        callee = dotted_name(parent.parent.child_by_field_name("function")) or ""
-        if callee.rsplit(".", 1)[-1] in _TEST_ITEM_METHODS or callee.endswith("patch.dict"):
+        if _patches_mapping(dotted_name(parent.parent.child_by_field_name("function")) or ""):
             return None
     return EnvVar(name="*", line=line_of(node), dynamic=True, expression=name)
 
