@@ -115,6 +115,9 @@ class RetrievalPolicy:
             turns it off).
         rerank_top: with a reranker configured (:mod:`rag.providers.rerank`), the fused top this
             many distinct chunks are reordered by its scores (hard structural boosts stay first).
+        doc_link_share: with vectors and the structure stream, a source file defining a name the
+            leading documentation writes as code gains this share of the best fused score per name
+            (:mod:`rag.search.doc_links`, where 0.05 is measured; 0 turns it off).
     """
 
     candidate_chunks: int = 150
@@ -139,6 +142,7 @@ class RetrievalPolicy:
     within_k: int = DEFAULT_WITHIN_K
     lead_files: int = 4
     lead_min_source: int = 3
+    doc_link_share: float = 0.05
     streams: frozenset[str] = frozenset({"lexical", "structure", "vectors"})
 
 

@@ -14,7 +14,9 @@ index generation):
 5. with vectors, fusion of the streams' file scores by z-scores
    (:func:`rag.search.lexical.fuse_streams`) and the best files' chunks ordered by their ranks
    within the file, every chunk of those files scored by the vectors
-   (:mod:`rag.search.within_file`: the chunk ids must be this generation's);
+   (:mod:`rag.search.within_file`: the chunk ids must be this generation's), then the source
+   files defining what the leading documentation writes as code moved up
+   (:mod:`rag.search.doc_links`, with the structure stream);
 
 then, outside it: the optional reranker
 (:func:`rag.search.rerank.rerank_candidates`, a network call), the issue/PR quota
@@ -53,6 +55,7 @@ from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
 from rag.search.item_quota import limit_items
 from rag.search.query import Query, analyze
 from rag.search.rerank import rerank_candidates
+from rag.search.doc_links import link_from_docs
 from rag.search.source_lead import lead_with_sources
 from rag.search.structure import CallerTable, SymbolTable, caller_table, structure_bonus, symbol_table
 from rag.search.copies import prefer_sources
@@ -202,6 +205,10 @@ class Retriever:
                 if policy.within_files > 0:  # in the same read transaction: the chunk ids are its generation's
                     cands = self._order_within_files(conn, cands, question, pool=pool, kind=kind,
                                                      coverage=evidence.coverage)
+                if policy.doc_link_share > 0 and "structure" in streams:  # the code the leading docs name
+                    # the symbol table is built (once per generation) only when a leading page names code
+                    cands = link_from_docs(cands, definers=lambda name: self._symbols(conn, cache).get(name, {}),
+                                           share=policy.doc_link_share, pinned=pinned)
         cands = prefer_sources(cands, copies, pool=pool)
         if self.reranker is not None:  # optional; outside the read transaction (a network call)
             cands = rerank_candidates(cands, question=question, reranker=self.reranker,

@@ -710,3 +710,23 @@ def test_bm25_alone_keeps_its_order_with_the_implementation_after_the_documentat
     assert order[:4] == sorted(DOC_PAGES, key=order.index) and ANSWER in order[4:]   # the quota would move it
     engine.retriever.policy = replace(DEFAULT_RETRIEVAL_POLICY, lead_min_source=0)
     assert list(dict.fromkeys(paths(engine.retrieve(PARAPHRASE, limit=8)))) == order
+
+
+def test_the_source_file_a_leading_page_names_moves_up(tmp_path, open_engine, server):
+    # One page names the implementation's function as code, as documentation does (rag.search.doc_links).
+    pages = {**DOC_PAGES, "docs/limits.md": DOC_PAGES["docs/limits.md"] + "\nThe check is `rejectOversize`.\n"}
+    repo = write_repo(tmp_path / "doc-heavy", {**REPO_FILES, **pages})
+    engine = open_engine(repo, embeddings=provider(server))
+    engine.update()
+    engine.embed_pending()
+
+    def files(**changes) -> list[str]:
+        engine.retriever.policy = replace(DEFAULT_RETRIEVAL_POLICY, lead_min_source=0, **changes)
+        return list(dict.fromkeys(paths(engine.retrieve(PARAPHRASE, limit=8))))
+
+    unlinked = files(doc_link_share=0.0)
+    assert unlinked[:4] == sorted(DOC_PAGES, key=unlinked.index) and ANSWER in unlinked   # the premise
+    assert "docs/limits.md" in unlinked[:3]
+    linked = files()
+    assert linked.index(ANSWER) < unlinked.index(ANSWER), (unlinked, linked)
+    assert linked[0] == unlinked[0]
