@@ -284,6 +284,28 @@ def _callee(fn: Node) -> str | None:
     return None
 
 
+def _alias_uses(imports: list[Node], aliases) -> list[Node]:
+    """The identifiers naming ``os.environ`` under another bare name (``from os import environ as env``):
+    the query captures only identifiers spelled ``environ``, so the file's tree is walked for these
+    (only in a file with such an alias)."""
+    names = {name for name in aliases.environ if "." not in name and name != "environ"}
+    if not names or not imports:
+        return []
+    root = imports[0]
+    while root.parent is not None:
+        root = root.parent
+    found: list[Node] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "identifier":
+            if text_of(node) in names:
+                found.append(node)
+        else:
+            stack.extend(node.children)
+    return sorted(found, key=lambda n: n.start_byte)
+
+
 def extract_python(matches, *, path: str, has_error: bool) -> FileStructure:
     """The :class:`FileStructure` of one Python file from the ``QueryCursor.matches()`` output of
     ``queries/python.scm``; imports unresolved (``rag.parse.parser.resolve_imports``)."""
@@ -329,7 +351,7 @@ def extract_python(matches, *, path: str, has_error: bool) -> FileStructure:
         env = env_from_compare(node, aliases)
         if env is not None:
             out.env_vars.append(env)
-    for node in captured.environs:
+    for node in (*captured.environs, *_alias_uses(captured.imports, aliases)):
         env = env_from_whole(node, aliases)
         if env is not None:
             out.env_vars.append(env)

@@ -39,7 +39,8 @@ __all__ = [
 # 3: Python structure, definitions for Go/Java/Rust/Ruby, Route.handler.
 # 4: env keys named by a top-level string constant (`os.environ.get(NAME)`, `process.env[NAME]`).
 # 5: the whole environment as a value (`{ ...process.env }`, `dict(os.environ)`): a dynamic read `*`.
-PARSE_VERSION = 5
+# 6: also through a bare alias (`from os import environ as env`, then `dict(env)`).
+PARSE_VERSION = 6
 
 MODULE_SYSTEMS = ("esm", "commonjs", "mixed", "unknown")
 

@@ -221,6 +221,21 @@ def test_the_whole_environment_as_a_value_is_a_dynamic_read():
         ("*", 15, True, "os.environ")]
 
 
+def test_the_whole_environment_through_an_alias_is_a_dynamic_read():
+    source = (
+        "from os import environ as env\n"
+        "snapshot = dict(env)\n"                       # the alias itself, as a value
+        "token = env.get('TOKEN')\n"                   # named reads through it stay named
+        "def handler(env):\n"                          # a parameter of that name is not the environment
+        "    return dict(env)\n"
+        "for key in env:\n"
+        "    pass\n"
+    )
+    found = [(e.name, e.line, e.dynamic, e.expression) for e in CodeParser().parse("config.py", source).env_vars]
+    assert sorted(found, key=lambda e: e[1]) == [
+        ("*", 2, True, "env"), ("TOKEN", 3, False, None), ("*", 6, True, "env")]
+
+
 def test_routes_as_parsed(parsed):
     auth = [(r.method, r.path, r.line, r.router, r.prefix, r.handler) for r in parsed["src/shop/auth.py"].routes]
     assert auth == [  # @bp.route with a tuple of methods, @bp.post; Blueprint(url_prefix=) → prefix

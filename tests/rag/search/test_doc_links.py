@@ -53,6 +53,8 @@ def test_code_names_are_the_identifiers_inside_backquotes():
     assert code_names("Use ``Retrying`` or :func:`tenacity.retry_if_result`.") == {
         "Retrying", "tenacity", "retry_if_result"}
     assert code_names("no code here") == set()
+    # every class has a __repr__; a reST link's URL is no code
+    assert code_names("Override `__repr__` or see `the guide <https://example.org/guide/options>`_.") == set()
 
 
 def test_a_source_file_the_leading_page_names_moves_up():
