@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag.errors import RepoNotFoundError
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy
-from rag.ingest.copies import COPY_RULES_VERSION, update_copies
+from rag.ingest.copies import COPY_RULES_VERSION, SharedLines, update_copies
 from rag.ingest.pool import DEFAULT_POOL_POLICY, PoolPolicy, prepare_files
 from rag.ingest.scope import PathScope
 from rag.ingest.prepare import Skipped, StructureParser, Unchanged, secret_literals
@@ -109,6 +109,7 @@ class Engine:
         self._update_lock = threading.Lock()
         self._secret_values: LiteralRedactor | None = None
         self._parser = StructureParser()
+        self._shared_lines = SharedLines()  # copy detection's pair counts, moved by difference between updates
         self._retriever: Retriever | None = None
         self._retriever_lock = threading.Lock()
         self._retriever_args = (retrieval_policy, embeddings, reranker)
@@ -258,7 +259,7 @@ class Engine:
 
             def record_copies(conn) -> None:
                 stats.copies = update_copies(conn, repo_root=self.repo_root, updates=updates,
-                                             removed=removed, full=full)
+                                             removed=removed, full=full, shared_lines=self._shared_lines)
 
             with contextlib.ExitStack() as stack:
                 results = stack.enter_context(contextlib.closing(prepare_files(
