@@ -651,11 +651,11 @@ class SharedLines:
                         self._partners[b].add(a)
                 else:
                     del pairs[pair]
-                    for x, y in ((a, b), (b, a)):
-                        partners = self._partners[x]
-                        partners.discard(y)
+                    for one, other in ((a, b), (b, a)):
+                        partners = self._partners[one]
+                        partners.discard(other)
                         if not partners:
-                            del self._partners[x]
+                            del self._partners[one]
 
 
 def _useful(pair: tuple[str, str], common: int, lengths: dict[str, int], mapped: frozenset[str]) -> bool:
