@@ -84,6 +84,8 @@ class BotCore:
         repos: every served repository (:class:`bot.repos.RepositorySet`); ``engine`` and
             ``reindexer`` are its default repository's.
         scoping: channel bindings and ``in:NAME`` (:class:`bot.scoping.Scoping`).
+        updaters: the repositories' index update processes (:class:`bot.isolated_update.ProcessUpdate`,
+            ``isolated_updates``), ended by :meth:`close`.
     """
 
     settings: Settings
@@ -100,9 +102,13 @@ class BotCore:
     feedback: FeedbackLog
     repos: RepositorySet | None = None
     scoping: Scoping | None = None
+    updaters: tuple[ProcessUpdate, ...] = ()
 
     def close(self) -> None:
-        """Close the state store if the composition root opened it (queued writes tried once more)."""
+        """End the kept index update processes (``updaters``) and close the state store if the
+        composition root opened it (queued writes tried once more)."""
+        for updater in self.updaters:
+            updater.close()
         self.state.close()
 
 
@@ -211,13 +217,16 @@ def compose_core(settings: Settings, *, engine, registry: Registry | None = None
                            metrics=runtime.metrics, open_it=open_state)
     feedback = FeedbackLog(state=handle, metrics=runtime.metrics, clock=runtime.clock)
     members = []
+    updaters: list[ProcessUpdate] = []
     for item in opened:
         repo = Repository(item.config, engine=item.engine, error=item.error)
         if item.engine is not None:
+            updater = ProcessUpdate(item.engine) if isolated_updates else None
+            if updater is not None:
+                updaters.append(updater)
             repo.reindexer = Reindexer(item.engine, clock=runtime.clock, timeout_s=settings.reindex_timeout_s,
                                        on_record=_run_sink(handle, item.config.name) if handle.enabled else None,
-                                       sources=extra_sources(item.config),
-                                       update=ProcessUpdate(item.engine) if isolated_updates else None)
+                                       sources=extra_sources(item.config), update=updater)
             # built without a schedule too: the status then still names the replica that runs it
             interval = item.config.reindex_interval_s
             repo.lease = ScheduleLease(handle, repo=item.config.name, interval_s=interval) \
@@ -252,7 +261,8 @@ def compose_core(settings: Settings, *, engine, registry: Registry | None = None
                   targets=repos.target)
     return BotCore(settings=settings, engine=default.engine, runtime=runtime, registry=registry,
                    reindexer=default.reindexer, scheduler=scheduler, model=model, context=context, tools=tools,
-                   asker=asker, state=handle, feedback=feedback, repos=repos, scoping=scoping)
+                   asker=asker, state=handle, feedback=feedback, repos=repos, scoping=scoping,
+                   updaters=tuple(updaters))
 
 
 def compose(settings: Settings, *, engine, registry: Registry | None = None, runtime: Runtime | None = None,
