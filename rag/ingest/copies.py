@@ -115,6 +115,9 @@ MAX_POSTINGS = 8
 """A line found in more files than this is boilerplate and pairs nothing."""
 MIN_INFORMATIVE_LINES = 5
 """Files with fewer informative lines are too small to call duplicates."""
+MAX_KEPT_HASHES = 1_000_000
+"""Most distinct line hashes :class:`SharedLines` keeps between updates (~100 MB; eslint has 41k): a larger
+repository's counts are made afresh at each update instead of held by a long-lived process."""
 MAX_MAP_BYTES = 8 * 1024 * 1024
 """Source maps larger than this are not read."""
 
@@ -537,7 +540,8 @@ class SharedLines:
     (checked by a property test).
 
     Memory: one dict entry per distinct line hash (~100 bytes; ~5 MB on eslint) and one per pair of files
-    sharing a line.
+    sharing a line, what one fresh count holds while it runs; past :data:`MAX_KEPT_HASHES` distinct
+    hashes nothing is kept between updates (each is counted afresh, as without this class).
     """
 
     def __init__(self) -> None:
@@ -580,7 +584,10 @@ class SharedLines:
                 self._useful[pair] = common
             else:
                 self._useful.pop(pair, None)
-        return Counter(self._useful)
+        useful = Counter(self._useful)
+        if len(self._holders) > MAX_KEPT_HASHES:  # too large to keep between updates: counted afresh each time
+            self.__init__()
+        return useful
 
     def _rebuild(self, blobs: dict[str, bytes]) -> None:
         """Count every pair of ``blobs`` afresh (the one pass of :func:`_shared_lines_python`)."""

@@ -337,3 +337,18 @@ def test_kept_shared_lines_follow_every_change_exactly():
         assert dict(got) == dict(copies._shared_lines_python(fingerprints, involving=maps)), step
         checked_pairs += len(got)
     assert checked_pairs > 300  # the runs did compare pairs, not only empty counts
+
+
+def test_kept_shared_lines_let_go_of_a_repository_too_large_to_keep(monkeypatch):
+    from rag.ingest import copies
+
+    monkeypatch.setattr(copies, "MAX_KEPT_HASHES", 10)
+    fingerprints = {f"f{i}.js": fingerprint_lines([f"const shared{n} = compute({n});" for n in range(i, i + 8)])
+                    for i in range(4)}
+    blobs = {p: f.tobytes() for p, f in fingerprints.items()}
+    kept = copies.SharedLines()
+    first = kept.counts(fingerprints, blobs, involving={})
+    assert first and dict(first) == dict(copies._shared_lines_python(fingerprints, involving={}))
+    assert not kept._holders and not kept._prints  # nothing held past the cap; the next call counts afresh
+    assert dict(kept.counts(fingerprints, blobs, involving={"f0.js": []})) == dict(
+        copies._shared_lines_python(fingerprints, involving={"f0.js": []}))
