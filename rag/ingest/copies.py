@@ -425,6 +425,24 @@ def _shared_lines(fingerprints: dict[str, Sequence[int]], *, involving: Iterable
     return pair(fingerprints, involving=involving)
 
 
+def _line_holders(owners: Iterable[tuple]) -> dict:
+    """hash → its one holder, or the list of its holders once there are two, from ``(holder, hashes)``
+    pairs (a holder is an index or a path, never a list; a fingerprint holds each hash once). One dict
+    entry per distinct hash: the single holder is stored bare, since most lines are in one file."""
+    holders: dict = {}
+    get = holders.get
+    for owner, hashes in owners:
+        for h in hashes:
+            held = get(h)
+            if held is None:
+                holders[h] = owner
+            elif held.__class__ is list:
+                held.append(owner)
+            else:
+                holders[h] = [held, owner]
+    return holders
+
+
 def _shared_lines_python(fingerprints: dict[str, Sequence[int]], *,
                          involving: Iterable[str] | None = None) -> Counter:
     """:func:`_shared_lines` in plain Python: one pass over every file's hashes builds each hash's holders
@@ -438,20 +456,10 @@ def _shared_lines_python(fingerprints: dict[str, Sequence[int]], *,
     """
     paths = sorted(fingerprints)
     n = len(paths)
-    holders: dict[int, int | list[int]] = {}  # hash → its one holder, or its holders once there are two
-    get = holders.get
-    for i, path in enumerate(paths):
-        for h in fingerprints[path]:
-            held = get(h)
-            if held is None:
-                holders[h] = i
-            elif held.__class__ is int:
-                holders[h] = [held, i]
-            else:
-                held.append(i)
+    holders = _line_holders((i, fingerprints[path]) for i, path in enumerate(paths))
     codes: Counter = Counter()  # pair code i * n + j (i < j: holders are appended in path order)
     for held in holders.values():
-        if held.__class__ is int or len(held) > MAX_POSTINGS:
+        if held.__class__ is not list or len(held) > MAX_POSTINGS:
             continue
         for x, a in enumerate(held):
             base = a * n
@@ -591,20 +599,10 @@ class SharedLines:
 
     def _rebuild(self, blobs: dict[str, bytes]) -> None:
         """Count every pair of ``blobs`` afresh (the one pass of :func:`_shared_lines_python`)."""
-        holders: dict[int, str | list[str]] = {}  # hash → its one holder, or its holders once there are two
-        get = holders.get
-        for path, blob in blobs.items():
-            for h in Fingerprint("Q", blob):
-                held = get(h)
-                if held is None:
-                    holders[h] = path
-                elif held.__class__ is str:
-                    holders[h] = [held, path]
-                else:
-                    held.append(path)
+        holders = _line_holders((path, Fingerprint("Q", blob)) for path, blob in blobs.items())
         pairs: Counter = Counter()
         for held in holders.values():
-            if held.__class__ is str or len(held) > MAX_POSTINGS:
+            if held.__class__ is not list or len(held) > MAX_POSTINGS:
                 continue
             for x, a in enumerate(held):
                 for b in held[x + 1:]:
