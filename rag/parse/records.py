@@ -256,6 +256,7 @@ _RECORD_TYPES: dict[str, type] = {
 _FIELD_NAMES: dict[str, tuple[str, ...]] = {
     name: tuple(f.name for f in fields(record_type)) for name, record_type in _RECORD_TYPES.items()
 }
+_FIELD_SETS: dict[str, frozenset[str]] = {name: frozenset(names) for name, names in _FIELD_NAMES.items()}
 _LIST_FIELDS: dict[str, frozenset[str]] = {
     name: frozenset(f.name for f in fields(record_type) if f.default_factory is list)
     for name, record_type in _RECORD_TYPES.items()
@@ -321,9 +322,12 @@ class FileStructure:
         try:
             lists = {}
             for name, record_type in _RECORD_TYPES.items():
-                allowed = {f.name for f in fields(record_type)}
+                allowed = _FIELD_SETS[name]
+                # A document of this PARSE_VERSION has exactly the fields (the common case: passed as they are);
+                # unknown keys are dropped.
                 lists[name] = [
-                    record_type(**{k: v for k, v in item.items() if k in allowed})
+                    record_type(**item) if item.keys() <= allowed
+                    else record_type(**{k: v for k, v in item.items() if k in allowed})
                     for item in data.get(name, [])
                 ]
             return cls(
@@ -333,5 +337,5 @@ class FileStructure:
                 module_system=str(data.get("module_system", "unknown")),
                 **lists,
             )
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, AttributeError) as exc:  # AttributeError: a record that is not an object
             raise ValueError(f"malformed file structure document: {exc}") from exc

@@ -363,13 +363,14 @@ class Retriever:
     @staticmethod
     def _structures_uncached(conn: sqlite3.Connection) -> dict[str, FileStructure]:
         """The stored structures, decoded by :meth:`FileStructure.from_json` (the one decoder);
-        a document of another parser version is skipped with a warning."""
+        a document of another parser version, or a malformed one, is skipped with a warning."""
         decoded: dict[str, FileStructure] = {}
         for path, doc in queries.stored_structures(conn):
             try:
                 decoded[path] = FileStructure.from_json(json.loads(doc))
-            except ValueError:
-                log.warning("stored structure of %s is stale; it is re-parsed on the next full index", path)
+            except ValueError as exc:  # another parser version, or a damaged document
+                log.warning("stored structure of %s is skipped (%s); it is re-parsed on the next full index",
+                            path, exc)
         resolve_imports(decoded, known_paths=queries.file_paths(conn, ordered=False))
         return decoded
 

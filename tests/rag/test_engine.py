@@ -570,3 +570,23 @@ def test_an_index_kept_inside_the_repository_never_indexes_its_own_files(tmp_pat
         assert all("lock" not in s.path for s in engine.retrieve("pid trigger started_at user"))
     finally:
         reindexer.engine.close()
+
+
+def test_a_damaged_stored_structure_is_skipped_not_fatal(tmp_path, caplog):
+    """A stored structure whose records are not objects raised AttributeError out of retrieval."""
+    import json
+    import logging
+
+    from repo_helpers import indexed_engine, result_paths
+
+    files = {"src/db.js": "function connectPool() { return 1; }\nmodule.exports = { connectPool };\n",
+             "src/app.js": "const { connectPool } = require('./db');\nfunction startApp() { return connectPool(); }\n"}
+    with indexed_engine(tmp_path, files) as engine:
+        with sqlite3.connect(engine.index.path) as conn:
+            doc = json.loads(conn.execute("SELECT structure FROM files WHERE path='src/app.js'").fetchone()[0])
+            doc["definitions"] = [3]
+            conn.execute("UPDATE files SET structure=? WHERE path='src/app.js'", (json.dumps(doc),))
+        with caplog.at_level(logging.WARNING, logger="rag.search.retriever"):
+            found = engine.retrieve("where is connectPool defined?")
+        assert "src/db.js" in result_paths(found)
+        assert any("src/app.js" in r.getMessage() and "malformed" in r.getMessage() for r in caplog.records)

@@ -382,6 +382,19 @@ def test_json_round_trip_and_version_guard(parsed):
         FileStructure.from_json(stale)
 
 
+def test_a_structure_document_with_odd_records_is_read_or_refused_clearly(parsed):
+    data = parsed["src/server.js"].to_json()
+    assert data["definitions"]
+    extra = json.loads(json.dumps(data))
+    extra["definitions"][0]["added_by_a_later_parser"] = 1  # unknown keys are dropped
+    assert FileStructure.from_json(extra) == parsed["src/server.js"]
+    for bad in ("def", None, 3, ["name"]):  # a record that is not an object: AttributeError escaped before
+        broken = json.loads(json.dumps(data))
+        broken["definitions"][0] = bad
+        with pytest.raises(ValueError, match="malformed"):
+            FileStructure.from_json(broken)
+
+
 def test_languages_and_unparseable_path():
     assert [language_for_path(p) for p in ("a.js", "a.JSX", "a.mjs", "a.cjs", "a.ts", "a.tsx", "a.md")] == [
         "javascript", "javascript", "javascript", "javascript", "typescript", "tsx", None,
