@@ -35,7 +35,11 @@ def test_the_update_runs_in_a_child_process_and_the_bot_reads_its_generation(eng
     def progress(done: int, total: int) -> None:  # called in this process while the child works
         seen.append((done, total, [p.pid for p in multiprocessing.active_children()]))
 
-    stats = ProcessUpdate(engine)(full=True, progress=progress)
+    update = ProcessUpdate(engine)
+    try:
+        stats = update(full=True, progress=progress)
+    finally:
+        update.close()
     assert stats.files == 61 and stats.added == 61 and stats.generation == engine.generation == 1
     assert seen and seen[-1][:2] == (61, 61)
     assert any(pids and os.getpid() not in pids for _d, _t, pids in seen)  # a child was running
@@ -45,14 +49,20 @@ def test_the_update_runs_in_a_child_process_and_the_bot_reads_its_generation(eng
 
 
 def test_a_stop_request_reaches_the_child_and_nothing_is_written(engine):
+    update = ProcessUpdate(engine)
     with pytest.raises(UpdateCancelledError, match="stopped"):
-        ProcessUpdate(engine)(full=True, should_stop=lambda: True)
+        update(full=True, should_stop=lambda: True)
+    update.close()
     assert engine.generation == 0
 
 
 async def test_the_reindexer_runs_it_under_its_lock_and_records_the_run(engine):
-    reindexer = Reindexer(engine, update=ProcessUpdate(engine), embed=False)
-    record = await scheduled_reindex(reindexer, trigger="startup")
+    update = ProcessUpdate(engine)
+    reindexer = Reindexer(engine, update=update, embed=False)
+    try:
+        record = await scheduled_reindex(reindexer, trigger="startup")
+    finally:
+        update.close()
     assert record is not None and record.ok and record.stats.files == 61 and record.generation == 1
     assert engine.retriever.builds["graph"] == 1  # warmed after the run
     assert not reindexer.running and reindexer.ready
