@@ -199,6 +199,7 @@ class BenchResult:
     reranker: str | None = None
     scale: dict | None = None
     copies: int = 1
+    isolated_one_file_update_s: float | None = None
 
     def to_json(self) -> dict:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in
@@ -242,7 +243,8 @@ def _timed_update(engine: Engine) -> float:
 
 
 def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None] | None = None,
-              embeddings=None, reranker=None, pool_policy=None, scale_chunks: int = 0, copies: int = 1) -> BenchResult:
+              embeddings=None, reranker=None, pool_policy=None, scale_chunks: int = 0, copies: int = 1,
+              isolated_update: Callable[[Engine], Callable[..., object]] | None = None) -> BenchResult:
     """Benchmark indexing and querying on a scratch copy of ``repo`` (the original is never touched).
 
     Measures: full index, no-op update and one-file update (the largest source file edited in the
@@ -254,7 +256,10 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
     indexing workers. With ``scale_chunks`` it then times queries on a synthetic index of
     that many chunks (:func:`rag.scale_bench.run_scale_bench`, as ``"scale"``). With ``copies`` > 1 the
     scratch tree holds that many copies of ``repo`` (``copy-1/`` … ``copy-N/``) and everything is
-    measured on it (issue 20's "ten-times tree": ``copies=10``).
+    measured on it (issue 20's "ten-times tree": ``copies=10``). ``isolated_update`` builds the update hook
+    ``slackzilla serve`` runs updates through from the engine (``bot.isolated_update.ProcessUpdate``, kept
+    out of this module): the one-file update is then also timed through it (``isolated_one_file_update_s``,
+    the median of :data:`UPDATE_RUNS` after one update that starts its process, which a bot does once).
     Peak RSS is the process's high-water mark (``getrusage``), model included;
     ``phase_peak_rss_mb`` the peak of each phase (:class:`rag.memory.PeakRss`), and
     ``workers_peak_rss_mb`` the largest indexing worker's.
@@ -294,6 +299,7 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
             total_bytes = sum(size for _, size in rows)
             target = next((p for p, _ in rows if p.endswith((".js", ".ts", ".py"))), rows[0][0] if rows else None)
             one_s = 0.0
+            isolated_one_s = None
             if target:
                 say(f"one-file update ({target})")
                 runs = []
@@ -304,6 +310,23 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
                         runs.append(_timed_update(engine))
                 one_s = statistics.median(runs)
                 phases["one_file_update"] = peak.mb
+                if isolated_update is not None:
+                    say(f"one-file update through the bot's update process ({target})")
+                    hook = isolated_update(engine)
+                    try:
+                        hook()  # starts the process, as a bot does once
+                        runs = []
+                        for n in range(UPDATE_RUNS):
+                            with open(copy / target, "a", encoding="utf-8") as fh:
+                                fh.write(f"\n// bench edit through the bot {n}\n")
+                            t0 = time.perf_counter()
+                            hook()
+                            runs.append(time.perf_counter() - t0)
+                        isolated_one_s = statistics.median(runs)
+                    finally:
+                        close = getattr(hook, "close", None)
+                        if close is not None:
+                            close()
             rng = random.Random(7)
             words = index_queries.chunk_symbols(engine.index.conn, limit=500)
             paths = [p for p, _ in rows]
@@ -320,6 +343,7 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
             result = BenchResult(stats.files, stats.chunks, total_bytes, full_s, noop_s, one_s, p50, p95, 0.0,
                                  stats.parse_seconds, copies=copies)
             result.workers_peak_rss_mb = children_peak_mb() or None
+            result.isolated_one_file_update_s = isolated_one_s
             result.reranker = reranker.name if reranker is not None else None
             if embeddings is not None:
                 hybrid = Engine.open(copy, index_path=Path(tmp) / "index.sqlite", embeddings=embeddings,

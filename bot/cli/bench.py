@@ -62,6 +62,7 @@ def bench_cmd(repo, queries, use_embeddings, scale_chunks, copies, healthz_round
         _load(repo, asks=asks, files=files, token_delay_ms=token_delay_ms, answer_tokens=answer_tokens,
               probe_interval_ms=probe_interval_ms, reindex=reindex, profile=profile, check=check, as_json=as_json)
         return
+    from bot.isolated_update import ProcessUpdate
     from rag.evaluation import run_bench
 
     root = Path(repo or ".")
@@ -72,7 +73,7 @@ def bench_cmd(repo, queries, use_embeddings, scale_chunks, copies, healthz_round
         raise click.UsageError("--embeddings auto: no embeddings provider is configured or installed")
     result = run_bench(root, queries=queries, progress=None if as_json else (lambda m: click.echo(m, err=True)),
                        embeddings=provider, reranker=reranker(), pool_policy=pool_policy(),
-                       scale_chunks=scale_chunks, copies=copies).to_json()
+                       scale_chunks=scale_chunks, copies=copies, isolated_update=ProcessUpdate).to_json()
     if healthz_rounds:
         from bot.cli.loopbench import healthz_during_reindex
 
