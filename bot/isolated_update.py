@@ -174,27 +174,30 @@ class ProcessUpdate:
         if self._pool is None:
             return None
         try:
-            self._pool.submit(os.getpid).result(timeout=PING_TIMEOUT_S)
+            self.child_pid = self._pool.submit(os.getpid).result(timeout=PING_TIMEOUT_S)
             return self._pool
         except (BrokenProcessPool, concurrent.futures.TimeoutError) as exc:
             log.warning("index update: the kept update process is gone (%s); starting a new one",
                         type(exc).__name__)
-            if isinstance(exc, concurrent.futures.TimeoutError) and self.child_pid is not None:
-                try:  # hung: shutting its pool down would wait for it forever
+            hung = isinstance(exc, concurrent.futures.TimeoutError)
+            if hung and self.child_pid is not None:
+                try:  # shutting its pool down would wait for it forever
                     os.kill(self.child_pid, signal.SIGKILL)
+                    hung = False
                 except OSError:
                     pass
-            self._end()
+            self._end(wait=not hung)
             return None
 
-    def _end(self) -> None:
-        """Stop and end the kept child (a child still updating stops at its next file, writing nothing)."""
+    def _end(self, *, wait: bool = True) -> None:
+        """Stop and end the kept child (a child still updating stops at its next file, writing nothing);
+        ``wait=False`` leaves a hung one behind instead of waiting for it."""
         pool, updates, stop = self._pool, self._updates, self._stop
         self._pool = self._updates = self._stop = None
         if pool is None:
             return
         stop.set()
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=wait, cancel_futures=True)
         updates.close()
 
     def close(self) -> None:

@@ -143,3 +143,21 @@ def test_a_kept_child_that_died_is_replaced_at_the_next_update(engine):
         assert stats.files == 61 and update.child_pid not in (None, dead)
     finally:
         update.close()
+
+
+def test_a_kept_child_that_hangs_is_killed_and_replaced(engine, monkeypatch):
+    import signal
+
+    import bot.isolated_update as isolated
+
+    update = ProcessUpdate(engine, niceness=0)
+    try:
+        update(full=True)
+        hung = update.child_pid
+        os.kill(hung, signal.SIGSTOP)  # stopped: it answers nothing, as a hung process would
+        monkeypatch.setattr(isolated, "PING_TIMEOUT_S", 0.5)
+        stats = update()
+        assert stats.files == 61 and update.child_pid not in (None, hung)
+        assert not survivors([hung])  # killed, not left behind
+    finally:
+        update.close()
