@@ -109,7 +109,7 @@ class RunningServer:
 
     async def stop(self) -> None:
         """Stop the schedule and any embedding run, let running answers finish (briefly), disconnect
-        Socket Mode, stop the HTTP server, close the state store and the index."""
+        Socket Mode, stop the HTTP server, end the index update processes, close the state store and the index."""
         stop_scheduler(self.bot.core.scheduler)
         for repo in self._repositories():
             repo.reindexer.request_stop()
@@ -128,7 +128,7 @@ class RunningServer:
             with contextlib.suppress(Exception):
                 await self.socket_handler.close_async()
         await self.runner.cleanup()
-        await asyncio.to_thread(self.bot.close)  # the state store (queued writes are tried once more)
+        await asyncio.to_thread(self.bot.close)  # the update processes, the state store (queued writes tried once more)
         self.bot.core.runtime.remove_log_handler()
         for repo in self._repositories():
             repo.engine.close()
