@@ -21,8 +21,8 @@ starts a new one): a scheduled update of a few changed files then costs what it 
 process (~35 ms for one file of eslint: copy detection moves its counts by difference,
 :class:`rag.ingest.copies.SharedLines`, and grammars stay compiled) instead of a new process's
 imports and first update (~0.4 s). The child opens the index again when the file at its path is
-another one (deleted or moved aside and made anew). The reindexer keeps everything else: its lock (taken in the bot before the
-call: the child never takes it), the run record, progress (relayed from the child through a
+another one (deleted or moved aside and made anew). The reindexer keeps everything else: its lock
+(taken in the bot before the call: the child never takes it), the run record, progress (relayed from the child through a
 queue), the stop request and the deadline (the bot sets an event the child's ``should_stop``
 reads; the child stops at its next file, writing nothing), embeddings after the update. The
 index file is SQLite in WAL mode with one transaction per update (:mod:`rag.store.index`), so the
