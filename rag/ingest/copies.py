@@ -468,17 +468,23 @@ def _shared_lines_python(fingerprints: dict[str, Sequence[int]], *,
     counts: Counter = Counter()
     lengths = [len(fingerprints[p]) for p in paths]
     mapped = set(involving) if involving is not None else set()
-    slack = 1e-9  # the loop in detect_copies decides with the same floats; a hair of room either way
     for code, common in codes.items():
         a, b = divmod(code, n)
-        if involving is not None and paths[a] not in mapped and paths[b] not in mapped:
-            na, nb = lengths[a], lengths[b]
-            if min(na, nb) < MIN_INFORMATIVE_LINES or not (
-                    common / (na + nb - common) >= NEAR_DUPLICATE_JACCARD - slack
-                    or common / na >= CONTAINED_SHARE - slack or common / nb >= CONTAINED_SHARE - slack):
-                continue
+        if (involving is not None and paths[a] not in mapped and paths[b] not in mapped
+                and not _near_enough(common, lengths[a], lengths[b])):
+            continue
         counts[(paths[a], paths[b])] = common
     return counts
+
+
+def _near_enough(common: int, na: int, nb: int) -> bool:
+    """Whether two files of ``na`` and ``nb`` informative lines sharing ``common`` can be a near-duplicate or
+    a containment (:func:`detect_copies`): both large enough, and line Jaccard or a containment share within
+    a hair (1e-9: :func:`detect_copies` decides with the same floats) of its threshold."""
+    slack = 1e-9
+    return min(na, nb) >= MIN_INFORMATIVE_LINES and (
+        common / (na + nb - common) >= NEAR_DUPLICATE_JACCARD - slack
+        or common / na >= CONTAINED_SHARE - slack or common / nb >= CONTAINED_SHARE - slack)
 
 
 def _shared_lines_numpy(fingerprints: dict[str, Sequence[int]], *, involving: Iterable[str] | None = None) -> Counter:
@@ -560,16 +566,16 @@ class SharedLines:
         self._useful: dict[tuple[str, str], int] = {}
         self._mapped: frozenset[str] = frozenset()
 
-    def counts(self, fingerprints: dict[str, Sequence[int]], blobs: dict[str, bytes], *,
-               involving: Iterable[str]) -> Counter:
-        """:func:`_shared_lines` of ``fingerprints`` with ``involving`` (the source-mapped paths), after
-        bringing the kept counts to them; ``blobs``: each path's fingerprint bytes (what is compared).
+    def counts(self, blobs: dict[str, bytes], *, involving: Iterable[str]) -> Counter:
+        """:func:`_shared_lines` of the fingerprints ``blobs`` (every indexed path → its fingerprint's bytes,
+        as stored) with ``involving`` (the source-mapped paths), after bringing the kept counts to them.
 
         When more than a quarter of the files differ from the kept ones (the first call, a full
         rebuild), everything is counted again in one pass, as fast as :func:`_shared_lines_python`.
         """
         mapped = frozenset(involving)
-        lengths = {p: len(f) for p, f in fingerprints.items()}
+        width = Fingerprint("Q").itemsize
+        lengths = {p: len(blob) // width for p, blob in blobs.items()}
         gone = [p for p in self._prints if p not in blobs]
         differ = [p for p, blob in blobs.items() if self._prints.get(p) != blob]
         if 4 * (len(gone) + len(differ)) > len(blobs):
@@ -666,13 +672,7 @@ class SharedLines:
 def _useful(pair: tuple[str, str], common: int, lengths: dict[str, int], mapped: frozenset[str]) -> bool:
     """Whether :func:`detect_copies` can use a pair sharing ``common`` lines (see :func:`_shared_lines_python`)."""
     a, b = pair
-    if a in mapped or b in mapped:
-        return True
-    na, nb = lengths.get(a, 0), lengths.get(b, 0)
-    slack = 1e-9
-    return min(na, nb) >= MIN_INFORMATIVE_LINES and (
-        common / (na + nb - common) >= NEAR_DUPLICATE_JACCARD - slack
-        or common / na >= CONTAINED_SHARE - slack or common / nb >= CONTAINED_SHARE - slack)
+    return a in mapped or b in mapped or _near_enough(common, lengths.get(a, 0), lengths.get(b, 0))
 
 
 def update_copies(conn: sqlite3.Connection, *, repo_root: Path | None, updates: Sequence, removed: Sequence[str],
@@ -712,7 +712,7 @@ def update_copies(conn: sqlite3.Connection, *, repo_root: Path | None, updates: 
     for (path,) in conn.execute("SELECT path FROM files WHERE path NOT IN (SELECT path FROM file_fingerprints)"):
         fingerprints[path] = Fingerprint("Q")  # written before m008: path rules only
         blobs[path] = b""
-    shared = shared_lines.counts(fingerprints, blobs, involving=maps) if shared_lines is not None else None
+    shared = shared_lines.counts(blobs, involving=maps) if shared_lines is not None else None
     relations = detect_copies(fingerprints, maps, shared=shared)
     conn.execute("DELETE FROM file_copies")
     conn.executemany("INSERT INTO file_copies (path, source, reason, rank, similarity) VALUES (?,?,?,?,?)",

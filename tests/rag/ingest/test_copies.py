@@ -333,7 +333,7 @@ def test_kept_shared_lines_follow_every_change_exactly():
                 maps[path] = []
         maps = {p: v for p, v in maps.items() if p in fingerprints}
         blobs = {p: f.tobytes() for p, f in fingerprints.items()}
-        got = kept.counts(fingerprints, blobs, involving=maps)
+        got = kept.counts(blobs, involving=maps)
         assert dict(got) == dict(copies._shared_lines_python(fingerprints, involving=maps)), step
         checked_pairs += len(got)
     assert checked_pairs > 300  # the runs did compare pairs, not only empty counts
@@ -347,8 +347,8 @@ def test_kept_shared_lines_let_go_of_a_repository_too_large_to_keep(monkeypatch)
                     for i in range(4)}
     blobs = {p: f.tobytes() for p, f in fingerprints.items()}
     kept = copies.SharedLines()
-    first = kept.counts(fingerprints, blobs, involving={})
+    first = kept.counts(blobs, involving={})
     assert first and dict(first) == dict(copies._shared_lines_python(fingerprints, involving={}))
     assert not kept._holders and not kept._prints  # nothing held past the cap; the next call counts afresh
-    assert dict(kept.counts(fingerprints, blobs, involving={"f0.js": []})) == dict(
+    assert dict(kept.counts(blobs, involving={"f0.js": []})) == dict(
         copies._shared_lines_python(fingerprints, involving={"f0.js": []}))
