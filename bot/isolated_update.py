@@ -106,11 +106,10 @@ def _child_engine(repo: Path, index_path: Path, walk_policy: WalkPolicy, chunk_p
     """The child's engine for these arguments: the one kept from the last update while the index file at
     ``index_path`` is still the one it opened, else a newly opened one."""
     key = (str(repo), str(index_path), walk_policy, chunk_policy)
-    kept = _ENGINES.pop(key, None)
+    kept = _ENGINES.get(key)
     if kept is not None:
         identity, engine = kept
         if identity is not None and identity == _file_identity(index_path):
-            _ENGINES[key] = kept
             return engine
         engine.close()
     engine = Engine.open(repo, index_path=index_path, walk_policy=walk_policy, chunk_policy=chunk_policy)

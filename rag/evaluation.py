@@ -236,10 +236,20 @@ UPDATE_RUNS = 5
 2× between runs on the shared 2-core machine)."""
 
 
-def _timed_update(engine: Engine) -> float:
+def _timed_update(update: Callable[[], object]) -> float:
     t0 = time.perf_counter()
-    engine.update()
+    update()
     return time.perf_counter() - t0
+
+
+def _one_file_updates(file: Path, update: Callable[[], object], *, tag: str = "") -> float:
+    """Median seconds of :data:`UPDATE_RUNS` calls of ``update``, each after a comment line is appended to ``file``."""
+    runs = []
+    for n in range(UPDATE_RUNS):
+        with open(file, "a", encoding="utf-8") as fh:
+            fh.write(f"\n// bench edit {tag}{n}\n")
+        runs.append(_timed_update(update))
+    return statistics.median(runs)
 
 
 def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None] | None = None,
@@ -293,7 +303,7 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
             phases["full_index"] = peak.mb
             say("no-op update")
             with PeakRss() as peak:
-                noop_s = statistics.median(_timed_update(engine) for _ in range(UPDATE_RUNS))
+                noop_s = statistics.median(_timed_update(engine.update) for _ in range(UPDATE_RUNS))
             phases["noop_update"] = peak.mb
             rows = index_queries.files_by_size(engine.index.conn)
             total_bytes = sum(size for _, size in rows)
@@ -302,27 +312,15 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
             isolated_one_s = None
             if target:
                 say(f"one-file update ({target})")
-                runs = []
                 with PeakRss() as peak:
-                    for n in range(UPDATE_RUNS):
-                        with open(copy / target, "a", encoding="utf-8") as fh:
-                            fh.write(f"\n// bench edit {n}\n")
-                        runs.append(_timed_update(engine))
-                one_s = statistics.median(runs)
+                    one_s = _one_file_updates(copy / target, engine.update)
                 phases["one_file_update"] = peak.mb
                 if isolated_update is not None:
                     say(f"one-file update through the bot's update process ({target})")
                     hook = isolated_update(engine)
                     try:
                         hook()  # starts the process, as a bot does once
-                        runs = []
-                        for n in range(UPDATE_RUNS):
-                            with open(copy / target, "a", encoding="utf-8") as fh:
-                                fh.write(f"\n// bench edit through the bot {n}\n")
-                            t0 = time.perf_counter()
-                            hook()
-                            runs.append(time.perf_counter() - t0)
-                        isolated_one_s = statistics.median(runs)
+                        isolated_one_s = _one_file_updates(copy / target, hook, tag="through the bot ")
                     finally:
                         close = getattr(hook, "close", None)
                         if close is not None:
