@@ -155,10 +155,10 @@ def test_zscore_fusion_docstring_example_by_hand():
     z1 = {"a": (3 - m1) / s1, "b": (1 - m1) / s1, "c": (1 - m1) / s1}
     z2 = {"b": (0.5 - m2) / s2, "c": (0.4 - m2) / s2, "d": (0.1 - m2) / s2}
     expected = {
-        "a": 0.5 * z1["a"] + 0.5 * z2["d"],      # absent from vectors: that stream's lowest z
+        "a": 0.5 * z1["a"] + 0.5 * z2["d"],      # absent from vectors: its z at the common depth (3: d's)
         "b": 0.5 * z1["b"] + 0.5 * z2["b"],
         "c": 0.5 * z1["c"] + 0.5 * z2["c"],
-        "d": 0.5 * z1["b"] + 0.5 * z2["d"],      # absent from bm25: its lowest z (b's and c's)
+        "d": 0.5 * z1["b"] + 0.5 * z2["d"],      # absent from bm25: its z at the common depth (3: c's = b's)
     }
     assert fused == pytest.approx(expected, abs=1e-12)
     assert [round(fused[k], 2) for k in "abcd"] == [0.02, 0.14, -0.16, -1.04]
@@ -175,6 +175,23 @@ def test_zscore_fusion_a_stream_sure_of_its_best_moves_the_order_more():
                                        "vectors": sorted(peaked, key=lambda k: -peaked[k])},
                                       weights={"bm25": 0.5, "vectors": 0.5}))
     assert rrf["x"] == pytest.approx(rrf["y"])
+
+
+def test_zscore_fusion_an_absent_item_scores_at_the_common_depth_not_the_longer_lists_end():
+    # BM25 lists five files, the vectors three: a file only the vectors found is put at BM25's third
+    # (the shortest stream's length), however long BM25's list happens to be.
+    bm25 = {"a": 4.0, "b": 3.0, "c": 2.0, "x": 1.0, "y": 0.0}
+    vectors = {"d": 0.9, "a": 0.5, "b": 0.4}
+    fused = zscore_fusion({"bm25": bm25, "vectors": vectors}, weights={"bm25": 0.5, "vectors": 0.5})
+    m1 = sum(bm25.values()) / 5
+    s1 = (sum((v - m1) ** 2 for v in bm25.values()) / 5) ** 0.5
+    m2 = sum(vectors.values()) / 3
+    s2 = (sum((v - m2) ** 2 for v in vectors.values()) / 3) ** 0.5
+    assert fused["d"] == pytest.approx(0.5 * (2.0 - m1) / s1 + 0.5 * (0.9 - m2) / s2)
+    assert fused["x"] == pytest.approx(0.5 * (1.0 - m1) / s1 + 0.5 * (0.4 - m2) / s2)   # vectors' 3rd = its last
+    longer = zscore_fusion({"bm25": {**bm25, "z1": -5.0, "z2": -9.0}, "vectors": vectors},
+                           weights={"bm25": 0.5, "vectors": 0.5}, depth=5)   # same reference (top 5)
+    assert longer["d"] == pytest.approx(fused["d"])
 
 
 def test_zscore_fusion_depth_sets_the_reference_and_degenerate_streams_add_nothing():
