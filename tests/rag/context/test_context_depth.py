@@ -2,6 +2,7 @@
 indexed and packed through :meth:`rag.engine.Engine.pack_context` (nothing faked)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from repo_helpers import indexed_engine
@@ -144,3 +145,51 @@ def test_in_all_context_gets_the_same_pool_and_spans(tmp_path: Path):
     spans = [(i.start, i.end) for i in packed.items if i.path == "api/src/limiter.js" and i.start is not None]
     assert any(start <= line <= end for start, end in spans), spans
     assert packed.tokens_used <= packed.budget
+
+
+def _file_reader(files: dict[str, list[str]]):
+    """``read_lines`` over in-memory files (the index's contract: lines past the end are absent)."""
+    def read_lines(path: str, start: int, end: int) -> str:
+        if path not in files:
+            raise KeyError(path)
+        return "\n".join(files[path][start - 1:end])
+    return read_lines
+
+
+def test_a_leading_files_unretrieved_lines_are_read_whole_after_its_chunks_first_two_spans():
+    """Step 2b: the lines that answer may sit outside the file's retrieved chunks; the whole file is
+    scored as one more chunk, and its best span comes after the retrieved chunk's first two."""
+    lines = [f"// filler {i}" for i in range(1, 101)]
+    lines[1] = "// throttle here"         # line 2
+    lines[29] = "// throttle there"       # line 30
+    lines[60] = "const throttleBudgetQuota = limit(window); // throttle budget quota"   # line 61, not retrieved
+    chunk = Source("src/a.js", 1, 40, 1.0, "js", "source", "\n".join(lines[:40]))
+    question = "How is the throttle budget quota computed?"
+    read = _file_reader({"src/a.js": lines})
+    spans = evidence_spans(question, sources=[chunk], read_lines=read)
+    covering = [i for i, s in enumerate(spans) if s.start <= 61 <= s.end]
+    assert covering == [2], [(s.start, s.end) for s in spans]
+    assert spans[0].start <= 2 <= spans[0].end and spans[1].start <= 30 <= spans[1].end
+    # Off, too long a file, or no reader: only the retrieved chunk's lines.
+    for policy, reader in ((replace(DEFAULT_SPAN_POLICY, whole_file_lines=0), read),
+                           (replace(DEFAULT_SPAN_POLICY, whole_file_lines=99), read),
+                           (DEFAULT_SPAN_POLICY, None)):
+        assert not any(s.start <= 61 <= s.end for s in evidence_spans(question, sources=[chunk], read_lines=reader,
+                                                                       policy=policy))
+
+
+def test_only_the_leading_files_are_read_whole_and_a_file_with_no_match_gives_nothing_more():
+    files = {f"src/f{i}.js": [f"// line {n}" for n in range(1, 61)] for i in range(5)}
+    for lines in files.values():
+        lines[2] = "// quota"
+        lines[50] = "// throttle quota"
+    sources = [Source(p, 1, 10, 1.0 - i / 10, "js", "source", "\n".join(files[p][:10])) for i, p in enumerate(files)]
+    spans = evidence_spans("throttle quota", sources=sources, read_lines=_file_reader(files))
+    reached = {s.path for s in spans if s.start <= 51 <= s.end}
+    assert reached == {f"src/f{i}.js" for i in range(DEFAULT_SPAN_POLICY.wide_files)}
+    plain = {"src/p.js": [f"// line {n}" for n in range(1, 61)]}
+    plain["src/p.js"][2] = "// quota"
+    only = evidence_spans("throttle quota", sources=[Source("src/p.js", 1, 10, 1.0, "js", "source",
+                                                            "\n".join(plain["src/p.js"][:10]))],
+                          read_lines=_file_reader(plain))
+    assert all(s.end <= 10 + DEFAULT_SPAN_POLICY.after for s in only)
