@@ -155,11 +155,12 @@ def zscore_fusion(
 
     Each stream's scores are put on one scale, ``z = (score − mean) / std`` with the mean and
     standard deviation of the stream's ``depth`` best scores, then summed with ``weights``:
-    ``fused(d) = Σ_s weight_s × z_s(d)``. An item a stream did not score gets that stream's lowest
-    ``z`` at the **common depth** ``n``, the number of items of the shortest stream that has a scale
-    (it ranked the item below its ``n`` best). Not the stream's lowest ``z``: that depends on how long its
-    list happens to be (150 BM25 chunks name 40-80 files, 50 vector hits 20-40), so an item one stream
-    missed was punished more by the longer list; with two streams of equal length the two are the same.
+    ``fused(d) = Σ_s weight_s × z_s(d)``. An item a stream did not score gets the ``z`` of that
+    stream's ``n``-th best item, ``n`` the **common depth**: the number of items of the shortest stream
+    that has a scale (the stream ranked the item below its ``n`` best). Not the stream's lowest ``z``:
+    that depends on how long its list happens to be (on the five eval sets the lexical stream lists
+    10-64 files, median 33, the vectors 4-23, median 11), so an item the longer list missed was punished
+    more; with two streams of equal length the two are the same.
     Measured with MiniLM on the eval sets (issue 15; ``slackzilla eval``): ``dev-hard`` R@5 0.841 → 0.864,
     MRR@10 0.600 → 0.619 (paraphrase R@5 0.783 → 0.826), held-out Python MRR@10 0.859 → 0.864; ``dev``,
     held-out JavaScript and TypeScript unchanged; context line recall unchanged on all five; a floor at
