@@ -187,9 +187,9 @@ def test_only_the_leading_files_are_read_whole_and_a_file_with_no_match_gives_no
     spans = evidence_spans("throttle quota", sources=sources, read_lines=_file_reader(files))
     reached = {s.path for s in spans if s.start <= 51 <= s.end}
     assert reached == {f"src/f{i}.js" for i in range(DEFAULT_SPAN_POLICY.wide_files)}
+    # A chunk no line of which matches (found by the vectors) keeps its first lines; the whole file,
+    # matching nowhere either, adds nothing (not the file's first lines).
     plain = {"src/p.js": [f"// line {n}" for n in range(1, 61)]}
-    plain["src/p.js"][2] = "// quota"
-    only = evidence_spans("throttle quota", sources=[Source("src/p.js", 1, 10, 1.0, "js", "source",
-                                                            "\n".join(plain["src/p.js"][:10]))],
-                          read_lines=_file_reader(plain))
-    assert all(s.end <= 10 + DEFAULT_SPAN_POLICY.after for s in only)
+    found = Source("src/p.js", 21, 30, 1.0, "js", "source", "\n".join(plain["src/p.js"][20:30]))
+    only = evidence_spans("throttle quota", sources=[found], read_lines=_file_reader(plain))
+    assert [(s.start, s.end, s.reason) for s in only] == [(21, 30, "retrieved")]
