@@ -8,7 +8,8 @@ one line each (``VARIABLE: what is wrong``), in a :class:`ConfigError`::
     EngineConfig                 repo, index_path
     ├── model: ModelConfig       AI_URL, AI_API_KEY, AI_MODEL, AI_TIMEOUT_S
     ├── embeddings: EmbeddingsConfig   EMBEDDINGS, EMBEDDINGS_URL, _API_KEY, _MODEL, _LOCAL_PATH,
-    │                                  _QUERY_PREFIX, _PASSAGE_PREFIX, _BATCH_SIZE, _TIMEOUT_S
+    │                                  _QUERY_PREFIX, _PASSAGE_PREFIX, _BATCH_SIZE, _TIMEOUT_S,
+    │                                  _LOCAL_THREADS
     ├── rerank: RerankConfig     RERANK_URL, RERANK_API_KEY, RERANK_MODEL, RERANK_MIN_SCORE
     ├── indexing: IndexingConfig INDEX_WORKERS
     └── github: GitHubConfig     GITHUB_REPOSITORY, GITHUB_TOKEN, GITHUB_API_URL, GITHUB_ITEMS, GITHUB_COMMENTS
@@ -45,7 +46,8 @@ __all__ = [
     "GitHubConfig", "parse_engine_config", "read_engine_config", "engine_paths", "normalize_base_url",
     "DEFAULT_AI_URL", "DEFAULT_AI_MODEL", "DEFAULT_AI_TIMEOUT_S", "DEFAULT_MAX_RETRIES",
     "http_url", "existing_dir", "positive_seconds", "finite_float", "embeddings_mode", "index_workers",
-    "github_repository", "DEFAULT_EMBEDDINGS_BATCH_SIZE", "DEFAULT_EMBEDDINGS_TIMEOUT_S", "MAX_INDEX_WORKERS",
+    "cpu_threads", "github_repository", "DEFAULT_EMBEDDINGS_BATCH_SIZE", "DEFAULT_EMBEDDINGS_TIMEOUT_S",
+    "MAX_INDEX_WORKERS", "MAX_LOCAL_THREADS",
     "DEFAULT_GITHUB_API_URL", "DEFAULT_GITHUB_ITEMS", "DEFAULT_GITHUB_COMMENTS",
 ]
 
@@ -76,6 +78,8 @@ DEFAULT_EMBEDDINGS_TIMEOUT_S = 30.0
 """Timeout of one ``/embeddings`` HTTP attempt in seconds (``EMBEDDINGS_TIMEOUT_S``)."""
 MAX_INDEX_WORKERS = 64
 """Largest ``INDEX_WORKERS`` accepted."""
+MAX_LOCAL_THREADS = 256
+"""Largest ``EMBEDDINGS_LOCAL_THREADS`` accepted."""
 
 T = TypeVar("T")
 
@@ -166,6 +170,20 @@ def positive_seconds(raw: str) -> float:
     if not value > 0 or value != value or value == float("inf"):
         raise ValueError(f"must be a positive number of seconds, got {raw!r}")
     return value
+
+
+def cpu_threads(raw: str) -> int:
+    """A thread count: ``auto`` (one per CPU this process may run on,
+    :func:`rag.ingest.pool.usable_cpus`) or a whole number from 1 to :data:`MAX_LOCAL_THREADS`.
+    Raises ``ValueError``."""
+    if raw.strip().lower() == "auto":
+        from rag.ingest.pool import usable_cpus
+
+        return usable_cpus()
+    try:
+        return int_range(1, MAX_LOCAL_THREADS)(raw)
+    except ValueError:
+        raise ValueError(f"expected auto or a whole number from 1 to {MAX_LOCAL_THREADS}, got {raw[:40]!r}") from None
 
 
 def int_range(low: int, high: int) -> Callable[[str], int]:
@@ -337,6 +355,10 @@ class EmbeddingsConfig:
             ``"query: "`` and ``"passage: "``). Read as given, spaces included; ``""`` → none.
         batch_size: texts per ``/embeddings`` request (``EMBEDDINGS_BATCH_SIZE``).
         timeout_s: timeout of one ``/embeddings`` HTTP attempt (``EMBEDDINGS_TIMEOUT_S``).
+        local_threads: onnxruntime intra-op threads of a local ONNX model (``EMBEDDINGS_LOCAL_THREADS``:
+            a number, or ``auto`` for one per usable CPU, resolved when parsed); ``None`` (unset): the
+            caller's default (:func:`rag.providers.embeddings.build_embeddings`: one for the bot, whose
+            answers share the machine, one per CPU for ``slackzilla index`` and ``eval``).
     """
 
     mode: str = "auto"
@@ -348,12 +370,13 @@ class EmbeddingsConfig:
     passage_prefix: str = ""
     batch_size: int = DEFAULT_EMBEDDINGS_BATCH_SIZE
     timeout_s: float = DEFAULT_EMBEDDINGS_TIMEOUT_S
+    local_threads: int | None = None
 
     def __repr__(self) -> str:
         return (f"EmbeddingsConfig(mode={self.mode!r}, url={self.url!r}, api_key={_masked(self.api_key)}, "
                 f"model={self.model!r}, local_path={self.local_path!r}, query_prefix={self.query_prefix!r}, "
                 f"passage_prefix={self.passage_prefix!r}, batch_size={self.batch_size!r}, "
-                f"timeout_s={self.timeout_s!r})")
+                f"timeout_s={self.timeout_s!r}, local_threads={self.local_threads!r})")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> EmbeddingsConfig:
@@ -361,7 +384,8 @@ class EmbeddingsConfig:
 
         Raises:
             ConfigError: a bad ``EMBEDDINGS``, ``EMBEDDINGS_URL``, ``EMBEDDINGS_LOCAL_PATH``,
-                ``EMBEDDINGS_BATCH_SIZE`` or ``EMBEDDINGS_TIMEOUT_S``, one line each.
+                ``EMBEDDINGS_BATCH_SIZE``, ``EMBEDDINGS_TIMEOUT_S`` or ``EMBEDDINGS_LOCAL_THREADS``, one
+                line each.
         """
         reader = EnvReader(os.environ if env is None else env)
         config = _embeddings(reader)
@@ -532,6 +556,7 @@ def _embeddings(reader: EnvReader) -> EmbeddingsConfig:
         passage_prefix=_raw(reader, "EMBEDDINGS_PASSAGE_PREFIX"),
         batch_size=reader.convert("EMBEDDINGS_BATCH_SIZE", DEFAULT_EMBEDDINGS_BATCH_SIZE, int_range(1, 2048)),
         timeout_s=reader.convert("EMBEDDINGS_TIMEOUT_S", DEFAULT_EMBEDDINGS_TIMEOUT_S, positive_seconds),
+        local_threads=reader.convert("EMBEDDINGS_LOCAL_THREADS", None, cpu_threads),
     )
 
 

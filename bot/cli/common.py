@@ -216,13 +216,19 @@ def progress_bar(*, quiet: bool):
             bar.__exit__(None, None, None)
 
 
-def embeddings_provider():
+def embeddings_provider(*, whole_index: bool = False):
     """The configured embeddings provider (``EMBEDDINGS_*`` variables, or the installed local
-    model), or ``None``; a misconfiguration is reported on stderr and retrieval stays BM25-only."""
+    model), or ``None``; a misconfiguration is reported on stderr and retrieval stays BM25-only.
+
+    ``whole_index``: the command embeds whole indexes while the user waits (``index``, ``eval``), so
+    a local ONNX model runs one thread per usable CPU unless ``EMBEDDINGS_LOCAL_THREADS`` says
+    otherwise (:func:`rag.providers.embeddings.build_embeddings`); else one, as in the bot."""
     from rag.config import EmbeddingsConfig
+    from rag.ingest.pool import usable_cpus
     from rag.providers.embeddings import build_embeddings
 
-    return _build_or_warn("embeddings", lambda: build_embeddings(EmbeddingsConfig.from_env()))
+    threads = usable_cpus() if whole_index else None
+    return _build_or_warn("embeddings", lambda: build_embeddings(EmbeddingsConfig.from_env(), threads=threads))
 
 
 def reranker():

@@ -38,7 +38,7 @@ def eval_cmd(set_path, corpora, limit, results, index_dir, use_embeddings, strea
     provider (unless ``--embeddings off``), reranked when ``RERANK_URL`` is set."""
     from rag.evaluation import run_eval
 
-    provider = embeddings_provider() if use_embeddings == "auto" and streams != "lexical" else None
+    provider = embeddings_provider(whole_index=True) if use_embeddings == "auto" and streams != "lexical" else None
     if streams == "vectors" and provider is None:
         fail("--streams vectors needs an embeddings provider (the local model or EMBEDDINGS_URL) "
              "and --embeddings auto")

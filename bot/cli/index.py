@@ -41,7 +41,7 @@ def _index_one(config, *, full: bool, as_json: bool, single: bool = False) -> di
     from rag.ingest.reindexer import Reindexer, empty_index_message
 
     try:
-        engine = Engine.open(config.path, index_path=config.index_path, embeddings=embeddings_provider(),
+        engine = Engine.open(config.path, index_path=config.index_path, embeddings=embeddings_provider(whole_index=True),
                              pool_policy=pool_policy(), name=config.name, scope=None if config.scope.empty else config.scope)
     except RagError as exc:
         if single:

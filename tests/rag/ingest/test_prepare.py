@@ -76,6 +76,29 @@ def test_python_files_are_parsed_and_the_structure_step_is_separate(tmp_path):
     assert parser.structure("README.md", "md", "# x\n") is None
 
 
+def test_each_chunk_indexes_the_names_on_its_lines_in_the_structure_order():
+    from rag.ingest.prepare import chunk_symbol_text
+    from rag.parse.records import Definition, EnvVar, FileStructure, Route
+    from rag.types import Chunk
+
+    structure = FileStructure(
+        "app.js", "javascript",
+        definitions=[Definition("later", "function", 30, 40), Definition("first", "function", 1, 12),
+                     Definition("", "function", 5, 6), Definition("inner", "method", 12, 14, parent="first")],
+        env_vars=[EnvVar("PORT", 13), EnvVar("HOST", 2)],
+        routes=[Route("get", "/items", 12), Route("get", "", 3)])
+    chunks = [Chunk("app.js", 1, 12, "", "js", "source", symbol="first"),  # line 12 ends this chunk …
+              Chunk("app.js", 10, 20, "", "js", "source"),                  # … and is inside this overlapping one
+              Chunk("app.js", 21, 29, "", "js", "source"),
+              Chunk("app.js", 30, 30, "", "js", "source", symbol="later")]
+    assert chunk_symbol_text(structure, chunks) == [
+        "first first inner HOST /items",  # symbol path; definitions, env vars, routes each in the structure's order
+        "inner PORT /items",
+        "",
+        "later later",
+    ]
+
+
 def test_unreadable_and_binary_files_are_skipped_with_their_reason(tmp_path):
     root = write_repo(tmp_path, {"a.txt": "text\n", "b.txt": "text\n"})
     wf_a, wf_b = walked(root, "a.txt"), walked(root, "b.txt")

@@ -168,6 +168,35 @@ def test_prefixes_go_before_questions_and_chunks(packaged):
     assert configured.query_prefix == "query: " and configured.name == packaged.name
 
 
+@needs_onnx
+def test_onnx_threads_one_for_the_bot_the_callers_default_for_whole_indexes_the_variable_over_both(
+        packaged, monkeypatch):
+    from bot.cli.common import embeddings_provider
+    from rag.config import ConfigError
+    from rag.ingest.pool import usable_cpus
+
+    def threads(env, **kwargs):
+        provider = build_embeddings(EmbeddingsConfig.from_env(env), **kwargs)
+        return provider.num_threads
+
+    assert threads({}) == 1  # the bot's default: its answers share the machine
+    assert threads({}, threads=2) == 2  # a caller embedding a whole index asks for more
+    assert threads({"EMBEDDINGS_LOCAL_THREADS": "3"}, threads=2) == 3  # the variable wins
+    assert threads({"EMBEDDINGS_LOCAL_THREADS": " AUTO "}) == usable_cpus()
+    for bad in ("0", "many", "257"):
+        with pytest.raises(ConfigError, match="EMBEDDINGS_LOCAL_THREADS: expected auto or a whole number from 1 to 256"):
+            EmbeddingsConfig.from_env({"EMBEDDINGS_LOCAL_THREADS": bad})
+    for name in ("EMBEDDINGS", "EMBEDDINGS_URL", "EMBEDDINGS_LOCAL_PATH", "EMBEDDINGS_LOCAL_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    assert embeddings_provider(whole_index=True).num_threads == usable_cpus()  # slackzilla index, eval
+    assert embeddings_provider().num_threads == 1  # ask, retrieve, bench: as the bot
+    # The session really runs with that many intra-op threads, and gives the same vectors.
+    two = OnnxEmbeddings(num_threads=2)
+    assert np.allclose(two.embed(TEXTS), packaged.embed(TEXTS), atol=1e-5)
+    assert two._session.get_session_options().intra_op_num_threads == 2
+    assert packaged._session.get_session_options().intra_op_num_threads == 1
+
+
 # --------------------------------------------------------------------------- PyTorch (opt-in extra)
 
 
