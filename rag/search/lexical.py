@@ -556,22 +556,39 @@ def _python_modules(paths: list[str], cache: dict | None) -> dict[str, list[str]
     return result
 
 
+def _paths_by_name(paths: list[str], cache: dict | None) -> tuple[set[str], dict[str, list[str]]]:
+    """The paths as a set, and by file name (in their order), kept in ``cache`` when given: a path
+    mention then costs lookups instead of a pass over every path (0.44 ms of each question that
+    names a file on an index of 9,728 files)."""
+    key = ("__paths_by_name__",)
+    if cache is not None and key in cache:
+        return cache[key]
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for path in paths:
+        by_name[path.rsplit("/", 1)[-1]].append(path)
+    result = (set(paths), dict(by_name))
+    if cache is not None:
+        cache[key] = result
+    return result
+
+
 def explicit_paths(query: Query, known_paths: list[str], *, cache: dict | None = None) -> list[str]:
     """Indexed paths the question names: exact, or a ``/``-suffix such as ``view.js`` matching 1–3 paths
     (shortest first); and the Python files of its dotted module names (``flask.sessions`` →
     ``src/flask/sessions.py`` or ``…/sessions/__init__.py``, when 1–3 paths end so). Returns ``[]``
     without mentions; no duplicates, mention order. ``cache``: a per-generation dict (as
-    :func:`rank_chunks`' ``idf_cache``) that keeps the Python modules by their last name, so a
-    module mention costs a lookup instead of a pass over every path."""
+    :func:`rank_chunks`' ``idf_cache``) that keeps the paths by file name and the Python modules by
+    their last name, so a mention costs lookups instead of a pass over every path."""
     if not query.paths and not query.modules:
         return []
-    known = set(known_paths)
+    known, by_name = _paths_by_name(known_paths, cache)
     out: list[str] = []
     for mention in query.paths:
         if mention in known:
             out.append(mention)
             continue
-        suffix = [p for p in known_paths if p.endswith("/" + mention)]
+        # a path ending in "/" + mention ends in its file name: only the paths of that name can
+        suffix = [p for p in by_name.get(mention.rsplit("/", 1)[-1], ()) if p.endswith("/" + mention)]
         if 0 < len(suffix) <= 3:
             out.extend(sorted(suffix, key=len))
     if query.modules:

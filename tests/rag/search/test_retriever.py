@@ -240,6 +240,23 @@ def test_warm_builds_the_current_generation_once(tmp_path):
         assert engine.retriever.builds == {"structures": 1, "graph": 1, "symbols": 1}
 
 
+def test_a_named_file_is_found_by_its_name_or_a_path_suffix_with_or_without_the_generation_cache():
+    known = ["lib/view.js", "lib/router/view.js", "test/view.js", "docs/api.md", "src/a/b/view.js",
+             "review.js", "lib/views.js", "x/y/z/view.js"]
+    cache: dict = {}
+    for question, want in [
+        ("What does lib/view.js do?", ["lib/view.js"]),                       # exact
+        ("Where is router/view.js used?", ["lib/router/view.js"]),            # a suffix at a "/"
+        ("What does view.js do?", []),                                        # 5 files of that name: too many
+        ("What is a/b/view.js?", ["src/a/b/view.js"]),
+        ("Read docs/api and review.js", ["review.js"]),                      # "docs/api" is no file's path
+        ("What is in views.js and y/z/view.js?", ["lib/views.js", "x/y/z/view.js"]),
+    ]:
+        assert explicit_paths(analyze(question), known) == want, question
+        assert explicit_paths(analyze(question), known, cache=cache) == want, question
+    assert ("__paths_by_name__",) in cache  # kept for the index generation
+
+
 PY_FILES = {
     "src/shop/__init__.py": "",
     "src/shop/sessions.py": "class SessionStore:\n    def load(self, key):\n        return self.backend.get(key)\n",
