@@ -58,7 +58,9 @@ def _index_one(config, *, full: bool, as_json: bool, single: bool = False) -> di
 
         reindexer = Reindexer(engine, sources=extra_sources(config))
         if engine.vectors is not None and not as_json:
-            click.echo(f"embeddings: {engine.vectors.model} (missing vectors are computed after indexing)", err=True)
+            threads = getattr(engine.vectors.provider, "num_threads", None)  # a local ONNX model's
+            on = f", {threads} thread{'s' if threads != 1 else ''}" if threads else ""
+            click.echo(f"embeddings: {engine.vectors.model}{on} (missing vectors are computed after indexing)", err=True)
         with progress_bar(quiet=as_json) as progress:
             record = reindexer.run(full=full, trigger="cli", progress=progress)
     finally:

