@@ -314,14 +314,15 @@ class Engine:
             log.info("index update", extra={"stats": stats.to_json()})
             return stats
 
-    def embed_pending(self, *, batch_size: int = 32, should_stop=None):
-        """Embed chunks that have no vector yet (see :meth:`rag.search.vector_stream.VectorStream.embed_pending`).
+    def embed_pending(self, *, batch_size: int = 32, should_stop=None, progress=None):
+        """Embed chunks that have no vector yet (see :meth:`rag.search.vector_stream.VectorStream.embed_pending`;
+        ``progress(done, planned)`` after each batch).
 
         Returns the :class:`~rag.store.vectors.EmbedReport`, or ``None`` without an embeddings provider.
         """
         if self.vectors is None:
             return None
-        return self.vectors.embed_pending(batch_size=batch_size, should_stop=should_stop)
+        return self.vectors.embed_pending(batch_size=batch_size, should_stop=should_stop, progress=progress)
 
     # -- querying (delegated to the retriever) ----------------------------------------------------
 

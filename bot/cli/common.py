@@ -195,24 +195,32 @@ def run_update(engine: Engine, *, full: bool, quiet: bool):
 
 
 @contextlib.contextmanager
-def progress_bar(*, quiet: bool):
-    """Yield a ``progress(done, total)`` callback drawing a bar on a terminal stderr, else ``None``."""
+def progress_bar(*, quiet: bool, label: str = "indexing"):
+    """Yield a ``progress(done, total)`` callback drawing a bar labelled ``label`` on a terminal stderr,
+    else ``None``. The bar is drawn from the first call and finished (its line ended) when ``done``
+    reaches ``total``, so a second bar of a later phase starts on a line of its own."""
     if quiet or not sys.stderr.isatty():
         yield None
         return
     bar = None
+    finished = False
 
     def progress(done: int, total: int) -> None:
-        nonlocal bar
+        nonlocal bar, finished
+        if finished:
+            return
         if bar is None:
-            bar = click.progressbar(length=total, label="indexing", file=sys.stderr)
+            bar = click.progressbar(length=total, label=label, file=sys.stderr)
             bar.__enter__()
         bar.update(done - bar.pos)
+        if done >= total:
+            bar.__exit__(None, None, None)
+            finished = True
 
     try:
         yield progress
     finally:
-        if bar is not None:
+        if bar is not None and not finished:
             bar.__exit__(None, None, None)
 
 

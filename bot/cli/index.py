@@ -61,8 +61,9 @@ def _index_one(config, *, full: bool, as_json: bool, single: bool = False) -> di
             threads = getattr(engine.vectors.provider, "num_threads", None)  # a local ONNX model's
             on = f", {threads} thread{'s' if threads != 1 else ''}" if threads else ""
             click.echo(f"embeddings: {engine.vectors.model}{on} (missing vectors are computed after indexing)", err=True)
-        with progress_bar(quiet=as_json) as progress:
-            record = reindexer.run(full=full, trigger="cli", progress=progress)
+        with progress_bar(quiet=as_json) as progress, \
+                progress_bar(quiet=as_json, label="embedding") as embed_progress:
+            record = reindexer.run(full=full, trigger="cli", progress=progress, embed_progress=embed_progress)
     finally:
         engine.close()
     if not record.ok:

@@ -419,7 +419,8 @@ class Reindexer:
     # -- running ---------------------------------------------------------------------------------
 
     def run(self, *, full: bool = False, trigger: str, user: str | None = None, git_pull: bool = False,
-            progress: Callable[[int, int], None] | None = None) -> RunRecord:
+            progress: Callable[[int, int], None] | None = None,
+            embed_progress: Callable[[int, int], None] | None = None) -> RunRecord:
         """Run one update now, in this thread; return its finished record.
 
         Args:
@@ -428,6 +429,8 @@ class Reindexer:
             user: who asked (admin runs).
             git_pull: ``git pull --ff-only`` first; a failed pull is recorded and the update still runs.
             progress: also called as ``progress(done, total)`` while files are processed.
+            embed_progress: called as ``embed_progress(done, planned)`` while the chunks without a vector
+                are embedded, after the update (:meth:`rag.engine.Engine.embed_pending`).
 
         Returns:
             The :class:`RunRecord` (``ok=False`` with ``error`` when the update failed).
@@ -438,7 +441,7 @@ class Reindexer:
         """
         record = self._begin(trigger=trigger, user=user, full=full)
         try:
-            self._execute(record, full=full, git_pull=git_pull, progress=progress)
+            self._execute(record, full=full, git_pull=git_pull, progress=progress, embed_progress=embed_progress)
         finally:
             self._finish(record)
         return record
@@ -519,7 +522,8 @@ class Reindexer:
             self._progress = (done, total)
 
     def _execute(self, record: RunRecord, *, full: bool, git_pull: bool,
-                 progress: Callable[[int, int], None] | None = None) -> None:
+                 progress: Callable[[int, int], None] | None = None,
+                 embed_progress: Callable[[int, int], None] | None = None) -> None:
         """The update itself (any thread); fills ``record``, never raises ``Exception``."""
         started = time.perf_counter()
         try:
@@ -546,7 +550,8 @@ class Reindexer:
             if self.sources:  # issues, pull requests …: never fail the code index
                 record.sources = {source.name: self._refresh_source(source) for source in self.sources}
             # The lexical index is committed and serving; vectors follow (a failure leaves BM25 working).
-            report = self.engine.embed_pending(should_stop=self._stop.is_set) if self.embed else None
+            report = (self.engine.embed_pending(should_stop=self._stop.is_set, progress=embed_progress)
+                      if self.embed else None)
             if report is not None:
                 record.embeddings = {"model": report.model, "planned": report.planned,
                                      "embedded": report.embedded, "seconds": round(report.seconds, 2),

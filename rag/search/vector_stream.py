@@ -169,8 +169,10 @@ class VectorStream:
             have = vector_hashes(conn, model=self.model)
         return len(set(keys) - have)
 
-    def embed_pending(self, *, batch_size: int = 32, should_stop: Callable[[], bool] | None = None) -> EmbedReport:
-        """Embed every chunk that has no vector yet; each batch commits on its own.
+    def embed_pending(self, *, batch_size: int = 32, should_stop: Callable[[], bool] | None = None,
+                      progress: Callable[[int, int], None] | None = None) -> EmbedReport:
+        """Embed every chunk that has no vector yet; each batch commits on its own; ``progress(done, planned)``
+        after each batch (:func:`rag.store.vectors.embed_missing`).
 
         Vectors of other models and of chunks no longer indexed are pruned first.
         A provider failure is recorded in the returned report (``error``), never raised.
@@ -195,7 +197,7 @@ class VectorStream:
 
         report = embed_missing(provider=self.provider, chunk_hashes=sorted(keys), have=have,
                                fetch_texts=lambda hs: [texts[h] for h in hs], store=store,
-                               batch_size=batch_size, should_stop=should_stop)
+                               batch_size=batch_size, should_stop=should_stop, progress=progress)
         log.info("embedding: planned=%d embedded=%d seconds=%.1f error=%s",
                  report.planned, report.embedded, report.seconds, report.error)
         return report

@@ -368,6 +368,7 @@ def embed_missing(
     store: Callable[[list[tuple[str, np.ndarray]]], None],
     batch_size: int = DEFAULT_EMBED_BATCH,
     should_stop: Callable[[], bool] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> EmbedReport:
     """Embed the chunks that have no vector yet, batch by batch, storing each batch as it completes.
 
@@ -391,6 +392,8 @@ def embed_missing(
         store: called once per embedded batch.
         batch_size: hashes per provider call.
         should_stop: polled before each batch; returning ``True`` ends the run.
+        progress: called as ``progress(done, planned)`` after each batch (``done``: chunks embedded or
+            refused so far; ``planned``: chunks without a vector at the start).
 
     Returns:
         An :class:`EmbedReport`.
@@ -415,6 +418,8 @@ def embed_missing(
             log.warning("embedding stopped: model=%s embedded=%d/%d reason=%s",
                         provider.name, report.embedded, report.planned, exc)
             break
+        if progress is not None:
+            progress(min(start + len(batch), report.planned), report.planned)
     report.seconds = time.monotonic() - started
     log.info("embedding run: model=%s planned=%d embedded=%d batches=%d rejected=%d s=%.2f error=%s",
              provider.name, report.planned, report.embedded, report.batches, report.rejected, report.seconds,

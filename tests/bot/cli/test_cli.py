@@ -551,6 +551,22 @@ def _run_with_tty_stderr(args: list[str]) -> tuple[int, str, str]:
     return proc.returncode, out.decode(), term.decode(errors="replace")
 
 
+def test_embedding_has_its_own_bar_after_the_indexing_one(repo, index_path, monkeypatch):
+    """With the local model, ``slackzilla index`` spends most of its time embedding: that phase has a bar
+    of its own, on a line after the finished indexing bar."""
+    from rag.providers.local_embeddings import local_extra_installed
+
+    if not local_extra_installed():
+        pytest.skip("the local-embeddings extra is not installed (pip install '.[local-embeddings]')")
+    for name in ("EMBEDDINGS", "EMBEDDINGS_URL", "EMBEDDINGS_LOCAL_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    code, out, term = _run_with_tty_stderr(["index", "--repo", str(repo), "--index", str(index_path)])
+    assert code == 0 and out.startswith("12 files"), term
+    indexing, embedding = term.rindex("indexing"), term.index("embedding  ")
+    assert indexing < embedding and "\n" in term[indexing:embedding]  # the indexing bar's line was ended
+    assert "100%" in term[embedding:], term[-200:]
+
+
 def test_progress_bar_on_a_terminal_only_without_json(repo, index_path):
     code, out, term = _run_with_tty_stderr(["index", "--repo", str(repo), "--index", str(index_path)])
     assert code == 0 and out.startswith("12 files")

@@ -320,6 +320,18 @@ def test_should_stop_ends_the_run_between_batches(server, db):
     assert report.stopped and report.embedded == 4 and len(server.requests) == 2
 
 
+def test_progress_is_reported_after_each_batch_and_ends_at_the_planned_count(server, db):
+    texts = {f"h{i}": f"text {i}" for i in range(7)}
+    seen = []
+    report = run_embedding(make(server), db, texts, batch_size=3, progress=lambda done, planned: seen.append((done, planned)))
+    assert report.complete and seen == [(3, 7), (6, 7), (7, 7)]
+    seen.clear()
+    server.script.extend(["ok", "status:401"])  # a failed batch ends the run without a report of it
+    texts.update({f"n{i}": f"new {i}" for i in range(5)})
+    failed = run_embedding(make(server), db, texts, batch_size=2, progress=lambda done, planned: seen.append((done, planned)))
+    assert failed.error and seen == [(2, 5)]
+
+
 def test_one_chunk_the_provider_refuses_does_not_cost_its_batch_their_vectors(server, db):
     # 80 chunks, one of them over the provider's limit: 79 vectors, the refusal reported.
     texts = {f"h{i:03d}": f"chunk body {i}" for i in range(80)}

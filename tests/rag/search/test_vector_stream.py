@@ -341,6 +341,17 @@ def test_lexical_index_serves_while_embedding_runs_after_it(repo, open_engine, s
     assert vector_rows(engine) == {"openai:bow-v1": n}
 
 
+def test_a_run_reports_the_embedding_progress_of_its_chunks(repo, open_engine, server):
+    engine = open_engine(repo, embeddings=provider(server))
+    files, embedding = [], []
+    record = Reindexer(engine).run(trigger="cli", progress=lambda d, t: files.append((d, t)),
+                                   embed_progress=lambda d, t: embedding.append((d, t)))
+    n = record.embeddings["planned"]
+    assert record.ok and n > 0 and files[-1] == (len(REPO_FILES), len(REPO_FILES))
+    assert embedding and embedding[-1] == (n, n) and all(t == n for _, t in embedding)
+    assert [d for d, _ in embedding] == sorted(d for d, _ in embedding)   # never backwards
+
+
 def test_unchanged_chunks_are_never_re_embedded_and_an_edit_re_embeds_only_its_chunks(
         tmp_path, open_engine, server):
     repo = write_repo(tmp_path / "repo", {**REPO_FILES, "src/big.js": BIG_JS})
