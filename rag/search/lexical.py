@@ -558,7 +558,7 @@ def _python_modules(paths: list[str], cache: dict | None) -> dict[str, list[str]
 
 def _paths_by_name(paths: list[str], cache: dict | None) -> tuple[set[str], dict[str, list[str]]]:
     """The paths as a set, and by file name (in their order), kept in ``cache`` when given: a path
-    mention then costs lookups instead of a pass over every path (0.44 ms of each question that
+    mention then costs lookups instead of a pass over every path (0.89 ms of each question that
     names a file on an index of 9,728 files)."""
     key = ("__paths_by_name__",)
     if cache is not None and key in cache:

@@ -419,7 +419,7 @@ def embed_missing(
                         provider.name, report.embedded, report.planned, exc)
             break
         if progress is not None:
-            progress(min(start + len(batch), report.planned), report.planned)
+            progress(start + len(batch), report.planned)  # the plan is the list batched
     report.seconds = time.monotonic() - started
     log.info("embedding run: model=%s planned=%d embedded=%d batches=%d rejected=%d s=%.2f error=%s",
              provider.name, report.planned, report.embedded, report.batches, report.rejected, report.seconds,
