@@ -23,6 +23,8 @@ Detected:
   miss, have patterns of their own;
 * literal defaults of secret-named environment variables in code
   (``process.env.JWT_SECRET || "…"``, ``?? "…"``, ``os.getenv("DB_PASSWORD", "…")``);
+* a MySQL client's ``-p<password>`` and Docker ``config.json``'s ``"auth"`` (base64 of
+  ``user:password``);
 * private-key blocks (``-----BEGIN ... PRIVATE KEY-----``, the SSH2
   ``---- BEGIN ... ----`` form, PGP ``PRIVATE KEY BLOCK``: every header in
   detect-secrets' ``PrivateKeyDetector.denylist``) and PuTTY key files;
@@ -31,7 +33,9 @@ Detected:
   ``private_key``, ``client_secret`` ...): ``password: 'x'``, ``const apiKey =
   "x"``, ``"password": "x"``, ``api_key: str = "x"``, ``token := "x"``,
   ``'secret' => 'x'`` and, outside code files, unquoted values of a key that
-  starts its line (YAML ``password: x``, ``.env`` ``SECRET=x``). The name must
+  starts its line (YAML ``password: x``, ``.env`` ``SECRET=x``, Dockerfile ``ENV DB_PASSWORD=x``)
+  or, when credential-shaped, anywhere in a line (prose ``set API_KEY=x in …``, a shell
+  command's ``TOKEN=x cmd``, ``"X-Api-Key: x"``). The name must
   *end* with the secret word (``tokenType`` is not one) and the value must be a
   literal that is not a placeholder (``""``, ``xxx``, ``changeme``,
   ``<your-token>``, ``${TOKEN}``, ``$SECRET``, ``ENV_VAR_NAME``, paths, text
@@ -224,6 +228,16 @@ def _auth_header_value(text: str, m: re.Match[str]) -> bool:
     return _credential_shaped(value) and not _is_placeholder(value)
 
 
+def _basic_auth_pair(text: str, m: re.Match[str]) -> bool:
+    """The value is base64 of ``user:password`` (Docker's ``config.json`` ``"auth"``, Basic credentials)."""
+    try:
+        decoded = base64.b64decode(_value(text, m, 1), validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    user, sep, password = decoded.partition(":")
+    return bool(sep and user and password) and decoded.isprintable()
+
+
 _TOKEN_PATTERNS: tuple[_TokenPattern, ...] = (
     *(_ds(p, "slack") for p in DETECT_SECRETS_DENYLISTS["SlackDetector"]),
     _TokenPattern("slack", re.compile(r"xapp-\d+-[A-Za-z0-9]+-\d+-[A-Za-z0-9]+")),
@@ -252,6 +266,13 @@ _TOKEN_PATTERNS: tuple[_TokenPattern, ...] = (
     _TokenPattern("auth_header", re.compile(
         r"""authorization["'`]?[ \t]*[:,=][ \t]*["'`](?:basic|token|digest|apikey|api-key|key|sso-key)[ \t]+"""
         r"""([a-z0-9._~+/:=-]{8,})"""), group=1, on_lowered=True, validate=_auth_header_value),
+    # MySQL clients take the password glued to -p: mysql -u root -pS3cret db.
+    _TokenPattern("mysql_password", re.compile(r"""\bmysql(?:dump|admin|import|show|check|pump|sh)?\b[^\n]{0,200}?"""
+                                               r"""[ \t]-p([^\s"'`]{4,})"""),
+                  group=1, gate=("mysql",), validate=_url_password),
+    # Docker's config.json: {"auths": {"<registry>": {"auth": "<base64 of user:password>"}}}.
+    _TokenPattern("docker_auth", re.compile(r"""["']auth["'][ \t]*:[ \t]*["']([A-Za-z0-9+/]{8,}={0,2})["']"""),
+                  group=1, gate=('"auth"', "'auth'"), validate=_basic_auth_pair),
 )
 
 # Default values of secret environment variables written in code:
@@ -381,7 +402,9 @@ _KEY_PREFIXES = frozenset({
     "service", "account", "db", "database", "app", "consumer", "license", "webhook", "session",
 })
 _PASS_PREFIXES = frozenset({"db", "database", "key", "user", "admin", "root", "smtp", "mail", "redis"})
-_LINE_START_PREFIX_RE = re.compile(r"""[ \t]*(?:export[ \t]+|-[ \t]+)?["']?""")
+_LINE_START_PREFIX_RE = re.compile(r"""[ \t]*(?:export[ \t]+|-[ \t]+|(?:ENV|ARG)[ \t]+)?["']?""")
+_INLINE_VALUE_RE = re.compile(r"""[^\s"'`,;)\]}>]+""")
+"""A bare value inside a line runs to white space, a quote, a comma or a closing bracket."""
 _BARE_CODE_RE = re.compile(r"[()\[\]{}<>]|[,;]$|^[&*!|>@]|^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+$")
 _BARE_IDENTIFIER_WORDS = ("password", "passwd", "secret", "token")
 
@@ -409,18 +432,40 @@ def _name_kind(name: str, *, config: bool = False) -> str | None:
 
 
 def _bare_value(text: str, name_start: int, start: int, end: int) -> tuple[int, str] | None:
-    """Accept an unquoted value only as ``key: value`` / ``KEY=value`` alone on its line."""
+    """``(end, value)`` of an acceptable unquoted value, or ``None``.
+
+    Any literal counts as ``key: value`` / ``KEY=value`` alone on its line (``export``, a YAML
+    list dash or Dockerfile's ``ENV``/``ARG`` may come first). Inside a line (prose, ``KEY=v cmd``,
+    ``"X-Api-Key: v"``, ``` `password: v` ```) only a credential-shaped value does
+    (:func:`_credential_shaped`, and of mixed case below 12 characters): there a word after
+    the key is usually prose or an identifier.
+    """
     line_start = text.rfind("\n", max(0, name_start - MAX_KEY_INDENT), name_start) + 1
-    if (line_start == 0 and name_start > MAX_KEY_INDENT) or not _LINE_START_PREFIX_RE.fullmatch(
-            text, line_start, name_start):
-        return None
-    if not _REST_OF_LINE_RE.match(text, end):  # more words or code after the value
-        return None
+    if ((line_start == 0 and name_start > MAX_KEY_INDENT)
+            or not _LINE_START_PREFIX_RE.fullmatch(text, line_start, name_start)
+            or not _REST_OF_LINE_RE.match(text, end)):  # not the line's one key, or more after the value
+        return _inline_bare_value(text, start)
     value = text[start:end]
     lower = value.lower()
     if _BARE_CODE_RE.search(value) or any(w in lower for w in _BARE_IDENTIFIER_WORDS):
         return None
     return end, value
+
+
+def _inline_bare_value(text: str, start: int) -> tuple[int, str] | None:
+    """A credential-shaped unquoted value starting at ``start`` inside a line (see :func:`_bare_value`)."""
+    m = _INLINE_VALUE_RE.match(text, start)
+    if m is None:
+        return None
+    value = m.group().rstrip(".:")  # a sentence's full stop
+    lower = value.lower()
+    # ``{ password: hunter2x }`` in a snippet is an identifier: inside a line, 8 characters of one
+    # case are not enough.
+    if (not _credential_shaped(value) or (len(value) < 12 and (value.islower() or value.isupper()))
+            or _BARE_CODE_RE.search(value)
+            or any(w in lower for w in _BARE_IDENTIFIER_WORDS)):
+        return None
+    return start + len(value), value
 
 
 def _keyword_spans(text: str, lowered: str, *, allow_bare: bool) -> list[_Span]:

@@ -358,3 +358,45 @@ def test_redacting_imports_no_detect_secrets() -> None:
             "print('detect_secrets' in sys.modules, 'requests' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+# -- bare values inside a line of a non-code file (found by a new user's check) ----------------------
+# Before: only a value alone on its line after a key starting it counted, so a secret in prose, after
+# Dockerfile's ENV, as a command's env prefix or inside a quoted header reached the index verbatim.
+
+@pytest.mark.parametrize("text, file_type, secret", [
+    ("Before deploying, set AWS_SECRET_ACCESS_KEY=Zq8vN2rT5yW1xK4mP7sL0aB3cD6eF9gH2jK5nQ8t in your shell.", "md",
+     "Zq8vN2rT5yW1xK4mP7sL0aB3cD6eF9gH2jK5nQ8t"),
+    ("FROM node:20\nENV DB_PASSWORD=DockerfilePassw0rd2\n", "dockerfile", "DockerfilePassw0rd2"),
+    ("ARG NPM_TOKEN=npmtok3nValue99\n", "dockerfile", "npmtok3nValue99"),
+    ("#!/bin/sh\nUPLOADER_TOKEN=abc123def456ghi789 node uploader.js\n", "sh", "abc123def456ghi789"),
+    ('curl -H "X-Api-Key: 9f8e7d6c5b4a39281706f5e4d3c2b1a0" https://api.example.com/upload\n', "sh",
+     "9f8e7d6c5b4a39281706f5e4d3c2b1a0"),
+    ("Use `password: Tr0ub4dor3xyzW` for the staging box.\n", "md", "Tr0ub4dor3xyzW"),
+    ("The staging secret=Kq2w8Zr5, rotated monthly.\n", "md", "Kq2w8Zr5"),
+    ('{"auths": {"registry.example.com": {"auth": "Ym9iOkRvY2tlclBhc3N3MHJkNQ=="}}}\n', "json",
+     "Ym9iOkRvY2tlclBhc3N3MHJkNQ"),
+    ("mysql -u root -pS3cr3tPassw0rd app\n", "sh", "S3cr3tPassw0rd"),
+    ("mysqldump -h db -u app -phunter2 shop > dump.sql\n", "md", "hunter2"),
+])
+def test_secret_values_inside_a_line_are_redacted(text: str, file_type: str, secret: str) -> None:
+    out, count = redact_secrets(text, file_type=file_type)
+    assert secret not in out and count == 1
+    assert out.count("\n") == text.count("\n")
+
+
+@pytest.mark.parametrize("text", [
+    "Set `apiKey: process.env.API_KEY` in the config.",
+    "The session token: see below for how it is refreshed.",
+    "Pass a token=YOUR_TOKEN_HERE argument, e.g. token=<token>.",
+    "export GITHUB_TOKEN=$(gh auth token) && npm publish",
+    "The cacheKey=abc12345 entry is derived from the path.",
+    "A password: 12345678 is rejected by the validator.",
+    "Set SECRET_KEY=changeme123 only in development.",
+    '"auth": "basic"',
+    '"auth": "dXNlcm5hbWU="',
+    "Run mysql -u root -p to be asked for the password.",
+    "mysql -u root -p$MYSQL_PASSWORD app",
+])
+def test_secret_words_in_prose_without_a_credential_stay(text: str) -> None:
+    assert redact_secrets(text, file_type="md") == (text, 0)
