@@ -43,7 +43,7 @@ from rag.ingest.prepare import Skipped, StructureParser, Unchanged, secret_liter
 from rag.ingest.stats import IndexStats
 from rag.ingest.walk import DEFAULT_WALK_POLICY, KINDS_VERSION, WalkPolicy, walk
 from rag.parse.records import PARSE_VERSION
-from rag.secrets import LiteralRedactor
+from rag.secrets import REDACTION_VERSION, LiteralRedactor
 from rag.store.index import FileUpdate, Index
 
 if TYPE_CHECKING:  # the retrieval side is imported when first used (an index update needs none of it)
@@ -242,6 +242,8 @@ class Engine:
                 full = True  # chunked by other rules or sizes
             if self.index.meta("kinds") != str(KINDS_VERSION):
                 full = True  # files classified (source, example, test …) by other rules, or by an older version
+            if self.index.meta("redaction") != str(REDACTION_VERSION):
+                full = True  # redacted by other rules: a stored chunk may hold a value the current rules remove
             literals = secret_literals(self.repo_root, report.secret_files)
             self._secret_values = literals
             if self.index.meta("secret_values") not in (None, literals.digest):
@@ -254,7 +256,7 @@ class Engine:
             images_changed = sorted(report.images) != self.index.image_paths()
             updates: list[FileUpdate] = []
             meta = {"repo_root": str(self.repo_root), "parse_version": str(PARSE_VERSION), "kinds": str(KINDS_VERSION),
-                    "copy_rules": str(COPY_RULES_VERSION),
+                    "redaction": str(REDACTION_VERSION), "copy_rules": str(COPY_RULES_VERSION),
                     "secret_values": literals.digest, "chunker": self.chunk_policy.signature()}
 
             def record_copies(conn) -> None:

@@ -64,11 +64,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 
-__all__ = ["CODE_FILE_TYPES", "DETECT_SECRETS_DENYLISTS", "LiteralRedactor", "REDACTED", "redact_secrets", "redact_text", "secret_file_values"]
+__all__ = ["CODE_FILE_TYPES", "DETECT_SECRETS_DENYLISTS", "LiteralRedactor", "REDACTED", "REDACTION_VERSION",
+           "redact_secrets", "redact_text", "secret_file_values"]
 
 logger = logging.getLogger(__name__)
 
 REDACTED = "[REDACTED]"
+REDACTION_VERSION = 2
+"""Bump when the redaction rules find more: an index redacted by other rules is rebuilt (the
+engine compares it with the index's ``redaction`` meta value), so no stored chunk keeps a value
+the current rules would remove. 2: credential-shaped values inside a line, ``mysql -p``,
+Docker's ``"auth"``."""
 
 # File types whose literals are always quoted: unquoted values are code there.
 CODE_FILE_TYPES: frozenset[str] = frozenset({

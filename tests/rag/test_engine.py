@@ -23,6 +23,7 @@ from rag.ingest.chunk import split_lines
 from rag.config import parse_engine_config
 from rag.engine import Engine, default_index_path
 from rag.ingest.walk import KINDS_VERSION
+from rag.secrets import REDACTION_VERSION
 from rag.errors import RepoNotFoundError
 from rag.secrets import redact_secrets
 
@@ -322,6 +323,28 @@ def test_an_index_whose_files_were_classified_by_older_rules_is_rebuilt(engine, 
         conn.execute("DELETE FROM meta WHERE key='kinds'")
     stats = engine.update()
     assert (stats.files, stats.added) == (13, 13) and kinds() == {"example"}
+    assert engine.update().added == 0  # and only once
+
+
+def test_an_index_redacted_by_older_rules_is_rebuilt(engine, repo):
+    secret = "Zq8vN2rT5yW1xK4mP7sL0aB3cD6eF9gH2jK5nQ8t"
+    (repo / "DEPLOY.md").write_text(f"# Deploy\n\nSet AWS_SECRET_ACCESS_KEY={secret} in your shell.\n",
+                                    encoding="utf-8")
+    engine.update()
+    assert engine.index.meta("redaction") == str(REDACTION_VERSION)
+
+    def stored() -> str:
+        with engine.index.read() as conn:
+            return "".join(r[0] for r in conn.execute("SELECT text FROM chunks WHERE path='DEPLOY.md'"))
+
+    assert secret not in stored() and "[REDACTED]" in stored()
+    # what older rules left: the value in the stored chunk, an older (here: no) redaction version
+    with contextlib.closing(sqlite3.connect(engine.index.path)) as conn, conn:
+        conn.execute("UPDATE chunks SET text=replace(text, '[REDACTED]', ?) WHERE path='DEPLOY.md'", (secret,))
+        conn.execute("DELETE FROM meta WHERE key='redaction'")
+    assert secret in stored()
+    stats = engine.update()
+    assert stats.added == stats.files and secret not in stored()
     assert engine.update().added == 0  # and only once
 
 
