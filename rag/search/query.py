@@ -12,9 +12,19 @@ from dataclasses import dataclass, field
 
 from rag.text import STOPWORDS, light_stem, query_terms, synonyms_of
 
-__all__ = ["Query", "analyze", "fts_expression", "fts_phrases", "version_terms", "version_pattern", "MAX_QUERY_TERMS"]
+__all__ = ["FILE_EXTENSIONS", "Query", "analyze", "fts_expression", "fts_phrases", "version_terms", "version_pattern", "MAX_QUERY_TERMS"]
 
 MAX_QUERY_TERMS = 40
+
+FILE_EXTENSIONS: frozenset[str] = frozenset({
+    "js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "json", "md", "markdown", "mdx", "rst", "txt", "css",
+    "scss", "html", "htm", "yml", "yaml", "toml", "ini", "cfg", "conf", "py", "sh", "go", "java", "rs", "rb",
+    "png", "jpg", "jpeg", "gif", "svg", "xml", "csv", "sql", "lock", "log", "vue", "svelte", "map",
+})
+"""File extensions (no dot, lower-case): a dotted mention ending in one (``package.json``,
+``Node.js``) may be a file name, so its last word is not taken for a member name."""
+_MEMBER_MENTION = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
+
 
 # A path-like mention: "lib/view.js", "./src/a.ts", "README.md", "docs/api".
 _PATH_MENTION = re.compile(r"(?<![\w@])(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z0-9]{1,6}\b|(?<![\w@])(?:[\w.-]+/)+[\w.-]+")
@@ -124,9 +134,17 @@ def analyze(question: str) -> Query:
     modules = [m.rstrip(".") for m in _MODULE_MENTION.findall(question)
                if not _ABBREVIATION.fullmatch(m.rstrip("."))]
     identifiers = [m for m in _IDENTIFIER.findall(question) if len(m) >= 3 and m.lower() not in STOPWORDS]
+    # obj.member as code writes it (app.use, req.ip, ctx.request.body): the member is a name to look up
+    # and a topic word, even a short or common one ("use", "ip")
+    members = [member for m in paths if _MEMBER_MENTION.fullmatch(m)
+               and len(member := m.rsplit(".", 1)[1]) >= 2 and member.lower() not in FILE_EXTENSIONS]
+    identifiers += members
     terms = query_terms(question)
-    # A mentioned file's extension ("js" of lib/view.js) is not a topic word.
-    extensions = {m.rsplit(".", 1)[1].lower() for m in paths if "." in m.rsplit("/", 1)[-1]}
+    terms += [t for t in (member.lower() for member in members) if t not in terms]
+    # The extension of a path with a folder ("js" of lib/view.js) is not a topic word. A bare dotted
+    # name keeps its last word: it is as often a method or property as a file (ctx.body, res.json,
+    # app.param), and a file so named (package.json) matches that word anyway.
+    extensions = {m.rsplit(".", 1)[1].lower() for m in paths if "/" in m and "." in m.rsplit("/", 1)[-1]}
     written = {w.lower() for w in re.findall(r"[A-Za-z0-9_$]+", _PATH_MENTION.sub(" ", question))}
     terms = [t for t in terms if t not in extensions or t in written]
     terms = list(dict.fromkeys(terms + version_terms(question)))[:MAX_QUERY_TERMS]

@@ -121,6 +121,37 @@ def test_analyze_finds_path_mentions_but_not_versions():
     assert analyze("e.g. version 1.2.3, i.e. the latest").paths == []
 
 
+@pytest.mark.parametrize("question, kept", [
+    ("How does ctx.body pick a content type?", "body"),
+    ("Where does res.jsonp clean up the callback name?", "jsonp"),
+    ("what does app.param do", "param"),
+    ("when is req.ip trusted", "ip"),
+    ("Which files read process.env?", "env"),
+    ("are observable.ref and action.bound gone in v7", "bound"),
+    ("what does res.json do with undefined", "json"),
+])
+def test_a_method_named_like_a_file_keeps_its_name_as_a_term(question, kept):
+    """``obj.method`` looks like a file name; only the extension of a path with a folder (``js`` of
+    ``lib/view.js``) is dropped from the terms, a method or property name stays (it was lost:
+    "ctx.body" searched for "ctx")."""
+    assert kept in analyze(question).terms
+    assert "." in analyze(question).paths[0]  # still a path mention, resolved against the index
+
+
+def test_a_member_written_as_code_is_an_identifier_to_look_up():
+    """``app.use`` names the definition of ``use`` (the structure stream's symbol lookup), even though
+    "use" is a stopword; a file name's extension (``package.json``, ``Node.js``) is not a member."""
+    assert analyze("what does app.use do").identifiers == ["use"] and "use" in analyze("app.use").terms
+    assert analyze("when is ctx.request.body set").identifiers == ["body"]
+    assert analyze("which scripts are in package.json").identifiers == []
+    assert analyze("Which Node.js versions are supported?").identifiers == []
+
+
+def test_the_extension_of_a_path_with_a_folder_is_not_a_term():
+    assert analyze("what does lib/view.js export").terms == ["lib", "view", "export"]
+    assert "ts" not in analyze("In src/core/scope.ts, what does a scope keep?").terms
+
+
 @pytest.mark.parametrize("question", HOSTILE)
 def test_hostile_text_gives_a_valid_fts5_expression(question):
     """Whatever the question, the MATCH expression compiles in a real FTS5 table."""

@@ -128,7 +128,9 @@ def test_a_question_about_the_importers_of_a_package_lists_them_source_files_fir
         # the importers are the answer: without them the question shares too few words with the code to be answered
         assert engine.retrieve(asked.replace("import", "mention")) == []
         # the root package of a module or a node: specifier
-        assert [s.path for s in engine.retrieve("Which modules import tornado.gen?")][:2] == ["pkg/__init__.py", "pkg/web.py"]
+        # (pkg/web.py, which imports gen itself, may come first: "gen" is a member written as code)
+        assert set([s.path for s in engine.retrieve("Which modules import tornado.gen?")][:2]) == {"pkg/__init__.py",
+                                                                                                 "pkg/web.py"}
         # no list of files asked for: an import verb before a package name is no structural question
         plain = "Does the retry loop depend on tornado being installed at runtime?"
         bonus = engine.retriever._structure_bonus(*_conn_and_cache(engine), analyze(plain))
