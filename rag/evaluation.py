@@ -26,12 +26,17 @@ from rag.ingest.prepare import RACY_WINDOW_NS
 from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY
 from rag.store import queries as index_queries
 
-__all__ = ["load_jsonl", "rank_of", "score_results", "run_eval", "run_bench", "BenchResult"]
+__all__ = ["load_jsonl", "load_eval_set", "rank_of", "score_results", "run_eval", "run_bench", "BenchResult"]
 
 
 def load_jsonl(path: Path) -> list[dict]:
     """Parse a JSON-lines file (blank lines skipped, a UTF-8 byte-order mark dropped). Raises ``ValueError`` with the
     line number."""
+    return [value for _, value in _numbered_jsonl(path)]
+
+
+def _numbered_jsonl(path: Path) -> list[tuple[int, object]]:
+    """``(line number, value)`` of each non-blank line of a JSON-lines file (:func:`load_jsonl`)."""
     out = []
     with open(path, encoding="utf-8-sig", errors="strict") as fh:
         try:
@@ -41,12 +46,65 @@ def load_jsonl(path: Path) -> list[dict]:
         for number, line in enumerate(lines, 1):
             if line.strip():
                 try:
-                    out.append(json.loads(line))
+                    out.append((number, json.loads(line)))
                 except json.JSONDecodeError as exc:
                     raise ValueError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
                 except RecursionError:
                     raise ValueError(f"{path}:{number}: not valid JSON (nested too deeply)") from None
     return out
+
+
+EVAL_SET_KEYS = ("id", "corpus", "kind", "question", "gold")
+"""The keys every question of an eval set has (``shared/eval/README.md``; ``lines`` is optional and unused here)."""
+
+
+def load_eval_set(path: Path) -> list[dict]:
+    """The questions of an eval set (``shared/eval`` format: one JSON object per line), checked.
+
+    Each question has a non-blank string ``id`` (unique in the file), ``corpus`` (the name of a
+    folder directly inside the corpora directory: no ``/``, not ``.`` or ``..``), ``kind`` and
+    ``question``, and ``gold``, a list of non-blank path strings: empty exactly when ``kind`` is
+    ``none``. The file holds at least one question.
+
+    Raises:
+        ValueError: ``FILE:LINE: what is wrong`` (or ``FILE: …`` for the file as a whole).
+    """
+    questions = []
+    first_line: dict[str, int] = {}
+    for number, q in _numbered_jsonl(path):
+        where = f"{path}:{number}"
+        if not isinstance(q, dict):
+            raise ValueError(f"{where}: expected a JSON object")
+        for key in EVAL_SET_KEYS:
+            if key not in q:
+                raise ValueError(f"{where}: missing key {key!r}")
+        for key in ("id", "corpus", "kind", "question"):
+            if not isinstance(q[key], str) or not q[key].strip():
+                raise ValueError(f"{where}: {key!r} must be a non-blank string, got {_shown(q[key])}")
+        corpus = q["corpus"]
+        if corpus in (".", "..") or "/" in corpus or "\\" in corpus or "\x00" in corpus:
+            raise ValueError(f"{where}: 'corpus' must be the name of a folder in the corpora directory "
+                             f"(no path), got {_shown(corpus)}")
+        gold = q["gold"]
+        if not isinstance(gold, list) or not all(isinstance(g, str) and g.strip() for g in gold):
+            raise ValueError(f"{where}: 'gold' must be a list of paths (strings), got {_shown(gold)}")
+        if not gold and q["kind"] != "none":
+            raise ValueError(f"{where}: 'gold' is empty; only a question of kind 'none' has no gold paths")
+        if gold and q["kind"] == "none":
+            raise ValueError(f"{where}: a question of kind 'none' has no gold paths ('gold': [])")
+        if q["id"] in first_line:
+            raise ValueError(f"{where}: duplicate id {_shown(q['id'])} (first on line {first_line[q['id']]})")
+        first_line[q["id"]] = number
+        questions.append(q)
+    if not questions:
+        raise ValueError(f"{path}: no questions (one JSON object per line)")
+    return questions
+
+
+def _shown(value: object, limit: int = 60) -> str:
+    """``value`` as JSON for an error line, shortened to ``limit`` characters."""
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def distinct_paths(sources: Iterable) -> list[str]:
@@ -115,8 +173,9 @@ def run_eval(
     ``"reranker"``.
 
     Raises:
-        FileNotFoundError: a corpus directory is missing.
-        ValueError: an unknown stream, or ``vectors`` asked for without ``embeddings``.
+        FileNotFoundError: a corpus directory is missing (checked before anything is indexed).
+        ValueError: the set is not a valid eval set (:func:`load_eval_set`), an unknown stream, or ``vectors``
+            asked for without ``embeddings``.
     """
     if streams is not None:
         from rag.search.lexical import STREAMS
@@ -126,24 +185,20 @@ def run_eval(
             raise ValueError(f"unknown retrieval streams {sorted(unknown)}; choose from {sorted(STREAMS)}")
         if "vectors" in streams and embeddings is None:
             raise ValueError("the vectors stream needs an embeddings provider (EMBEDDINGS_URL or the local model)")
-    questions = load_jsonl(set_path)
-    for number, q in enumerate(questions, 1):
-        if not isinstance(q, dict):
-            raise ValueError(f"{set_path}:{number}: expected a JSON object")
-        for key in ("id", "corpus", "question", "gold"):
-            if key not in q:
-                raise ValueError(f"{set_path}:{number}: missing key {key!r}")
+    questions = load_eval_set(set_path)
+    by_corpus: dict[str, list[dict]] = defaultdict(list)
+    for q in questions:
+        by_corpus[q["corpus"]].append(q)
+    for corpus in by_corpus:  # all checked before any is indexed
+        if not (corpora_dir / corpus).is_dir():
+            raise FileNotFoundError(f"corpus directory not found: {corpora_dir / corpus} "
+                                    "(fetch it with shared/eval/fetch_corpora.sh)")
     started = time.perf_counter()
     answers: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory(prefix="sz-eval-") as tmp:
         base = Path(index_dir or tmp)
-        by_corpus: dict[str, list[dict]] = defaultdict(list)
-        for q in questions:
-            by_corpus[q["corpus"]].append(q)
         for corpus, qs in by_corpus.items():
             root = corpora_dir / corpus
-            if not root.is_dir():
-                raise FileNotFoundError(f"corpus directory not found: {root} (fetch it with shared/eval/fetch_corpora.sh)")
             policies = {} if streams is None else {
                 "retrieval_policy": dataclasses.replace(DEFAULT_RETRIEVAL_POLICY, streams=frozenset(streams))}
             if pool_policy is not None:

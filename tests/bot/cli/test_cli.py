@@ -467,6 +467,67 @@ def test_eval_with_a_malformed_set_line_is_one_error_line(tmp_path):
     assert "corpus" in assert_one_line_error(result)
 
 
+@pytest.mark.parametrize("corpus", ["../outside", "{outside}", ".", "..", "shop/../../outside", "shop/src"])
+def test_eval_corpus_must_be_a_folder_name_under_corpora(repo, tmp_path, corpus):
+    """A set's ``corpus`` named a folder anywhere (``../../../etc``, ``/etc``): it was indexed and its index
+    written beside --index-dir (``/tmp/etc.sqlite``, ``/etc.sqlite``). Now one ``FILE:LINE:`` error, nothing run."""
+    corpora, index_dir, outside = tmp_path / "corpora", tmp_path / "work" / "idx", tmp_path / "work" / "outside"
+    corpora.mkdir()
+    shutil.copytree(repo, corpora / "shop")
+    shutil.copytree(repo, outside)
+    index_dir.mkdir()
+    set_path = tmp_path / "set.jsonl"
+    set_path.write_text(json.dumps({"id": "x", "corpus": corpus.format(outside=outside), "kind": "path",
+                                    "question": "What does src/db/pool.js do?", "gold": ["src/db/pool.js"]}) + "\n")
+    line = assert_one_line_error(run("eval", "--set", set_path, "--corpora", corpora, "--index-dir", index_dir))
+    assert f"{set_path}:1: 'corpus' must be the name of a folder in the corpora directory" in line
+    assert list(tmp_path.rglob("*.sqlite")) == []
+
+
+def _question(**fields) -> str:
+    return json.dumps({"id": "q1", "corpus": "shop", "kind": "path", "question": "What does src/util/format.js export?",
+                       "gold": ["src/util/format.js"], **fields})
+
+
+@pytest.mark.parametrize("lines, expected", [
+    ([_question(question=123)], ":1: 'question' must be a non-blank string, got 123"),
+    (["", _question(question="  \t")], ":2: 'question' must be a non-blank string"),
+    ([_question(question=None)], ":1: 'question' must be a non-blank string, got null"),
+    ([_question(gold="src/util/format.js")], ":1: 'gold' must be a list of paths (strings), got \"src/util/format.js\""),
+    ([_question(gold=["src/util/format.js", 7])], ":1: 'gold' must be a list of paths"),
+    ([_question(gold=[])], ":1: 'gold' is empty; only a question of kind 'none' has no gold paths"),
+    ([_question(kind="none")], ":1: a question of kind 'none' has no gold paths"),
+    ([_question(id=5)], ":1: 'id' must be a non-blank string, got 5"),
+    ([json.dumps({"id": "q1", "corpus": "shop", "question": "q", "gold": ["a.js"]})], ":1: missing key 'kind'"),
+    ([_question(), "", _question(question="another")], ":3: duplicate id \"q1\" (first on line 1)"),
+    ([], ": no questions"),
+    (["", "  "], ": no questions"),
+])
+def test_eval_rejects_a_set_file_it_cannot_score(repo, tmp_path, lines, expected):
+    """A wrong set file was a traceback (``"question": 123``), scored as misses (gold a string, a blank
+    question), merged (duplicate ids) or printed an empty table with exit 0 (no question). Now one
+    ``FILE:LINE:`` error (the line as in the file, blank lines counted) before anything is indexed."""
+    corpora = tmp_path / "corpora"
+    corpora.mkdir()
+    shutil.copytree(repo, corpora / "shop")
+    set_path = tmp_path / "set.jsonl"
+    set_path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    index_dir = tmp_path / "idx"
+    line = assert_one_line_error(run("eval", "--set", set_path, "--corpora", corpora, "--index-dir", index_dir))
+    assert f"error: {set_path}{expected}" in line
+    assert list(index_dir.iterdir()) == []  # rejected before any corpus was indexed
+
+
+def test_the_eval_sets_in_the_repository_are_valid():
+    from rag.evaluation import load_eval_set
+
+    sets = sorted((Path(__file__).resolve().parents[3] / "eval").glob("*.jsonl"))
+    assert len(sets) >= 3
+    for path in sets:
+        questions = load_eval_set(path)
+        assert questions and any(q.get("lines") for q in questions)  # the optional "lines" key is accepted
+
+
 def test_bench_json_shape(repo):
     result = run("bench", "--repo", repo, "--queries", "5", "--scale", "0", "--json")
     assert result.exit_code == 0, result.stderr
