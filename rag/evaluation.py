@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import random
 import resource
 import shutil
+import stat
 import statistics
 import tempfile
 import time
@@ -26,7 +28,8 @@ from rag.ingest.prepare import RACY_WINDOW_NS
 from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY
 from rag.store import queries as index_queries
 
-__all__ = ["load_jsonl", "load_eval_set", "rank_of", "score_results", "run_eval", "run_bench", "BenchResult"]
+__all__ = ["load_jsonl", "load_eval_set", "rank_of", "score_results", "run_eval", "run_bench", "scratch_copy",
+           "BenchResult"]
 
 
 def load_jsonl(path: Path) -> list[dict]:
@@ -255,6 +258,7 @@ class BenchResult:
     scale: dict | None = None
     copies: int = 1
     isolated_one_file_update_s: float | None = None
+    not_copied: dict | None = None
 
     def to_json(self) -> dict:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in
@@ -307,6 +311,54 @@ def _one_file_updates(file: Path, update: Callable[[], object], *, tag: str = ""
     return statistics.median(runs)
 
 
+SCRATCH_SKIPPED_DIRS = (".git", ".rag", "node_modules")
+"""Folders :func:`scratch_copy` leaves out wherever they are (the walk never indexes them)."""
+
+
+def scratch_copy(repo: Path, dest: Path) -> dict[str, str]:
+    """Copy ``repo`` to ``dest`` (which must not exist) for :func:`run_bench`; returns ``{path: reason}`` of what was
+    left out besides :data:`SCRATCH_SKIPPED_DIRS` (repository-relative POSIX paths).
+
+    Symbolic links are copied as links. What the walk would not read is left out as it skips it
+    (:mod:`rag.ingest.walk`'s reasons): FIFOs, sockets and devices (``special_file``: copying a FIFO
+    fails, and reading a device may never end), and files or folders that cannot be read
+    (``unreadable``). Everything else is copied, ignored files included, so the copy's index is built
+    exactly as the repository's would be.
+
+    Raises:
+        OSError: ``repo`` itself cannot be read, or ``dest`` cannot be written.
+    """
+    left_out: dict[str, str] = {}
+    skip_dirs = shutil.ignore_patterns(*SCRATCH_SKIPPED_DIRS)
+
+    def relative(path: str) -> str:
+        return Path(os.path.relpath(path, repo)).as_posix()
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        ignored = set(skip_dirs(directory, names))
+        for name in names:
+            if name in ignored:
+                continue
+            path = os.path.join(directory, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                left_out[relative(path)] = "unreadable"
+                ignored.add(name)
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                left_out[relative(path)] = "special_file"
+                ignored.add(name)
+        return ignored
+
+    try:
+        shutil.copytree(repo, dest, symlinks=True, ignore=ignore)
+    except shutil.Error as exc:  # what could not be copied, each (source, destination, reason); the rest was
+        for source, _dest, _why in exc.args[0]:
+            left_out.setdefault(relative(source), "unreadable")
+    return left_out
+
+
 def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None] | None = None,
               embeddings=None, reranker=None, pool_policy=None, scale_chunks: int = 0, copies: int = 1,
               isolated_update: Callable[[Engine], Callable[..., object]] | None = None) -> BenchResult:
@@ -338,12 +390,13 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
     with tempfile.TemporaryDirectory(prefix="sz-bench-") as tmp:
         copy = Path(tmp) / "repo"
         say(f"copying {repo} to a scratch directory")
-        skip = shutil.ignore_patterns(".git", ".rag", "node_modules")
-        if copies > 1:
-            for n in range(1, copies + 1):
-                shutil.copytree(repo, copy / f"copy-{n}", symlinks=True, ignore=skip)
-        else:
-            shutil.copytree(repo, copy, symlinks=True, ignore=skip)
+        not_copied: dict[str, str] = {}
+        for dest in [copy / f"copy-{n}" for n in range(1, copies + 1)] if copies > 1 else [copy]:
+            not_copied.update(scratch_copy(repo, dest))
+        if not_copied:
+            shown = [f"{path} ({reason})" for path, reason in list(not_copied.items())[:10]]
+            more = f" and {len(not_copied) - 10} more" if len(not_copied) > 10 else ""
+            say(f"not copied (the index skips these too): {', '.join(shown)}{more}")
         # A copy's files all have a fresh inode change time, so the index would take them for files written
         # while it looked ("racily clean", rag.ingest.prepare.stat_unchanged) and read every one again on each
         # update; a repository's files are older than that, so the copy is left to age past the window first.
@@ -396,6 +449,7 @@ def run_bench(repo: Path, *, queries: int = 200, progress: Callable[[str], None]
             result = BenchResult(stats.files, stats.chunks, total_bytes, full_s, noop_s, one_s, p50, p95, 0.0,
                                  stats.parse_seconds, copies=copies)
             result.workers_peak_rss_mb = children_peak_mb() or None
+            result.not_copied = not_copied or None
             result.isolated_one_file_update_s = isolated_one_s
             result.reranker = reranker.name if reranker is not None else None
             if embeddings is not None:

@@ -82,7 +82,8 @@ def bench_cmd(repo, queries, use_embeddings, scale_chunks, copies, healthz_round
         emit(result)
         return
     for key, value in result.items():
-        click.echo(f"{key:>18}: {value}")
+        if key != "not_copied":  # said on stderr with the progress, one line
+            click.echo(f"{key:>18}: {value}")
 
 
 def _load(repo, *, asks: int, files: int, token_delay_ms: float, answer_tokens: int, probe_interval_ms: float,

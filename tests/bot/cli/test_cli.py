@@ -528,6 +528,34 @@ def test_the_eval_sets_in_the_repository_are_valid():
         assert questions and any(q.get("lines") for q in questions)  # the optional "lines" key is accepted
 
 
+def test_bench_skips_special_files_as_the_walk_does(repo):
+    """``slackzilla index`` skips a FIFO (``special_file``); bench's scratch copy failed on it with a Python list
+    of copy errors. Now it is left out of the copy and said in one line."""
+    os.mkfifo(repo / "src" / "pipe.js")
+    result = run("bench", "--repo", repo, "--queries", "2", "--scale", "0")
+    assert result.exit_code == 0, result.stderr
+    said = [line for line in result.stderr.splitlines() if "pipe.js" in line]
+    assert said == ["not copied (the index skips these too): src/pipe.js (special_file)"]
+    assert "not_copied" not in result.stdout and "files: 12" in result.stdout
+    data = json.loads(run("bench", "--repo", repo, "--copies", "2", "--queries", "2", "--scale", "0", "--json").stdout)
+    assert data["not_copied"] == {"src/pipe.js": "special_file"} and data["files"] == 24
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their permissions")
+def test_bench_scratch_copy_leaves_out_what_it_cannot_read(repo, tmp_path):
+    from rag.evaluation import scratch_copy
+
+    (repo / "src" / "db" / "pool.js").chmod(0)
+    (repo / "docs").chmod(0)
+    try:
+        left_out = scratch_copy(repo, tmp_path / "copy")
+    finally:
+        (repo / "src" / "db" / "pool.js").chmod(0o644)
+        (repo / "docs").chmod(0o755)
+    assert left_out == {"src/db/pool.js": "unreadable", "docs": "unreadable"}
+    assert (tmp_path / "copy" / "src" / "util" / "format.js").is_file()
+
+
 def test_bench_json_shape(repo):
     result = run("bench", "--repo", repo, "--queries", "5", "--scale", "0", "--json")
     assert result.exit_code == 0, result.stderr
