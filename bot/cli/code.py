@@ -18,7 +18,7 @@ from collections import Counter
 import click
 
 from bot.cli.common import (check_question, emit, friendly_errors, index_option, json_option, note_if_nothing_indexed,
-                            open_engine, printable, repo_option)
+                            open_engine, printable, repo_option, repository_path)
 from rag.parse.parser import FULL, language_display, language_for_path, structure_level, supported_languages
 
 __all__ = ["code_group", "context_cmd"]
@@ -134,9 +134,13 @@ def env_cmd(repo, index_path, as_json) -> None:
 @json_option
 @friendly_errors
 def deps_cmd(path, repo, index_path, as_json) -> None:
-    """Files PATH imports (dependencies) and files importing PATH (dependants)."""
+    """Files PATH imports (dependencies) and files importing PATH (dependants).
+
+    PATH is relative to the repository root (``./`` and ``..`` allowed inside it) or absolute
+    inside the repository."""
     engine = open_engine(repo, index_path, quiet=as_json)
     try:
+        path = repository_path(path, engine.repo_root)
         graph = engine.code_graph()
         structure = graph.structure(path)
         if structure is None and path not in engine.indexed_paths():

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_FAILURE", "EXIT_USAGE", "bot_core", "check_question", "emit", "embeddings_provider", "fail",
     "friendly_errors", "index_option", "json_option", "json_text", "note_if_nothing_indexed", "open_engine",
-    "pool_policy", "printable", "progress_bar", "repo_option", "reranker", "run_update",
+    "pool_policy", "printable", "progress_bar", "repo_option", "repository_path", "reranker", "run_update",
 ]
 
 EXIT_USAGE = 2
@@ -130,6 +130,33 @@ def check_question(question: str | None) -> str:
         fail("the question is empty: pass a question in quotes, e.g. slackzilla ask \"how is the index built?\"",
              EXIT_USAGE)
     return question
+
+
+def repository_path(path: str, root: Path) -> str:
+    """A file argument as the repository-relative POSIX path the index stores.
+
+    A relative path is taken from the repository root, ``./`` and ``x/../`` resolved
+    (``./lib/a.js``, ``lib/x/../a.js`` → ``lib/a.js``); an absolute path is accepted when it is
+    inside ``root`` (compared as given and with symbolic links resolved, so a root reached
+    through a link matches too). A path that leads out of the repository is a usage error
+    (exit 2). Whether the file is indexed is the caller's question.
+    """
+    import os
+    import posixpath
+
+    shown = printable(path, one_line=True)
+    if os.path.isabs(path):
+        given = os.path.normpath(path)
+        for base, candidate in ((os.path.abspath(root), given), (os.path.realpath(root), os.path.realpath(given))):
+            relative = os.path.relpath(candidate, base)
+            if relative != os.pardir and not relative.startswith(os.pardir + os.sep):
+                return Path(relative).as_posix()
+        raise click.UsageError(f"{shown} is outside the repository ({printable(str(root), one_line=True)}); "
+                               "give a path inside it, or relative to its root")
+    relative = posixpath.normpath(path)
+    if relative == os.pardir or relative.startswith(os.pardir + "/"):
+        raise click.UsageError(f"{shown} leads out of the repository; give a path relative to its root")
+    return relative
 
 
 def open_engine(repo: Path | None, index_path: Path | None, *, update: bool = True, quiet: bool = False,

@@ -72,6 +72,32 @@ def test_code_deps_unknown_path_is_a_usage_error(repo):
     assert result.exit_code == 2 and "not an indexed file" in result.output
 
 
+@pytest.mark.parametrize("given", ["./src/lib/store.js", "src/routes/../lib/store.js", ".//src/./lib/store.js",
+                                   "{repo}/src/lib/store.js", "{repo}/src/../src/lib/store.js"])
+def test_code_deps_takes_a_path_as_a_shell_gives_it(repo, given):
+    """``./lib/x.js`` (tab completion) and ``$PWD/lib/x.js`` were "not an indexed file of this repository";
+    they name the repository-relative path the index stores."""
+    result = run(repo, "code", "deps", given.format(repo=repo), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"dependencies": [], "dependants": ["src/routes/users.js"]}
+
+
+def test_code_deps_through_a_link_to_the_repository(repo, tmp_path):
+    link = tmp_path / "link"
+    link.symlink_to(repo)
+    result = run(repo, "code", "deps", str(link / "src" / "lib" / "store.js"), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["dependants"] == ["src/routes/users.js"]
+
+
+@pytest.mark.parametrize("given, said", [("{outside}/store.js", "is outside the repository"),
+                                         ("../repo/src/lib/store.js", "leads out of the repository"),
+                                         ("src/../../store.js", "leads out of the repository")])
+def test_code_deps_path_out_of_the_repository_is_a_usage_error(repo, tmp_path, given, said):
+    result = run(repo, "code", "deps", given.format(outside=tmp_path), "--json")
+    assert result.exit_code == 2 and said in result.output and "Traceback" not in result.output
+
+
 def test_context_respects_the_budget(repo):
     data = json.loads(run(repo, "context", "how is a user created?", "--budget", "300", "--json").stdout)
     assert data["budget"] == 300 and 0 < data["tokens_used"] <= 300
