@@ -45,7 +45,7 @@ from bot.state.store import DEFAULT_STATE_FILENAME, StateConfig, is_postgres_url
 from rag.config import (ConfigError, EngineConfig, EnvReader, http_url, int_range, positive_seconds,
                         read_engine_config)
 
-__all__ = ["Settings", "SettingsError", "DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_DOTENV", "ENV_FILE_VARIABLE"]
+__all__ = ["Settings", "SettingsError", "read_environment", "DEFAULT_HOST", "DEFAULT_PORT", "DEFAULT_DOTENV", "ENV_FILE_VARIABLE"]
 
 log = logging.getLogger(__name__)
 
@@ -198,26 +198,49 @@ class Settings:
             SettingsError: listing every missing or malformed value (the engine's
                 variables included, checked by :func:`rag.config.read_engine_config`).
         """
-        environ = os.environ if environ is None else environ
-        values: dict[str, str] = {}
-        explicit = (environ.get(ENV_FILE_VARIABLE) or "").strip()
-        problems: list[str] = []
-        if explicit:
-            if Path(explicit).expanduser().is_file():
-                values.update(_read_dotenv(Path(explicit).expanduser()))
-            else:
-                problems.append(f"{ENV_FILE_VARIABLE}: {explicit} is not a file")
-        elif dotenv_path is not None and Path(dotenv_path).is_file():
-            found = _read_dotenv(Path(dotenv_path))
-            repo = (environ.get("REPO_PATH") or found.get("REPO_PATH") or ".").strip() or "."
-            if _inside(Path(dotenv_path), Path(repo).expanduser()):
-                log.warning("not reading %s: it is inside the repository being indexed (%s), so it is that "
-                            "repository's file and could redirect the bot's tokens; set the bot's variables in the "
-                            "environment or name the bot's own file with %s", dotenv_path, repo, ENV_FILE_VARIABLE)
-            else:
-                values.update(found)
-        values.update(environ)
+        values, problems = read_environment(environ, dotenv_path=dotenv_path)
         return _parse(values, require_slack=require_slack, extra_problems=problems, config_path=config_path)
+
+
+def read_environment(environ: Mapping[str, str] | None = None, *, dotenv_path: str | Path | None = DEFAULT_DOTENV,
+                     repo: str | Path | None = None) -> tuple[dict[str, str], list[str]]:
+    """The variables every command reads: ``environ`` over the values of a ``.env`` file.
+
+    The file is ``SLACKZILLA_ENV_FILE`` when set (wherever it is), else ``dotenv_path`` when it exists
+    and is not inside the repository being indexed (``repo``, else ``REPO_PATH``, else the current
+    directory: there it is the repository's own file, module docstring). Nothing is written into
+    ``os.environ``.
+
+    Args:
+        environ: the real variables (default ``os.environ``); they win over the file's.
+        dotenv_path: the default file (relative to the current directory); ``None`` reads none.
+        repo: the repository being indexed when the caller knows it (a command's ``--repo``).
+
+    Returns:
+        ``(variables, problems)``: ``problems`` holds one line per unusable setting (a
+        ``SLACKZILLA_ENV_FILE`` that is not a file), for the caller to report.
+    """
+    environ = os.environ if environ is None else environ
+    values: dict[str, str] = {}
+    explicit = (environ.get(ENV_FILE_VARIABLE) or "").strip()
+    problems: list[str] = []
+    if explicit:
+        if Path(explicit).expanduser().is_file():
+            values.update(_read_dotenv(Path(explicit).expanduser()))
+        else:
+            problems.append(f"{ENV_FILE_VARIABLE}: {explicit} is not a file")
+    elif dotenv_path is not None and Path(dotenv_path).is_file():
+        found = _read_dotenv(Path(dotenv_path))
+        repo = str(repo) if repo is not None else (
+            (environ.get("REPO_PATH") or found.get("REPO_PATH") or ".").strip() or ".")
+        if _inside(Path(dotenv_path), Path(repo).expanduser()):
+            log.warning("not reading %s: it is inside the repository being indexed (%s), so it is that "
+                        "repository's file and could redirect the bot's tokens; set the bot's variables in the "
+                        "environment or name the bot's own file with %s", dotenv_path, repo, ENV_FILE_VARIABLE)
+        else:
+            values.update(found)
+    values.update(environ)
+    return values, problems
 
 
 def _read_dotenv(path: Path) -> dict[str, str]:

@@ -64,6 +64,34 @@ def friendly_errors(fn: Callable) -> Callable:
     return wrapper
 
 
+_ENVIRONMENT_KEY = "slackzilla.environment"
+"""Where :func:`environment` keeps the command's variables (the root click context's ``meta``), per ``--repo``."""
+
+
+def environment() -> dict[str, str]:
+    """The variables of this command: the environment over ``.env`` or ``SLACKZILLA_ENV_FILE``, read
+    as ``serve`` reads them (:func:`bot.settings.read_environment`; the command's ``--repo``, once
+    parsed, decides like ``REPO_PATH`` whether ``./.env`` is the repository's own file), once per
+    command (kept in the click context; read again outside one). Every command reads its configuration from here, so
+    ``slackzilla index`` and the bot index the same repository into the same file.
+
+    Exits (:func:`fail`) when ``SLACKZILLA_ENV_FILE`` names no file.
+    """
+    from bot.settings import read_environment
+
+    ctx = click.get_current_context(silent=True)
+    meta = ctx.find_root().meta if ctx is not None else {}
+    # --repo, once parsed, decides like REPO_PATH whether ./.env is the indexed repository's own file
+    repo = ctx.params.get("repo") if ctx is not None else None
+    key = (_ENVIRONMENT_KEY, None if repo is None else str(repo))
+    if key not in meta:
+        values, problems = read_environment(repo=repo)
+        if problems:
+            fail("; ".join(problems))
+        meta[key] = values
+    return meta[key]
+
+
 def _env_default(position: int) -> Callable:
     """A click callback: the option's value, else ``REPO_PATH`` (``position`` 0) or ``RAG_INDEX_PATH`` (1)
     as read by :func:`rag.config.engine_paths` (unchecked; ``Engine.open`` checks the repository)."""
@@ -71,7 +99,7 @@ def _env_default(position: int) -> Callable:
     def callback(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
         from rag.config import engine_paths
 
-        return value if value is not None else engine_paths()[position]
+        return value if value is not None else engine_paths(environment())[position]
 
     return callback
 
@@ -263,7 +291,7 @@ def embeddings_provider(*, whole_index: bool = False):
     from rag.providers.embeddings import build_embeddings
 
     threads = usable_cpus() if whole_index else None
-    return _build_or_warn("embeddings", lambda: build_embeddings(EmbeddingsConfig.from_env(), threads=threads))
+    return _build_or_warn("embeddings", lambda: build_embeddings(EmbeddingsConfig.from_env(environment()), threads=threads))
 
 
 def reranker():
@@ -272,7 +300,7 @@ def reranker():
     from rag.config import RerankConfig
     from rag.providers.rerank import build_reranker
 
-    return _build_or_warn("reranking", lambda: build_reranker(RerankConfig.from_env()))
+    return _build_or_warn("reranking", lambda: build_reranker(RerankConfig.from_env(environment())))
 
 
 def pool_policy():
@@ -282,7 +310,7 @@ def pool_policy():
     from rag.ingest.pool import DEFAULT_POOL_POLICY, PoolPolicy
 
     try:
-        return PoolPolicy(workers=IndexingConfig.from_env().workers)
+        return PoolPolicy(workers=IndexingConfig.from_env(environment()).workers)
     except ConfigError as exc:
         click.echo(f"warning: {'; '.join(exc.problems)} (using auto)", err=True)
         return DEFAULT_POOL_POLICY
@@ -315,9 +343,10 @@ def bot_core(engine: Engine):
     members = getattr(engine, "members", None)
     if members is None:
         # The repository is the one --repo chose, also for deciding whether ./.env is that repository's own file.
-        environ = {**os.environ, "REPO_PATH": str(engine.repo_root)}
-        return compose_core(Settings.from_env(environ, require_slack=False), engine=engine)
-    settings = Settings.from_env(require_slack=False)  # --repo all: every repository of slackzilla.toml
+        environ = {**environment(), "REPO_PATH": str(engine.repo_root)}
+        return compose_core(Settings.from_env(environ, require_slack=False, dotenv_path=None), engine=engine)
+    # --repo all: every repository of slackzilla.toml
+    settings = Settings.from_env(environment(), require_slack=False, dotenv_path=None)
     from bot.compose import repo_config_for
 
     opened = [OpenedRepository(repo_config_for(member, settings), member) for member in members.values()]

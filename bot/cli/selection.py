@@ -7,7 +7,6 @@ configured default repository, else the current directory.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,6 +15,8 @@ import click
 from bot.config_file import DocumentsConfig, RepoConfig, find_config_file, read_config_file, resolve_github
 from rag.config import ConfigError, GitHubConfig, engine_paths
 from rag.federation import ALL
+
+from bot.cli.common import environment
 
 __all__ = ["configured_documents", "configured_repositories", "select_repositories"]
 
@@ -26,7 +27,7 @@ def configured_documents() -> DocumentsConfig:
     Raises:
         ConfigError: the file is unusable.
     """
-    file = find_config_file(os.environ)
+    file = find_config_file(environment())
     if file is None:
         return DocumentsConfig()
     problems: list[str] = []
@@ -42,13 +43,13 @@ def configured_repositories() -> list[RepoConfig]:
     Raises:
         ConfigError: the file is unusable (every problem listed).
     """
-    file = find_config_file(os.environ)
+    file = find_config_file(environment())
     if file is None:
         return []
     problems: list[str] = []
     repos, _ = read_config_file(file, problem=problems.append, default_interval_s=0)
     if not problems:
-        repos = resolve_github(repos, base=GitHubConfig.from_env(), env=os.environ, problem=problems.append)
+        repos = resolve_github(repos, base=GitHubConfig.from_env(environment()), env=environment(), problem=problems.append)
     if problems:
         raise ConfigError(problems)
     return repos
@@ -56,7 +57,7 @@ def configured_repositories() -> list[RepoConfig]:
 
 def _unconfigured(path: Path, index_path: Path | None) -> RepoConfig:
     """A repository given by path, outside ``slackzilla.toml``: ``GITHUB_REPOSITORY`` names its GitHub repository."""
-    github = GitHubConfig.from_env()
+    github = GitHubConfig.from_env(environment())
     source = github if github.enabled else None
     return RepoConfig(name=path.name or str(path), path=path, index_path=index_path, default=True,
                       github=source.repository if source else None, github_source=source)
@@ -74,7 +75,7 @@ def select_repositories(repo: Path | str | None, index_path: Path | None) -> lis
         ConfigError: an unusable ``slackzilla.toml``.
     """
     if repo is None:  # no --repo (docs, repos): $REPO_PATH and $RAG_INDEX_PATH, as every other command
-        env_repo, env_index = engine_paths()
+        env_repo, env_index = engine_paths(environment())
         repo, index_path = env_repo, index_path if index_path is not None else env_index
     configured = configured_repositories()
     text = str(repo) if repo is not None else None

@@ -19,7 +19,8 @@ from fixtures_engine import PLANTED_SECRETS, SECRET_FRAGMENTS, make_sample_repo
 from bot.cli import cli
 
 SOURCE_KEYS = {"path", "start", "end", "score", "type", "heading", "repo", "symbol"}
-CLEAN_ENV = {"REPO_PATH": None, "RAG_INDEX_PATH": None, "AI_API_KEY": None, "AI_URL": None, "AI_MODEL": None}
+CLEAN_ENV = {"REPO_PATH": None, "RAG_INDEX_PATH": None, "AI_API_KEY": None, "AI_URL": None, "AI_MODEL": None,
+             "SLACKZILLA_ENV_FILE": None}
 
 
 @pytest.fixture()
@@ -113,6 +114,39 @@ def test_docs_and_repos_use_the_repository_and_index_of_the_environment(repo, in
     assert json.loads(found.stdout)["sources"][0]["path"] == f"doc:{json.loads(added.stdout)['id']}"
     listed = json.loads(run("repos", "--json", env=env).stdout)["repositories"]
     assert [(r["path"], r["index"], r["documents"]) for r in listed] == [(str(repo), str(index_path), 1)]
+
+
+def test_every_command_reads_the_env_file_serve_reads(repo, index_path, tmp_path, monkeypatch):
+    """``REPO_PATH`` and ``RAG_INDEX_PATH`` in ``./.env`` or in ``SLACKZILLA_ENV_FILE`` (the bot's
+    settings, which ``serve`` reads) were ignored by ``index``, ``repos`` and every other command but
+    ``ask``: ``slackzilla index`` indexed the current directory into another file than the bot's."""
+    workdir = tmp_path / "workdir"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    (workdir / ".env").write_text(f"REPO_PATH={repo}\nRAG_INDEX_PATH={index_path}\n", encoding="utf-8")
+    indexed = run("index", "--json")
+    assert indexed.exit_code == 0, indexed.stderr
+    assert json.loads(indexed.stdout)["files"] == 12 and index_path.is_file() and not (workdir / ".rag").exists()
+    listed = json.loads(run("repos", "--json").stdout)["repositories"]
+    assert [(r["path"], r["index"]) for r in listed] == [(str(repo), str(index_path))]
+    (workdir / ".env").unlink()
+    named = tmp_path / "bot.env"
+    named.write_text(f"REPO_PATH={repo}\nRAG_INDEX_PATH={index_path}\n", encoding="utf-8")
+    found = run("retrieve", "database connection pool", "--json", env={"SLACKZILLA_ENV_FILE": str(named)})
+    assert found.exit_code == 0 and json.loads(found.stdout)["sources"][0]["path"] == "src/db/pool.js", found.stderr
+    # the environment wins over the file
+    other = tmp_path / "other.sqlite"
+    run("index", "--json", env={"SLACKZILLA_ENV_FILE": str(named), "RAG_INDEX_PATH": str(other)})
+    assert other.is_file()
+
+
+@pytest.mark.parametrize("command", [["index"], ["retrieve", "retry"], ["repos"], ["code", "symbols"]])
+def test_a_missing_env_file_is_an_error_for_every_command(command, tmp_path, monkeypatch):
+    """``SLACKZILLA_ENV_FILE=/nonexistent`` stopped ``ask`` and ``serve`` but was ignored by the rest."""
+    monkeypatch.chdir(tmp_path)
+    result = run(*command, env={"SLACKZILLA_ENV_FILE": str(tmp_path / "missing.env")})
+    line = assert_one_line_error(result, 1)
+    assert "SLACKZILLA_ENV_FILE" in line and "missing.env is not a file" in line
 
 
 def test_repo_option_wins_over_the_environment_and_a_bad_repo_path_is_one_line(repo, index_path, tmp_path):
