@@ -30,7 +30,7 @@ A repository's GitHub token is read from the environment once, by :func:`resolve
 (``github_token_env``, else ``GITHUB_TOKEN``), never from the file.
 
 What is wrong in the file (unreadable, not TOML, an unknown key, a value of the wrong
-type, a duplicate name) is a configuration error, reported with everything else wrong in
+type, a duplicate name, two repositories with one index file) is a configuration error, reported with everything else wrong in
 one :class:`bot.settings.SettingsError`. A repository whose *path* is missing or not a
 directory is not: it is reported and skipped when the engines are opened
 (:func:`bot.repos.open_repositories`), and the others serve.
@@ -180,6 +180,7 @@ def read_config_file(path: Path, *, problem: Callable[[str], None], default_inte
         entries = []
     repos: list[RepoConfig] = []
     seen: set[str] = set()
+    index_owner: dict[Path, str] = {}
     for number, entry in enumerate(entries, 1):
         repo = _repository(entry, f"{where}: repositories[{number}]", base, problem, default_interval_s,
                            default_git_pull)
@@ -188,6 +189,12 @@ def read_config_file(path: Path, *, problem: Callable[[str], None], default_inte
         if repo.name.lower() in seen:
             problem(f"{where}: repositories[{number}]: the name {repo.name!r} is used twice")
             continue
+        index_file = (repo.index_path or repo.path / ".rag" / "index.sqlite").resolve()
+        if index_file in index_owner:  # each update would replace the other's files
+            problem(f"{where}: repositories[{number}] ({repo.name}): its index {index_file} is also "
+                    f"{index_owner[index_file]}'s; give each repository its own index_path")
+            continue
+        index_owner[index_file] = repo.name
         seen.add(repo.name.lower())
         repos.append(repo)
     marked = [r for r in repos if r.default]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -34,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rag.errors import RepoNotFoundError
+from rag.errors import IndexOfAnotherRepositoryError, RepoNotFoundError
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy
 from rag.ingest.copies import COPY_RULES_VERSION, SharedLines, update_copies
 from rag.ingest.pool import DEFAULT_POOL_POLICY, PoolPolicy, prepare_files
@@ -207,6 +208,26 @@ class Engine:
             report.skipped["index_file"] = report.skipped.get("index_file", 0) + len(report.files) - len(kept)
             report.files = kept
 
+    def _check_owner(self) -> None:
+        """Refuse to update an index built for another repository that still exists (its
+        ``repo_root`` meta value): it would replace that repository's files, and documents added to it
+        would answer for this one. An index whose repository is gone (moved) is adopted.
+
+        Raises:
+            IndexOfAnotherRepositoryError: naming both roots and the way out.
+        """
+        stored = self.index.meta("repo_root")
+        if not stored:
+            return
+        try:
+            same = os.path.samefile(stored, self.repo_root)
+        except OSError:  # the recorded repository is gone (moved, deleted): this one takes the index over
+            return
+        if not same and os.path.isdir(stored):
+            raise IndexOfAnotherRepositoryError(
+                f"{self.index.path} is the index of {stored}, not of {self.repo_root}: give each repository its "
+                f"own index (--index, RAG_INDEX_PATH, index_path) or rebuild this one with `slackzilla index --full`")
+
     def update(self, *, full: bool = False, progress: ProgressFn | None = None,
                should_stop: Callable[[], bool] | None = None) -> IndexStats:
         """Bring the index up to date with the working tree, in one transaction.
@@ -229,9 +250,13 @@ class Engine:
             IndexUnavailableError: the index cannot be written; the previous generation stays.
             UpdateCancelledError: ``should_stop`` returned true; the previous generation stays.
             IndexWorkerError: a worker process preparing files died; the previous generation stays.
+            IndexOfAnotherRepositoryError: the index belongs to another repository that still exists
+                (not with ``full``, which rebuilds it for this one).
         """
         started = time.perf_counter()
         with self._update_lock:
+            if not full:
+                self._check_owner()
             report = walk(self.repo_root, self.walk_policy, should_stop=should_stop)
             self._drop_own_files(report)
             if self.scope is not None:

@@ -19,6 +19,7 @@ __all__ = [
     "EmptyQuestionError",
     "RepoNotFoundError",
     "IndexUnavailableError",
+    "IndexOfAnotherRepositoryError",
     "IndexWorkerError",
     "ProviderError",
 ]
@@ -45,6 +46,12 @@ class RepoNotFoundError(UserError):
 
 class IndexUnavailableError(RagError):
     """The index location cannot be created, opened or written (permissions, disk full)."""
+
+
+class IndexOfAnotherRepositoryError(UserError):
+    """The index was built for another repository that still exists (two repositories configured with
+    one ``index_path``, or ``--index`` naming another repository's index): updating it would replace
+    that repository's files. ``str(err)`` names both and what to do."""
 
 
 class IndexWorkerError(RagError):

@@ -400,3 +400,23 @@ async def test_reindex_updates_the_channels_repository_a_named_one_or_all(two_re
     assert "Full reindex of *api* done" in both and "Full reindex of *web* done" in both
     unknown = await reindex_in(bot, "nope", channel="CAPI", until="Unknown option")
     assert "name one repository (api, web or all)" in unknown
+
+
+def test_two_repositories_with_one_index_file_are_a_configuration_error(tmp_path):
+    """Both were accepted, and each update replaced the other repository's files in the shared index."""
+    from bot.config_file import read_config_file
+
+    api = write_repo(tmp_path / "api", API_FILES)
+    web = write_repo(tmp_path / "web", WEB_FILES)
+    shared = tmp_path / "shared.sqlite"
+    config = tmp_path / "slackzilla.toml"
+    config.write_text(f'[[repositories]]\nname = "api"\npath = "{api}"\nindex_path = "{shared}"\n\n'
+                      f'[[repositories]]\nname = "web"\npath = "{web}"\nindex_path = "{shared}"\n\n'
+                      f'[[repositories]]\nname = "api-again"\npath = "{api}"\n\n'
+                      f'[[repositories]]\nname = "api-docs"\npath = "{api}"\n', encoding="utf-8")
+    problems: list[str] = []
+    repos, _ = read_config_file(config, problem=problems.append, default_interval_s=0)
+    assert [r.name for r in repos] == ["api", "api-again"]
+    assert len(problems) == 2
+    assert "repositories[2] (web): its index" in problems[0] and "is also api's" in problems[0]
+    assert "repositories[4] (api-docs)" in problems[1] and "is also api-again's" in problems[1]

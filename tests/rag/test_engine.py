@@ -613,3 +613,29 @@ def test_a_damaged_stored_structure_is_skipped_not_fatal(tmp_path, caplog):
             found = engine.retrieve("where is connectPool defined?")
         assert "src/db.js" in result_paths(found)
         assert any("src/app.js" in r.getMessage() and "malformed" in r.getMessage() for r in caplog.records)
+
+
+def test_an_index_of_another_repository_is_refused_unless_rebuilt(tmp_path):
+    """Two repositories configured with one index_path (or ``--index`` naming another repository's index)
+    replaced each other's files at every update, and documents added for one answered for the other."""
+    from rag.errors import IndexOfAnotherRepositoryError
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    for root, word in ((first, "aardvark"), (second, "zebrafish")):
+        root.mkdir()
+        (root / "notes.md").write_text(f"# Notes\n\nThe {word} lives here.\n", encoding="utf-8")
+    shared = tmp_path / "shared.sqlite"
+    with contextlib.closing(Engine.open(first, index_path=shared)) as engine:
+        engine.update()
+    with contextlib.closing(Engine.open(second, index_path=shared)) as engine:
+        with pytest.raises(IndexOfAnotherRepositoryError, match="is the index of .*first, not of .*second.*--full"):
+            engine.update()
+        assert paths_of(engine.retrieve("aardvark")) == ["notes.md"]  # untouched
+        engine.update(full=True)  # asked for: rebuilt for this repository
+        assert engine.retrieve("aardvark") == [] and paths_of(engine.retrieve("zebrafish")) == ["notes.md"]
+        engine.update()
+    # a repository that moved takes its index along
+    moved = tmp_path / "moved"
+    second.rename(moved)
+    with contextlib.closing(Engine.open(moved, index_path=shared)) as engine:
+        assert engine.update().added == 0
