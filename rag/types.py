@@ -139,7 +139,10 @@ class Source:
         return self.repo_path if self.repo_path is not None else self.path
 
     def to_json(self) -> dict:
-        """The CLI/API shape: ``{"repo", "path", "start", "end", "score", "type", "heading", "symbol"}``.
+        """The CLI/API shape: ``{"repo", "path", "start", "end", "score", "type", "kind", "heading", "symbol"}``.
+
+        ``type`` is the file type (``js``, ``md``); ``kind`` what the file is (``source``,
+        ``documentation``, ``test``, ``example``, ``config``, ``types``: what ``--type`` filters on).
 
         ``path`` is the path inside the repository ``repo`` (see :attr:`relative_path`).
         ``symbol`` is the chunk's symbol path (:attr:`Chunk.symbol`), ``None`` for chunks
@@ -154,6 +157,7 @@ class Source:
             "end": self.end,
             "score": round(self.score, 4),
             "type": self.file_type,
+            "kind": self.kind,
             "heading": self.heading,
             "symbol": self.symbol,
         }

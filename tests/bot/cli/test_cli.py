@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from fixtures_engine import PLANTED_SECRETS, SECRET_FRAGMENTS, make_sample_repo
 from bot.cli import cli
 
-SOURCE_KEYS = {"path", "start", "end", "score", "type", "heading", "repo", "symbol"}
+SOURCE_KEYS = {"path", "start", "end", "score", "type", "kind", "heading", "repo", "symbol"}
 CLEAN_ENV = {"REPO_PATH": None, "RAG_INDEX_PATH": None, "AI_API_KEY": None, "AI_URL": None, "AI_MODEL": None,
              "SLACKZILLA_ENV_FILE": None}
 
@@ -210,6 +210,7 @@ def test_retrieve_type_filter(repo, index_path, kind, suffixes):
     data = json.loads(run_repo(repo, index_path, "retrieve", "checkout discount", "--type", kind, "--json").stdout)
     assert data["sources"]
     assert all(s["path"].endswith(suffixes) for s in data["sources"])
+    assert {s["kind"] for s in data["sources"]} == {kind}  # what --type filters on is in the JSON
     if kind == "source":
         assert not any(s["path"].startswith(("test/", "examples/")) for s in data["sources"])
 
