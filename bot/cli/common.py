@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from bot.cli.environment import environment
+from bot.cli.failure import EXIT_FAILURE, EXIT_USAGE, fail
 from rag.errors import EmptyQuestionError, RagError
 
 if TYPE_CHECKING:
@@ -31,14 +33,6 @@ __all__ = [
     "pool_policy", "printable", "progress_bar", "repo_option", "repository_path", "reranker", "run_update",
 ]
 
-EXIT_USAGE = 2
-EXIT_FAILURE = 1
-
-
-def fail(message: str, code: int = EXIT_FAILURE) -> None:
-    """Print ``error: <message>`` on stderr and exit with ``code`` (raises ``SystemExit``)."""
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
 
 
 def friendly_errors(fn: Callable) -> Callable:
@@ -62,34 +56,6 @@ def friendly_errors(fn: Callable) -> Callable:
             fail("interrupted", 130)
 
     return wrapper
-
-
-_ENVIRONMENT_KEY = "slackzilla.environment"
-"""Where :func:`environment` keeps the command's variables (the root click context's ``meta``), per ``--repo``."""
-
-
-def environment() -> dict[str, str]:
-    """The variables of this command: the environment over ``.env`` or ``SLACKZILLA_ENV_FILE``, read
-    as ``serve`` reads them (:func:`bot.settings.read_environment`; the command's ``--repo``, once
-    parsed, decides like ``REPO_PATH`` whether ``./.env`` is the repository's own file), once per
-    command (kept in the click context; read again outside one). Every command reads its configuration from here, so
-    ``slackzilla index`` and the bot index the same repository into the same file.
-
-    Exits (:func:`fail`) when ``SLACKZILLA_ENV_FILE`` names no file.
-    """
-    from bot.settings import read_environment
-
-    ctx = click.get_current_context(silent=True)
-    meta = ctx.find_root().meta if ctx is not None else {}
-    # --repo, once parsed, decides like REPO_PATH whether ./.env is the indexed repository's own file
-    repo = ctx.params.get("repo") if ctx is not None else None
-    key = (_ENVIRONMENT_KEY, None if repo is None else str(repo))
-    if key not in meta:
-        values, problems = read_environment(repo=repo)
-        if problems:
-            fail("; ".join(problems))
-        meta[key] = values
-    return meta[key]
 
 
 def _env_default(position: int) -> Callable:

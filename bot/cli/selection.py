@@ -16,7 +16,7 @@ from bot.config_file import DocumentsConfig, RepoConfig, find_config_file, read_
 from rag.config import ConfigError, GitHubConfig, engine_paths
 from rag.federation import ALL
 
-from bot.cli.common import environment
+from bot.cli.environment import environment
 
 __all__ = ["configured_documents", "configured_repositories", "select_repositories"]
 
