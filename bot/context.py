@@ -27,6 +27,7 @@ from bot.state.resilient import ResilientState
 from bot.settings import Settings
 from commands.registry import CommandRequest, CommandResult, CommandServices, Registry
 from rag.ingest.reindexer import Reindexer, current_commit
+from rag.ingest.stats import DEGRADED_REASONS
 from rag.providers.llm import ModelConfig
 
 __all__ = ["BotContext", "DEFAULT_STATUS_RUNS"]
@@ -110,7 +111,8 @@ class BotContext:
         """``{"version", "uptime_s", "started_at", "next_reindex_at", "repo", "commit", "mode", "model",
         "index": {generation, ready, updated_at, age_s, files, chunks, not_indexed}, "reindex": {running, trigger,
         user, started_at, done, total, last_success_at, last_error, runs, busy_refusals, history}}``;
-        ``not_indexed`` names the odd files the last successful run skipped, by reason (``None``: none)."""
+        ``not_indexed`` names the odd files the last successful run skipped, by reason (``None``: none;
+        files it indexed coarser than usual, :data:`rag.ingest.stats.DEGRADED_REASONS`, are not among them)."""
         state = self.reindexer.state.to_json()
         try:
             files, chunks = self.engine.index.counts()
@@ -201,7 +203,7 @@ class BotContext:
     def _not_indexed(self, shown: int = 5) -> str | None:
         """``"data.json (data_file), caf\\xe9.js (undecodable_name) and 3 more"`` from the last good run."""
         last = next((run for run in reversed(self.reindexer.history) if run.ok), None)
-        problems = last.stats.problems if last is not None else []
+        problems = [p for p in (last.stats.problems if last is not None else []) if p["reason"] not in DEGRADED_REASONS]
         if not problems:
             return None
         text = ", ".join(f"{p['path']} ({p['reason']})" for p in problems[:shown])

@@ -308,6 +308,8 @@ class Engine:
                             settled.append(result.settled)
                         continue
                     updates.append(result.update)
+                    for reason in result.problems:  # indexed, chunked coarser than usual (deep_nesting)
+                        stats.degraded(reason, wf.path)
                     if writer is not None:
                         writer.insert(result.update)
                     stats.redactions += result.update.redactions

@@ -193,7 +193,10 @@ def _jwt_valid(text: str, m: re.Match[str]) -> bool:
 def jwt_formally_valid(token: str) -> bool:
     """Whether every ``.``-separated part of ``token`` is padded-able base64url and the first two decode to
     JSON: detect-secrets 1.5.0's ``JwtTokenDetector.is_formally_valid``, copied for the reason
-    :data:`DETECT_SECRETS_DENYLISTS` is (``tests/rag/test_secrets.py`` compares the two)."""
+    :data:`DETECT_SECRETS_DENYLISTS` is (``tests/rag/test_secrets.py`` compares the two). One
+    difference: a part nested deeper than the JSON decoder's recursion limit (``[[[…]]]`` thousands
+    deep, where detect-secrets raises ``RecursionError``) counts as JSON, so the token is redacted
+    and the file still indexes."""
     for index, part in enumerate(token.split(".")):
         try:
             raw = part.encode("ascii")
@@ -203,6 +206,8 @@ def jwt_formally_valid(token: str) -> bool:
             decoded = base64.urlsafe_b64decode(raw + (b"==" if pad == 2 else b"===" if pad == 3 else b""))
             if index < 2:
                 json.loads(decoded.decode("utf-8"))
+        except RecursionError:  # before ValueError's clause: not a reason to call the token invalid
+            continue
         except (TypeError, ValueError, UnicodeDecodeError):
             return False
     return True

@@ -8,6 +8,7 @@ import click
 from bot.cli.common import (embeddings_provider, emit, fail, friendly_errors, index_option, json_option, pool_policy,
                              printable, progress_bar, repo_option)
 from rag.engine import Engine
+from rag.ingest.stats import DEGRADED_REASONS
 
 __all__ = ["index_cmd"]
 
@@ -86,7 +87,8 @@ def _index_one(config, *, full: bool, as_json: bool, single: bool = False) -> di
     if run.copies:
         click.echo(f"{run.copies} files are build output or copies of an indexed source (ranked below their sources)")
     for problem in run.problems:
-        click.echo(f"  not indexed: {printable(problem['path'], one_line=True)} ({problem['reason']})")
+        how = "indexed with coarser chunks" if problem["reason"] in DEGRADED_REASONS else "not indexed"
+        click.echo(f"  {how}: {printable(problem['path'], one_line=True)} ({problem['reason']})")
     report = (record.sources or {}).get("github")
     if report:
         from rag.sources.github import github_status

@@ -160,6 +160,7 @@ def chunk_file(
     kind: str,
     definitions: Iterable[SymbolSpan] | None = None,
     policy: ChunkPolicy = DEFAULT_CHUNK_POLICY,
+    problems: list[str] | None = None,
 ) -> list[Chunk]:
     """Chunk one file by the method that fits it (module docstring).
 
@@ -172,13 +173,17 @@ def chunk_file(
             language: start/end lines, name, kind, parent), an empty list for a parsed file
             without any; ``None`` when it was not parsed or had syntax errors (line windows).
         policy: sizes.
+        problems: when given, gets the reason appended when the file is chunked coarser than
+            usual (:data:`rag.ingest.symbol_chunks.DEEP_NESTING`: definitions nested past
+            :data:`rag.ingest.symbol_chunks.MAX_SYMBOL_DEPTH` levels stay in their enclosing one's chunks).
 
     Returns:
         Chunks in file order; ``[]`` for an empty or all-blank file.
     """
     if definitions is not None:
         return symbol_chunks(path, split_lines(text), definitions, file_type=file_type, kind=kind,
-                             max_lines=policy.max_lines, merge_lines=policy.merge_lines, max_chars=policy.max_chars)
+                             max_lines=policy.max_lines, merge_lines=policy.merge_lines, max_chars=policy.max_chars,
+                             problems=problems)
     if file_type in _MARKDOWN_TYPES:
         lines = split_lines(text)
         return section_chunks(path, lines, markdown_headings(lines), file_type=file_type, kind=kind,

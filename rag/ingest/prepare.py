@@ -83,10 +83,14 @@ class Prepared:
     Attributes:
         update: the file's row, chunks (text redacted), structure and chunk symbols.
         parse_seconds: wall time spent parsing its structure (0.0 for unparsed types).
+        problems: why the file is indexed less finely than usual, :data:`rag.ingest.stats.DEGRADED_REASONS`
+            (``deep_nesting``: definitions nested past :data:`rag.ingest.symbol_chunks.MAX_SYMBOL_DEPTH`
+            levels are chunked as part of their enclosing one); ``()`` normally.
     """
 
     update: FileUpdate
     parse_seconds: float = 0.0
+    problems: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +283,8 @@ def prepare_file(
         chunk_policy: chunking knobs.
 
     Returns:
-        :class:`Prepared` (new or changed), :class:`Unchanged` (same content hash) or
+        :class:`Prepared` (new or changed; its ``problems`` say when it is chunked coarser than
+        usual), :class:`Unchanged` (same content hash) or
         :class:`Skipped` (``unreadable``: reading failed; ``binary``: not decodable as text;
         ``data_file``/``minified``: mostly very long lines).
         Never raises for a bad file; a parser failure propagates.
@@ -305,10 +310,11 @@ def prepare_file(
     structure = parser.parse(wf.path, wf.file_type, text)
     parse_seconds = time.perf_counter() - t0
     kind = file_kind(wf.path, structure, text)
+    problems: list[str] = []
     chunks = chunk_file(wf.path, text, file_type=wf.file_type, kind=kind, definitions=symbol_spans(structure),
-                        policy=chunk_policy)
+                        policy=chunk_policy, problems=problems)
     chunk_symbols = chunk_symbol_text(structure, chunks) if structure is not None else None
     update = FileUpdate(wf.path, wf.size, wf.mtime_ns, digest, wf.file_type, kind, len(split_lines(text)),
                         redactions, chunks, structure.to_json() if structure is not None else None, chunk_symbols,
                         ctime_ns=wf.ctime_ns, ino=wf.ino, seen_ns=wf.seen_ns)
-    return Prepared(update, parse_seconds)
+    return Prepared(update, parse_seconds, tuple(problems))

@@ -184,7 +184,8 @@ class RunRecord:
         """The flat JSON of ``/sz-status``, ``/api/status`` and the CLI (a deep copy), keys in this order:
         ``id, trigger, started_at, user, full, duration_s, added, changed, removed, skipped,
         redactions, files, chunks, generation, ok, error, git, commit, embeddings, problems, sources``
-        (``problems``: the odd files not indexed, ``[{"path", "reason"}]``)."""
+        (``problems``: the odd files not indexed, and those indexed coarser than usual
+        (:data:`rag.ingest.stats.DEGRADED_REASONS`), ``[{"path", "reason"}]``)."""
         s = self.stats
         return {
             "id": self.id, "trigger": self.trigger, "started_at": self.started_at, "user": self.user,

@@ -3,9 +3,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from rag.ingest.symbol_chunks import DEEP_NESTING
 from rag.types import MAX_PROBLEMS
 
-__all__ = ["IndexStats"]
+__all__ = ["IndexStats", "DEGRADED_REASONS"]
+
+DEGRADED_REASONS = frozenset({DEEP_NESTING})
+"""Problems of files that are indexed, only chunked coarser than usual (:meth:`IndexStats.degraded`);
+every other reason in ``problems`` is a file not indexed."""
 
 
 @dataclass(slots=True)
@@ -24,8 +29,9 @@ class IndexStats:
             declarations, source-mapped bundles, ``PKG-INFO``, near-duplicates:
             :mod:`rag.ingest.copies`); retrieval ranks them below their sources.
         problems: ``{"path", "reason"}`` of the odd files not indexed (the walk's, plus
-            ``unreadable``, ``binary``, ``data_file``, ``minified`` found while reading),
-            at most :data:`rag.types.MAX_PROBLEMS`.
+            ``unreadable``, ``binary``, ``data_file``, ``minified`` found while reading), and of
+            the files this update indexed coarser than usual (a reason of :data:`DEGRADED_REASONS`:
+            ``deep_nesting``), at most :data:`rag.types.MAX_PROBLEMS`.
     """
 
     files: int = 0
@@ -45,6 +51,12 @@ class IndexStats:
         """Count one more file not indexed for ``reason``; with ``path``, list it among the problems."""
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
         if path is not None and len(self.problems) < MAX_PROBLEMS:
+            self.problems.append({"path": path, "reason": reason})
+
+    def degraded(self, reason: str, path: str) -> None:
+        """List ``path``, indexed but chunked coarser than usual for ``reason`` (one of
+        :data:`DEGRADED_REASONS`), among the problems; it is not counted in ``skipped``."""
+        if len(self.problems) < MAX_PROBLEMS:
             self.problems.append({"path": path, "reason": reason})
 
     def to_json(self) -> dict:

@@ -37,6 +37,11 @@ characters into several chunks of that one line (:func:`cap_pieces`). No chunk i
 than ``max_lines`` lines, except a definition whose leading comments push it past the cap
 (they count up to half the cap extra) and a unit that took in a tiny neighbour.
 
+Definitions nested more than :data:`MAX_SYMBOL_DEPTH` levels deep (generated code) are not split
+out of the one enclosing them: their lines are chunked as its body, by rule 3, and
+:func:`symbol_chunks` reports the file (:data:`DEEP_NESTING`). Every walk over the tree uses an
+explicit stack, so no nesting depth raises ``RecursionError``.
+
 A code chunk also carries:
 
 * ``symbol`` — the symbol path it belongs to: the whole definitions it holds when they make
@@ -64,7 +69,8 @@ from dataclasses import dataclass, field
 from rag.types import Chunk
 
 __all__ = ["SymbolSpan", "symbol_chunks", "section_chunks", "cap_pieces", "heading_for",
-           "TINY_LINES", "MAX_HEADER_LINES", "MAX_HEADER_CHARS", "MAX_SYMBOLS_LISTED", "PIECE_OVERLAP_LINES"]
+           "TINY_LINES", "MAX_HEADER_LINES", "MAX_HEADER_CHARS", "MAX_SYMBOLS_LISTED", "PIECE_OVERLAP_LINES",
+           "MAX_SYMBOL_DEPTH", "DEEP_NESTING"]
 
 TINY_LINES = 2
 """A unit with at most this many non-blank lines always joins a neighbour (brace, ``'use strict'``)."""
@@ -79,6 +85,15 @@ PIECE_OVERLAP_LINES = 15
 the 60/40 line windows overlap by 20."""
 MIN_PIECE_SHARE = 0.6
 """A split piece is at least this share of the balanced piece size (unless a boundary forces less)."""
+MAX_SYMBOL_DEPTH = 100
+"""Definitions nested more levels deep than this are not split out of the one enclosing them: their
+lines are chunked as that one's body (at statement boundaries), and no symbol path names more
+definitions. Hand-written code stays far below (the deepest of the JavaScript, TypeScript and Python
+files of the eval repositories, eslint, express, fastify, koa, starlette …, is 5 levels); generated
+code can nest thousands deep, and a path per level would cost memory quadratic in the depth (a
+5,000-level file: 75 MB of paths, 28 KB symbols)."""
+DEEP_NESTING = "deep_nesting"
+"""The problem :func:`symbol_chunks` reports for a file whose definitions nest past :data:`MAX_SYMBOL_DEPTH`."""
 
 _COMMENT_STARTS = ("//", "/*", "*", "#", "@")
 _CLOSERS = (")", "]", "}", ".", "?", ":", "&", "|", "+")
@@ -207,15 +222,17 @@ def _is_comment(stripped: str) -> bool:
     return stripped.startswith(_COMMENT_STARTS)
 
 
-def _tree(spans: Iterable[SymbolSpan], stripped: Sequence[str]) -> list[_Node]:
+def _tree(spans: Iterable[SymbolSpan], stripped: Sequence[str]) -> tuple[list[_Node], bool]:
     """The nesting tree of ``spans`` (roots in line order) in a file whose lines, without their
-    leading whitespace, are ``stripped``.
+    leading whitespace, are ``stripped``, and whether spans were left out for nesting deeper than
+    :data:`MAX_SYMBOL_DEPTH`.
 
     Spans outside the file are clipped, empty or nameless ones dropped, a span that starts
     inside another but ends past it is cut at the other's end (so the tree is proper), and a
-    span with the same range as its parent is the same unit (dropped). Each node's ``top``
-    then moves up over the comment and decorator lines directly above its signature, as far
-    as the previous sibling's end (or the parent's signature).
+    span with the same range as its parent is the same unit (dropped). A span that would sit
+    more than :data:`MAX_SYMBOL_DEPTH` levels deep is left out (its lines stay in its deepest
+    ancestor's body). Each node's ``top`` then moves up over the comment and decorator lines
+    directly above its signature, as far as the previous sibling's end (or the parent's signature).
     """
     total = len(stripped)
     clipped = ((max(1, s.start), min(total, s.end), s) for s in spans if s.name)
@@ -223,12 +240,16 @@ def _tree(spans: Iterable[SymbolSpan], stripped: Sequence[str]) -> list[_Node]:
                    key=lambda item: (item[0], -item[1]))
     roots: list[_Node] = []
     stack: list[_Node] = []
+    capped = False
     for start, end, span in clean:
         while stack and start > stack[-1].end:
             stack.pop()
         parent = stack[-1] if stack else None
         if parent is not None:
             if (start, end) == (parent.sig, parent.end):
+                continue
+            if len(stack) >= MAX_SYMBOL_DEPTH:
+                capped = True
                 continue
             end = min(end, parent.end)
             path = f"{parent.path}.{span.name}"
@@ -238,24 +259,34 @@ def _tree(spans: Iterable[SymbolSpan], stripped: Sequence[str]) -> list[_Node]:
         (parent.children if parent is not None else roots).append(node)
         stack.append(node)
     _attach_comments(roots, 1, stripped)
-    return roots
+    return roots, capped
 
 
 def _attach_comments(nodes: list[_Node], floor: int, stripped: Sequence[str]) -> None:
-    """Move each node's ``top`` up over the comment and decorator block right above its
-    signature — across one blank line after a comment block, as in ``/** … */``, blank,
-    ``proto.use = function use(fn) {`` — never above ``floor``."""
-    for node in nodes:
-        top = node.sig
-        above = top - 1
-        if above - 1 >= floor and not stripped[above - 1] and _is_comment(stripped[above - 2]):
-            above -= 1  # one blank line between a comment block and its definition
-        while above >= floor and _is_comment(stripped[above - 1]):
-            top = above
-            above -= 1
-        node.top = top
-        _attach_comments(node.children, node.sig + 1, stripped)
-        floor = node.end + 1
+    """Move each node's ``top`` (of ``nodes`` and of all their descendants) up over the comment and
+    decorator block right above its signature — across one blank line after a comment block, as in
+    ``/** … */``, blank, ``proto.use = function use(fn) {`` — never above ``floor`` for the first of
+    ``nodes``, its previous sibling's end for the others, its parent's signature for a first child.
+
+    An explicit stack of sibling lists, not recursion: a definition nested thousands deep (generated
+    code) must not exhaust Python's call stack. Each node's ``top`` depends only on its siblings' and
+    parent's ``sig``/``end``, so the visiting order does not matter.
+    """
+    pending: list[tuple[list[_Node], int]] = [(nodes, floor)]
+    while pending:
+        siblings, floor = pending.pop()
+        for node in siblings:
+            top = node.sig
+            above = top - 1
+            if above - 1 >= floor and not stripped[above - 1] and _is_comment(stripped[above - 2]):
+                above -= 1  # one blank line between a comment block and its definition
+            while above >= floor and _is_comment(stripped[above - 1]):
+                top = above
+                above -= 1
+            node.top = top
+            if node.children:
+                pending.append((node.children, node.sig + 1))
+            floor = node.end + 1
 
 
 # -- units: split, then merge ------------------------------------------------------------------
@@ -282,34 +313,51 @@ class _Chunker:
     # -- code --
 
     def region(self, start: int, end: int, owner: _Node | None, children: list[_Node]) -> list[_Unit]:
-        """Units tiling lines ``start..end`` of ``owner``'s body, given its child definitions there."""
-        units: list[_Unit] = []
-        cursor = start
-        for child in children:
-            if child.top > cursor:
-                units += self.split(cursor, child.top - 1, owner)
-            units += self.definition(child)
-            cursor = child.end + 1
-        if cursor <= end:
-            units += self.split(cursor, end, owner)
-        return self.merge(units)
+        """Units tiling lines ``start..end`` of ``owner``'s body, given its child definitions there.
 
-    def definition(self, node: _Node) -> list[_Unit]:
-        """One unit for a definition that fits, else its pieces (not mergeable with its siblings).
-
-        Its leading comments do not count against the line cap (up to half of it more: a
-        50-line function with a 20-line JSDoc block stays whole), only against the character cap.
+        A child definition that fits (:meth:`_fits_definition`) is one unit; a larger one is split
+        into pieces not mergeable with their siblings: at its own children (a region of its own, the
+        same way) or, without children, at statement boundaries (:meth:`split`). The regions being
+        split are kept on an explicit stack rather than Python's, so a definition nested thousands
+        of levels deep (generated code) is chunked like any other instead of raising ``RecursionError``.
         """
+        # The regions being split around this one, outermost first: (end, owner, children, cursor, next
+        # child, units so far) of each, resumed once the child definition it descended into is done.
+        frames: list[tuple[int, _Node | None, list[_Node], int, int, list[_Unit]]] = []
+        cursor, index, units = start, 0, []
+        while True:
+            while index < len(children):
+                child = children[index]
+                index += 1
+                if child.top > cursor:
+                    units += self.split(cursor, child.top - 1, owner)
+                cursor = child.end + 1
+                if self._fits_definition(child):
+                    units.append(_Unit(child.top, child.end, child.parent, [child]))
+                elif child.children:
+                    frames.append((end, owner, children, cursor, index, units))
+                    end, owner, children, cursor, index, units = child.end, child, child.children, child.top, 0, []
+                else:
+                    pieces = self.split(child.top, child.end, child)
+                    for piece in pieces:
+                        piece.mergeable = False
+                    units += pieces
+            if cursor <= end:
+                units += self.split(cursor, end, owner)
+            done = self.merge(units)
+            if not frames:
+                return done
+            end, owner, children, cursor, index, units = frames.pop()
+            for piece in done:  # the pieces of a definition too large for one unit
+                piece.mergeable = False
+            units += done
+
+    def _fits_definition(self, node: _Node) -> bool:
+        """Whether definition ``node`` makes one unit. Its leading comments do not count against the
+        line cap (up to half of it more: a 50-line function with a 20-line JSDoc block stays whole),
+        only against the character cap."""
         comment_lines = min(node.sig - node.top, self.max_lines // 2)
-        if self.fits(node.top, node.end, self.max_lines + comment_lines):
-            return [_Unit(node.top, node.end, node.parent, [node])]
-        if node.children:
-            pieces = self.region(node.top, node.end, node, node.children)
-        else:
-            pieces = self.split(node.top, node.end, node)
-        for piece in pieces:
-            piece.mergeable = False
-        return pieces
+        return self.fits(node.top, node.end, self.max_lines + comment_lines)
 
     # -- splitting at statement boundaries --
 
@@ -457,11 +505,12 @@ def _header(unit: _Unit, lines: Sequence[str]) -> str | None:
     """Signature lines of the definitions enclosing ``unit`` whose signature it does not show."""
     out: list[str] = []
     node = unit.owner
-    while node is not None:
+    while node is not None and len(out) < MAX_HEADER_LINES:  # the innermost ones: no need to climb further
         if node.sig < unit.start:
-            out.append(lines[node.sig - 1].strip()[:MAX_HEADER_CHARS])
+            line = lines[node.sig - 1].strip()[:MAX_HEADER_CHARS]
+            if line:
+                out.append(line)
         node = node.parent
-    out = [line for line in out if line][:MAX_HEADER_LINES]
     return "\n".join(reversed(out)) or None
 
 
@@ -491,6 +540,7 @@ def symbol_chunks(
     max_lines: int,
     merge_lines: int,
     max_chars: int,
+    problems: list[str] | None = None,
 ) -> list[Chunk]:
     """Chunk a code file at its definitions (algorithm in the module docstring).
 
@@ -502,6 +552,9 @@ def symbol_chunks(
         max_lines: a definition longer than this is split.
         merge_lines: neighbours merge while the merged chunk stays within this many lines.
         max_chars: no chunk's text is longer (long lines are cut by :func:`cap_pieces`).
+        problems: when given, :data:`DEEP_NESTING` is appended to it if definitions nested more
+            than :data:`MAX_SYMBOL_DEPTH` levels deep were not split out of their enclosing one
+            (the chunks still tile the file with exact line ranges).
 
     Returns:
         Chunks in line order, tiling the file; ``[]`` for an empty or all-blank file.
@@ -510,7 +563,9 @@ def symbol_chunks(
                        overlap_lines=PIECE_OVERLAP_LINES)
     if not chunker.sizes.non_blank(1, len(lines)):
         return []
-    roots = _tree(spans, chunker.sizes.stripped)
+    roots, capped = _tree(spans, chunker.sizes.stripped)
+    if capped and problems is not None:
+        problems.append(DEEP_NESTING)
     units = chunker.overlap(chunker.region(1, len(lines), None, roots))
     return _emit(units, lines, path=path, file_type=file_type, kind=kind, max_chars=max_chars)
 

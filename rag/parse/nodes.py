@@ -106,28 +106,42 @@ def argument_nodes(call: Node) -> list[Node]:
 
 def pattern_names(pattern: Node) -> list[str]:
     """Local names bound by an identifier / object / array pattern
-    (``{ a, b: c, d = 1 }`` → ``["a", "c", "d"]``)."""
-    kind = pattern.type
-    if kind == "identifier":
-        return [text_of(pattern)]
+    (``{ a, b: c, d = 1 }`` → ``["a", "c", "d"]``), in source order, nested patterns included
+    (``[[a], { b }]`` → ``["a", "b"]``).
+
+    Walks the pattern with an explicit stack, so a pattern nested thousands of levels deep
+    (generated code) cannot raise ``RecursionError``.
+    """
     names: list[str] = []
-    if kind == "object_pattern":
-        for child in pattern.named_children:
-            if child.type == "shorthand_property_identifier_pattern":
-                names.append(text_of(child))
-            elif child.type == "object_assignment_pattern":
-                left = child.child_by_field_name("left")
-                if left is not None:
-                    names.append(text_of(left))
-            elif child.type == "pair_pattern":
-                value = child.child_by_field_name("value")
-                if value is not None:
-                    if value.type == "assignment_pattern":
-                        value = value.child_by_field_name("left") or value
-                    names.extend(pattern_names(value))
-    elif kind == "array_pattern":
-        for child in pattern.named_children:
-            names.extend(pattern_names(child))
+    # Items still to visit, the next one last: a name already found, or a (sub)pattern.
+    pending: list[str | Node] = [pattern]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            names.append(item)
+            continue
+        kind = item.type
+        if kind == "identifier":
+            names.append(text_of(item))
+            continue
+        inner: list[str | Node] = []
+        if kind == "object_pattern":
+            for child in item.named_children:
+                if child.type == "shorthand_property_identifier_pattern":
+                    inner.append(text_of(child))
+                elif child.type == "object_assignment_pattern":
+                    left = child.child_by_field_name("left")
+                    if left is not None:
+                        inner.append(text_of(left))
+                elif child.type == "pair_pattern":
+                    value = child.child_by_field_name("value")
+                    if value is not None:
+                        if value.type == "assignment_pattern":
+                            value = value.child_by_field_name("left") or value
+                        inner.append(value)
+        elif kind == "array_pattern":
+            inner.extend(item.named_children)
+        pending.extend(reversed(inner))
     return names
 
 

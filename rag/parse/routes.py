@@ -100,7 +100,10 @@ def _chained_route_path(receiver: Node) -> tuple[str | None, str | None]:
 
 
 def _mount_target(node: Node) -> tuple[str | None, str | None]:
-    """``(identifier, spec)`` of what ``.use``/``.register`` mounts."""
+    """``(identifier, spec)`` of what ``.use``/``.register`` mounts (seen through any number of
+    ``await``: a loop, not recursion, so a generated ``await await …`` chain cannot exhaust the stack)."""
+    while node.type == "await_expression" and node.named_children:
+        node = node.named_children[0]
     if node.type in ("identifier", "member_expression"):
         return simple_name(node), None
     if node.type == "call_expression":
@@ -108,8 +111,6 @@ def _mount_target(node: Node) -> tuple[str | None, str | None]:
         args = argument_nodes(node)
         if fn is not None and fn.type == "identifier" and text_of(fn) == "require" and args:
             return None, string_value(args[0])
-    if node.type == "await_expression" and node.named_children:
-        return _mount_target(node.named_children[0])
     return None, None
 
 

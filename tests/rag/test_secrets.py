@@ -348,6 +348,17 @@ def test_the_copied_jwt_check_agrees_with_detect_secrets(token: str) -> None:
     assert jwt_formally_valid(token) == JwtTokenDetector.is_formally_valid(token)
 
 
+def test_a_jwt_nested_past_the_json_decoders_limit_is_redacted_without_recursion_error() -> None:
+    import base64
+
+    def part(raw: str) -> str:
+        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+    token = part('{"a":' + "[" * 5000 + "1" + "]" * 5000 + "}") + "." + part('{"sub":"x"}') + ".c2ln"
+    text, count = redact_secrets(f"const t = '{token}';\n", file_type="js")
+    assert (text, count) == (f"const t = '{REDACTED}';\n", 1)
+
+
 def test_redacting_imports_no_detect_secrets() -> None:
     import subprocess
     import sys

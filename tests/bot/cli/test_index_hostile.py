@@ -1,9 +1,10 @@
 """`slackzilla index` and `ask` on a tree holding every hostile indexing case at once (issue 14).
 
 Names that are not UTF-8, a FIFO named .gitignore, a BOM-prefixed .gitignore, a negation inside
-a built-in skipped directory, a UTF-16 file, a one-line JSON data file, a virtual environment and
-a FIFO among the files: the run completes, names each odd file with its reason, and a question
-about an ordinary file is answered from it. An empty repository says why nothing is indexed.
+a built-in skipped directory, a UTF-16 file, a one-line JSON data file, a virtual environment, a
+FIFO among the files and generated code nesting 2,000 functions: the run completes, names each odd
+file with its reason, and a question about an ordinary file is answered from it. An empty
+repository says why nothing is indexed.
 """
 from __future__ import annotations
 
@@ -47,6 +48,8 @@ def hostile(tmp_path: Path) -> Path:
     (root / "env").mkdir()
     (root / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (root / "env" / "lib.py").write_text("x = 1\n")
+    (root / "gen").mkdir()  # indexed, in coarser chunks past 100 levels (RecursionError before)
+    (root / "gen" / "nested.js").write_text("".join(f"function f{i}() {{\n" for i in range(2000)) + "}\n" * 2000)
     return root
 
 
@@ -59,10 +62,13 @@ def test_index_completes_and_names_each_odd_file_by_reason(hostile: Path, tmp_pa
     assert reasons["undecodable_name"] == "src/caf\\xe9.js"
     assert reasons["special_file"] in ("lib/.gitignore", "src/pipe.js")
     assert reasons["data_file"] == "data/cities.json"
+    assert reasons["deep_nesting"] == "gen/nested.js" and "deep_nesting" not in data["skipped"]
     assert data["skipped"]["virtualenv"] == 1 and data["skipped"]["special_file"] == 2
-    assert data["files"] == 3  # src/billing.js, NOTES.md (UTF-16), vendor/patched-http/index.js (re-included)
+    # src/billing.js, NOTES.md (UTF-16), vendor/patched-http/index.js (re-included), gen/nested.js
+    assert data["files"] == 4
     human = _run("index", "--repo", hostile, "--index", index, "--full")
     assert "not indexed: data/cities.json (data_file)" in human.output
+    assert "indexed with coarser chunks: gen/nested.js (deep_nesting)" in human.output
 
     asked = _run("ask", "Which function retries a declined card?", "--repo", hostile, "--index", index,
                  "--no-ai", "--json")

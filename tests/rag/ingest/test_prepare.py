@@ -150,6 +150,25 @@ def test_a_parsed_file_is_chunked_at_its_definitions_and_a_broken_one_in_windows
     assert [(c.start, c.end, c.symbol) for c in broken.chunks] == [(1, 60, None), (41, 83, None)]
 
 
+NESTED_JS = "".join(f"function f{i}() {{\n" for i in range(2000)) + "return 1;\n" + "}\n" * 2000
+"""Generated code: 2,000 functions, each inside the previous one."""
+
+
+def test_a_file_nested_2000_deep_is_prepared_and_names_its_problem(tmp_path):
+    root = write_repo(tmp_path, {"gen/nested.js": NESTED_JS, "src/app.js": JS})
+    kwargs = {"indexed": None, "literals": LiteralRedactor(set()), "parser": StructureParser()}
+    deep = prepare_file(walked(root, "gen/nested.js"), **kwargs)
+    assert isinstance(deep, Prepared) and deep.problems == ("deep_nesting",)
+    update = deep.update
+    assert len(update.structure["definitions"]) == 2000 and update.structure["has_error"] is False
+    assert update.chunks[0].start == 1 and update.chunks[-1].end == update.lines == 4001
+    assert all(b.start <= a.end + 1 for a, b in zip(update.chunks, update.chunks[1:]))  # every line covered
+    assert prepare_file(walked(root, "src/app.js"), **kwargs).problems == ()
+    stats = IndexStats()
+    stats.degraded("deep_nesting", "gen/nested.js")  # indexed, so listed but not counted as skipped
+    assert stats.problems == [{"path": "gen/nested.js", "reason": "deep_nesting"}] and stats.skipped == {}
+
+
 def test_a_typescript_source_declaring_only_types_is_filed_as_types():
     from rag.ingest.prepare import file_kind
     from rag.parse.parser import parse_source

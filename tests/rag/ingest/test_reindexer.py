@@ -146,6 +146,20 @@ def test_run_records_what_changed_and_keeps_history(reindexer, repo):
     assert paths(reindexer.engine.retrieve("newword")) == ["notes.md"]
 
 
+def test_a_file_nested_2000_deep_is_indexed_beside_the_others_and_named_as_a_problem(reindexer, repo):
+    """Generated code nesting 2,000 functions failed the whole update with RecursionError."""
+    nested = "".join(f"function level{i}() {{\n" for i in range(2000)) + "return deepestword();\n" + "}\n" * 2000
+    write(repo, {"gen/nested.js": nested,
+                 "src/ok.js": "function okHelper(a) {\n  // the plainword helper\n  return a + 1;\n}\n"})
+    record = reindexer.run(trigger="cli")
+    assert record.ok, record.error
+    assert record.stats.added == 9 and record.stats.skipped == {} and record.stats.files == 9
+    assert record.to_json()["problems"] == [{"path": "gen/nested.js", "reason": "deep_nesting"}]
+    assert paths(reindexer.engine.retrieve("plainword")) == ["src/ok.js"]
+    deepest = reindexer.engine.retrieve("deepestword")
+    assert [(s.path, s.start <= 2001 <= s.end) for s in deepest][:1] == [("gen/nested.js", True)]
+
+
 def test_history_keeps_the_last_n_runs(repo, tmp_path):
     r = Reindexer(Engine.open(repo, index_path=tmp_path / "i.sqlite"), history=3)
     ids = [r.run(trigger="cli").id for _ in range(5)]

@@ -9,7 +9,9 @@ import pytest
 from rag.ingest.chunk import ChunkPolicy, chunk_file, split_lines
 from rag.ingest.prepare import StructureParser, symbol_spans
 from rag.ingest.symbol_chunks import (
+    DEEP_NESTING,
     MAX_HEADER_LINES,
+    MAX_SYMBOL_DEPTH,
     PIECE_OVERLAP_LINES,
     SymbolSpan,
     section_chunks,
@@ -180,6 +182,76 @@ def test_deep_nesting_keeps_the_innermost_headers():
     last = chunks[-1]
     assert last.symbol == ".".join(f"f{level}" for level in range(depth))
     assert last.header.split("\n") == [f"function f{level}() {{" for level in range(depth - MAX_HEADER_LINES, depth)]
+
+
+def nested(depth: int, opener: str, closer: str, *, head: str = "", tail: str = "") -> str:
+    """Generated code: ``depth`` openers (``{i}`` is the level) each on its own line, ``return 1;``,
+    then the closers."""
+    openers = "".join(opener.format(i=i) + "\n" for i in range(depth))
+    return head + openers + "return 1;\n" + (closer + "\n") * depth + tail
+
+
+# Files that nest definitions thousands deep, as generators write them (RecursionError before).
+DEEP_DEFINITIONS = {
+    "functions.js": nested(2000, "function f{i}() {{", "}"),
+    "functions.ts": nested(2000, "function f{i}(): number {{", "}"),
+    "classes.ts": nested(1000, "class C{i} {{ m{i}() {{", "} }"),
+    "methods.js": nested(1000, "return {{ m{i}() {{", "} };", head="function make() {\n", tail="}\n"),
+}
+
+
+@pytest.mark.parametrize("path", sorted(DEEP_DEFINITIONS))
+def test_definitions_nested_thousands_deep_chunk_with_exact_ranges_and_the_file_is_reported(path):
+    text = DEEP_DEFINITIONS[path]
+    file_type = path.rsplit(".", 1)[-1]
+    structure = StructureParser().parse(path, file_type, text)
+    assert not structure.has_error and len(structure.definitions) >= 1000
+    problems: list[str] = []
+    chunks = chunk_file(path, text, file_type=file_type, kind="source", definitions=symbol_spans(structure),
+                        problems=problems)
+    assert_tiles(chunks, text)
+    assert problems == [DEEP_NESTING]
+    paths = [p for c in chunks if c.symbol for p in c.symbol.split(", ")]
+    assert max(p.count(".") + 1 for p in paths) == MAX_SYMBOL_DEPTH  # no symbol path names more
+    innermost = next(c for c in chunks if c.start <= text.split("\n").index("return 1;") + 1 <= c.end)
+    assert innermost.symbol.count(".") + 1 == MAX_SYMBOL_DEPTH and len(innermost.header.split("\n")) == MAX_HEADER_LINES
+
+
+@pytest.mark.parametrize("depth", [MAX_SYMBOL_DEPTH, MAX_SYMBOL_DEPTH + 1, 5000])
+def test_definitions_past_the_symbol_depth_stay_in_their_enclosing_chunks(depth):
+    lines = [f"function f{level}() {{" for level in range(depth)] + [f"step{i}();" for i in range(80)] + ["}"] * depth
+    text = "\n".join(lines) + "\n"
+    spans = [SymbolSpan(level + 1, len(lines) - level, f"f{level}") for level in range(depth)]
+    problems: list[str] = []
+    chunks = symbol_chunks("gen.js", split_lines(text), spans, file_type="js", kind="source",
+                           max_lines=30, merge_lines=30, max_chars=3500, problems=problems)
+    assert_tiles(chunks, text)
+    assert problems == ([] if depth <= MAX_SYMBOL_DEPTH else [DEEP_NESTING])
+    deepest = ".".join(f"f{level}" for level in range(MAX_SYMBOL_DEPTH))
+    body = [c for c in chunks if c.start > depth and c.end <= depth + 80]  # the 80 statements, split
+    assert body and all(c.symbol == deepest for c in body)
+    assert symbol_chunks("gen.js", split_lines(text), spans, file_type="js", kind="source", max_lines=30,
+                         merge_lines=30, max_chars=3500) == chunks  # reporting is optional
+
+
+# Expressions, not definitions, nested 5,000 deep: one line per level.
+DEEP_EXPRESSIONS = {
+    name: nested(5000, opener, closer, head="const x =\n", tail=";\n").replace("return 1;", "process.env.PORT")
+    for name, opener, closer in [("arrays", "[", "]"), ("objects", "{{ k{i}:", "}"), ("parentheses", "(", ")"),
+                                 ("ternaries", "a ? b : (", ")")]
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEEP_EXPRESSIONS))
+def test_expressions_nested_5000_deep_chunk(name):
+    text = DEEP_EXPRESSIONS[name]
+    structure = StructureParser().parse("deep.js", "js", text)
+    assert not structure.has_error and structure.definitions == []
+    problems: list[str] = []
+    chunks = chunk_file("deep.js", text, file_type="js", kind="source", definitions=symbol_spans(structure),
+                        problems=problems)
+    assert_tiles(chunks, text)
+    assert problems == [] and all(c.symbol is None for c in chunks)
 
 
 def test_a_long_line_is_cut_by_characters_and_keeps_its_number():

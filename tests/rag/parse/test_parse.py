@@ -370,6 +370,46 @@ def test_garbage_never_raises(garbage):
     assert isinstance(structure, FileStructure)
 
 
+# ---- pathological nesting (generated code) ----------------------------------------------------
+
+
+def test_functions_nested_2000_deep_parse_with_their_ranges_and_parents():
+    depth = 2000
+    source = "".join(f"function f{i}() {{\n" for i in range(depth)) + "return inner();\n" + "}\n" * depth
+    structure = parse_source("gen/nested.js", source)
+    assert structure.has_error is False
+    assert _defs(structure) == {(f"f{i}", "function", i + 1, 2 * depth + 1 - i, f"f{i - 1}" if i else None)
+                                for i in range(depth)}
+    assert structure.calls == [Call("inner", depth + 1, f"f{depth - 1}")]
+
+
+def test_patterns_and_awaits_nested_5000_deep_parse():
+    """Destructuring bound to ``require`` and mounts behind ``await`` are read with loops, not
+    recursion (both raised RecursionError)."""
+    depth = 5000
+    source = ("const " + "[" * depth + "a" + "]" * depth + " = require('./lib');\n"
+              + "const " + "{k: " * depth + "b" + "}" * depth + " = require('./other');\n"
+              + "app.use('/p', " + "await " * depth + "router);\n"
+              + "fastify.register(" + "await " * depth + "plugin, { prefix: '/v1' });\n")
+    structure = parse_source("gen/deep.js", source)
+    assert structure.has_error is False
+    assert [(i.spec, i.names) for i in structure.imports] == [("./lib", ["a"]), ("./other", ["b"])]
+    assert [(r.method, r.path, r.line, r.router, r.target) for r in structure.routes] == [
+        ("USE", "/p", 3, "app", "router"), ("USE", "/v1", 4, "fastify", "plugin")]
+
+
+@pytest.mark.parametrize(("opener", "closer"), [("[", "]"), ("{k: ", "}"), ("(", ")"), ("a ? b : (", ")")])
+@pytest.mark.parametrize("newline", ["", "\n"])
+def test_expressions_nested_5000_deep_parse(opener, closer, newline):
+    depth = 5000
+    source = ("const x = " + (opener + newline) * depth + "process.env.PORT" + (closer + newline) * depth
+              + ";\nfunction after() {}\n")
+    structure = parse_source("gen/expr.js", source)
+    assert structure.has_error is False
+    assert [(e.name, e.line) for e in structure.env_vars] == [("PORT", 1 + len(newline) * depth)]
+    assert [(d.name, d.start) for d in structure.definitions] == [("after", 2 + 2 * len(newline) * depth)]
+
+
 # ---- API details ----------------------------------------------------------------------------
 
 
