@@ -23,8 +23,11 @@ Detected:
   miss, have patterns of their own;
 * literal defaults of secret-named environment variables in code
   (``process.env.JWT_SECRET || "…"``, ``?? "…"``, ``os.getenv("DB_PASSWORD", "…")``);
-* a MySQL client's ``-p<password>`` and Docker ``config.json``'s ``"auth"`` (base64 of
-  ``user:password``);
+* outside code, a credential-shaped value of 12 characters or more written after a secret's name and
+  white space (``aws configure set aws_secret_access_key v``, ``--secret-key v``, ``password is v``,
+  ``set API_KEY to v``, ``secret key: v``);
+* a MySQL client's ``-p<password>``, curl's ``-u user:password`` and Docker ``config.json``'s
+  ``"auth"`` (base64 of ``user:password``);
 * private-key blocks (``-----BEGIN ... PRIVATE KEY-----``, the SSH2
   ``---- BEGIN ... ----`` form, PGP ``PRIVATE KEY BLOCK``: every header in
   detect-secrets' ``PrivateKeyDetector.denylist``) and PuTTY key files;
@@ -73,8 +76,8 @@ REDACTED = "[REDACTED]"
 REDACTION_VERSION = 2
 """Bump when the redaction rules find more: an index redacted by other rules is rebuilt (the
 engine compares it with the index's ``redaction`` meta value), so no stored chunk keeps a value
-the current rules would remove. 2: credential-shaped values inside a line, ``mysql -p``,
-Docker's ``"auth"``."""
+the current rules would remove. 2: credential-shaped values inside a line or after a name and
+white space (``--secret-key v``, ``password is v``), ``mysql -p``, ``curl -u``, Docker's ``"auth"``."""
 
 # File types whose literals are always quoted: unquoted values are code there.
 CODE_FILE_TYPES: frozenset[str] = frozenset({
@@ -281,6 +284,9 @@ _TOKEN_PATTERNS: tuple[_TokenPattern, ...] = (
     _TokenPattern("mysql_password", re.compile(r"""\bmysql(?:dump|admin|import|show|check|pump|sh)?\b[^\n]{0,200}?"""
                                                r"""[ \t]-p([^\s"'`]{4,})"""),
                   group=1, gate=("mysql",), validate=_url_password),
+    # curl -u user:password / --user user:password.
+    _TokenPattern("curl_user", re.compile(r"""\bcurl\b[^\n]{0,200}?[ \t](?:-u|--user)[ \t]*[^\s:'"`]+:([^\s'"`]+)"""),
+                  group=1, gate=("curl",), validate=_url_password),
     # Docker's config.json: {"auths": {"<registry>": {"auth": "<base64 of user:password>"}}}.
     _TokenPattern("docker_auth", re.compile(r"""["']auth["'][ \t]*:[ \t]*["']([A-Za-z0-9+/]{8,}={0,2})["']"""),
                   group=1, gate=('"auth"', "'auth'"), validate=_basic_auth_pair),
@@ -479,6 +485,27 @@ def _inline_bare_value(text: str, start: int) -> tuple[int, str] | None:
     return start + len(value), value
 
 
+# Matched on text.lower(): a secret's name, then white space (``--secret-key v``, ``aws_secret_access_key v``,
+# ``password is v``, ``set API_KEY to v``) or a colon after a two-word name (``secret key: v``).
+_SPACED_RE = re.compile(
+    r"(?<![a-z0-9])(?:[a-z0-9]+[_-])*(?:(?:api|access|secret|private|auth)[ _-]?key|pass(?:word|wd|phrase)|secret|token)"
+    r"""(?:[ \t]+(?:(?:is|to|as)[ \t]+)?|[ \t]*[:=][ \t]*)(?=[^\s"'`])""")
+MIN_SPACED_VALUE_CHARS = 12
+"""A value after a name and white space must be this long (and credential-shaped): there the next word is
+most often prose ("the token is refreshed")."""
+
+
+def _spaced_spans(text: str, lowered: str) -> list[_Span]:
+    """Credential-shaped values written after a secret's name without an assignment (see :data:`_SPACED_RE`)."""
+    spans: list[_Span] = []
+    for m in _SPACED_RE.finditer(lowered):
+        found = _inline_bare_value(text, m.end())
+        if found is None or len(found[1]) < MIN_SPACED_VALUE_CHARS or _is_placeholder(found[1]):
+            continue
+        spans.append((m.end(), found[0], REDACTED))
+    return spans
+
+
 def _keyword_spans(text: str, lowered: str, *, allow_bare: bool) -> list[_Span]:
     spans: list[_Span] = []
     regex = _KEYWORD_ANY_RE if allow_bare else _KEYWORD_QUOTED_RE
@@ -575,6 +602,12 @@ def redact_secrets(text: str, *, file_type: str | None = None) -> tuple[str, int
     if spans:
         count += len(spans)
         text = _apply(text, spans)
+        lowered = _lower_aligned(text)
+    if allow_bare:
+        spans = _spaced_spans(text, lowered)
+        if spans:
+            count += len(spans)
+            text = _apply(text, spans)
     if count:
         logger.debug("redacted %d secret value(s)", count)
     return text, count
@@ -649,9 +682,15 @@ _INLINE_RE = re.compile(
 _URL_USERINFO_RE = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s/:@]*:)([^\s/]+)(@)", re.I)
 
 
+_CITED_FILE_RE = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
+_LINE_RANGE_RE = re.compile(r"L?\d+(?:[-–]L?\d+)?\.?")
+
+
 def redact_text(text: str, *, literals: "LiteralRedactor | None" = None) -> tuple[str, int]:
     """Redact credentials inside free text: the one redactor for text that is not a file
     (tool output, questions, provider error details, what is posted to Slack).
+
+    A citation of a file named like a secret (``config/secrets.py:12-30``) is not a value.
 
     Removes ``Bearer``/``Basic``/``Token`` credentials, inline ``key=value`` and
     ``password: value`` pairs whose key names a secret (``DB_PASSWORD=…``, ``api_key: …``,
@@ -680,6 +719,8 @@ def redact_text(text: str, *, literals: "LiteralRedactor | None" = None) -> tupl
         if COUNT_KEY_RE.search(normalize_key(match.group(1))):
             return match.group(0)
         value, quote = match.group(4), match.group(3)
+        if _CITED_FILE_RE.search(match.group(1)) and _LINE_RANGE_RE.fullmatch(value):
+            return match.group(0)  # a citation of a file named so (config/secrets.py:12-30), not a value
         if quote and match.end() < len(text) and text[match.end()] not in (quote, "\n"):
             return match.group(0)  # a quoted phrase (``SECRET_QUESTION = "why does it fail"``), not a value
         if len(value) < 4 or _is_placeholder(value, min_len=4) and not any(c.isdigit() for c in value):

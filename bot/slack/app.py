@@ -254,6 +254,10 @@ def _mention_listener(ctx: BotContext, flow: AskFlow):
     """``app_mention``: a follow-up in an answer's thread (with history), else a question in a new thread."""
 
     async def answer_mention(event: dict, body: dict, client: AsyncWebClient, context) -> None:
+        if event.get("bot_id") or event.get("subtype") == "bot_message" or not event.get("user"):
+            # another bot's message (Bolt ignores only this app's own): answering could loop two bots
+            log.info("ignored a mention by a bot (bot_id=%s)", event.get("bot_id"))
+            return
         bot_user = context.get("bot_user_id")
         text = slack_unescape(event.get("text") or "")
         if bot_user:

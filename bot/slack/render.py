@@ -43,6 +43,7 @@ from bot.slack.text import (
     MAX_SECTION_CHARS,
     break_backtick_runs,
     escape,
+    link,
     markdown_to_mrkdwn_pieces,
     split_markdown,
 )
@@ -157,12 +158,12 @@ def source_link(source, *, web_url: str | None, commit: str | None) -> str:
     """
     if callable(web_url):
         url, label = web_url(source)
-        return f"<{url}|{escape(label)}>" if url else f"`{escape(label)}`"
+        return link(url, label) if url else f"`{escape(label, keep_user_mentions=False)}`"
     label = f"{source.path}:L{source.start}-L{source.end}"
     if not web_url:
-        return f"`{escape(label)}`"
+        return f"`{escape(label, keep_user_mentions=False)}`"
     url = f"{web_url.rstrip('/')}/blob/{commit or 'HEAD'}/{quote(source.path)}#L{source.start}-L{source.end}"
-    return f"<{url}|{escape(label)}>"
+    return link(url, label)
 
 
 def sources_text(sources: Sequence, *, web_url: str | None, commit: str | None, searched: int = 0) -> str:

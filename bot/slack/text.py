@@ -55,6 +55,7 @@ __all__ = [
     "break_backtick_runs",
     "Piece",
     "escape",
+    "link",
     "markdown_to_mrkdwn_pieces",
     "neutralise_markdown",
     "split_markdown",
@@ -180,6 +181,21 @@ def escape(text: str | None, *, keep_user_mentions: bool = True) -> str:
         pos = match.end()
     out.append(_escape_plain(text[pos:]))
     return "".join(out)
+
+
+_URL_BREAKERS = re.compile(r"[<>|\s]")
+
+
+def link(url: str, label: str) -> str:
+    """A Slack link ``<url|label>`` whose parts cannot break out of it.
+
+    ``<``, ``>``, ``|`` and white space in ``url`` are percent-encoded (RFC 3986 §2.1), so text after
+    them cannot become a broadcast or a second link; ``label`` (user or repository text: a
+    document's title, a path) is plain text, its mentions, broadcasts and links inert and its
+    ``&``, ``<``, ``>`` escaped (a link inside a link's label would end it early).
+    """
+    url = _URL_BREAKERS.sub(lambda m: "".join(f"%{b:02X}" for b in m.group(0).encode("utf-8")), url)
+    return f"<{url}|{_escape_plain(_neutralise(label, keep_user_mentions=False))}>"
 
 
 def neutralise_markdown(text: str) -> str:

@@ -411,3 +411,38 @@ def test_secret_values_inside_a_line_are_redacted(text: str, file_type: str, sec
 ])
 def test_secret_words_in_prose_without_a_credential_stay(text: str) -> None:
     assert redact_secrets(text, file_type="md") == (text, 0)
+
+
+# -- the free-text redactor: forms a new user's check found (questions, answers, documents) ----------
+
+AWS_LIKE = "Zq8vN2rT5yW1xK4mP7sL0aB3cD6eF9gH2jK5nQ8t"
+
+
+@pytest.mark.parametrize("text, secret", [
+    (f"aws configure set aws_secret_access_key {AWS_LIKE}", AWS_LIKE),
+    (f"deploy --secret-key {AWS_LIKE} --region eu-west-1", AWS_LIKE),
+    (f"Narwhal secret key: {AWS_LIKE}", AWS_LIKE),
+    (f"set AWS_SECRET_ACCESS_KEY to {AWS_LIKE} first", AWS_LIKE),
+    ("my password is Hunter2Hunter2xyz, how do I configure routing?", "Hunter2Hunter2xyz"),
+    (f"and the aws secret key {AWS_LIKE} how does it work", AWS_LIKE),
+    ("curl -u admin:hunter2hunter2 https://x.example/api", "hunter2hunter2"),
+    ("curl --user deploy:S3cr3tPassw0rd -X POST https://x.example", "S3cr3tPassw0rd"),
+])
+def test_redact_text_finds_secrets_written_after_their_name_without_an_equals_sign(text, secret):
+    from rag.secrets import redact_text
+
+    out, count = redact_text(text)
+    assert secret not in out and count == 1, out
+
+
+@pytest.mark.parametrize("text", [
+    "See config/secrets.py:12-30 and src/auth/password.ts:40-55.",
+    "The token is refreshed every hour by the scheduler.",
+    "Pass the api key to the constructor; the password is hashed with bcrypt.",
+    "curl -u $USER:$PASSWORD https://x.example",
+    "the secret key is stored in process.env.SECRET_KEY",
+])
+def test_redact_text_leaves_citations_and_prose_about_secrets_alone(text):
+    from rag.secrets import redact_text
+
+    assert redact_text(text) == (text, 0)

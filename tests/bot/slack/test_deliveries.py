@@ -74,6 +74,23 @@ async def test_a_retry_of_an_answered_event_and_a_duplicate_are_not_answered_aga
     await settle(bot.ask_flow, 1)
 
 
+async def test_a_mention_by_another_bot_is_not_answered(make_bot):
+    """Another bot's message mentioning ours (``bot_id``, ``subtype: bot_message``, often no ``user``) was
+    answered ("Someone asked…"): two bots answering each other's mentions loop. A person's is answered."""
+    bot = await make_bot(ask_options=FAST)
+    by_bot = mention_event("where is the deploy webhook?", ts="1700001150.000001", bot_id="B0OTHER",
+                           subtype="bot_message")
+    del by_bot["user"]
+    assert (await bot.post_signed(event_body(by_bot, "EvByBot1"), headers=JSON)).status == 200
+    with_user = mention_event("where is the deploy webhook?", ts="1700001150.000002", bot_id="B0OTHER")
+    assert (await bot.post_signed(event_body(with_user, "EvByBot2"), headers=JSON)).status == 200
+    await asyncio.sleep(0.8)
+    assert not bot.ask_flow.completed and not bot.fake.of("chat.postMessage")
+    person = mention_event("where is the deploy webhook?", ts="1700001150.000003")
+    assert (await bot.post_signed(event_body(person, "EvByPerson"), headers=JSON)).status == 200
+    await settle(bot.ask_flow, 1)
+
+
 async def test_an_edited_mention_is_answered_once(make_bot):
     bot = await make_bot(ask_options=FAST)
     ts = "1700001200.000001"

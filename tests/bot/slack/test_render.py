@@ -207,6 +207,21 @@ def test_source_links_are_commit_pinned_with_the_web_url_and_plain_without():
     assert sources_text([], web_url=None, commit=None, searched=1) == "_None of the 1 excerpt searched answers this._"
 
 
+def test_a_source_link_cannot_ping_broadcast_or_break_out():
+    """A saved thread's title kept ``<@U0BOB>`` as a live mention inside the link label (every answer citing
+    it pinged Bob, and the nested ``<…>`` ended the link early); a document's ``metadata.url`` holding
+    ``><!channel> <https://evil…`` became a real broadcast and a second link."""
+    titled = lambda s: ("https://acme.slack.com/archives/C1/p1", "#general: <@U0BOB> the llama migration (doc:1)")
+    assert source_link(src("doc:1", 1, 2), web_url=titled, commit=None) == (
+        "<https://acme.slack.com/archives/C1/p1|#general: @\u200bU0BOB the llama migration (doc:1)>")
+    hostile = lambda s: ("https://wiki.example/quokka><!channel> <https://evil.example/login", "Quokka runbook")
+    link_text = source_link(src("doc:2", 1, 2), web_url=hostile, commit=None)
+    assert link_text == "<https://wiki.example/quokka%3E%3C!channel%3E%20%3Chttps://evil.example/login|Quokka runbook>"
+    assert link_text.count("<") == 1 and link_text.count(">") == 1
+    unlinked = lambda s: (None, "<@U0BOB> notes <!here>")
+    assert source_link(src("doc:3", 1, 2), web_url=unlinked, commit=None) == "`@\u200bU0BOB notes @\u200bhere`"
+
+
 def test_failure_message_says_what_broke_and_what_still_worked():
     payload = render_failure("the model did not finish within 1 s", question="q?", user_id="U1",
                              sources=[src("src/a.js", 1, 9)], lines=[":books: Found 1 sources in 1 files"])
