@@ -54,17 +54,20 @@ from bot.api.routes import install_api
 from bot.asker import Asker
 from bot.context import BotContext
 from bot.identity import Identity
+from bot.repos import ALL
+from bot.scoping import parse_scope
 from bot.slack import messages
 from bot.slack.ask_flow import AskFlow, AskRequest
 from bot.slack.errors import slack_error
 from bot.slack.guards import DuplicateFilter, RateLimiter, ask_guards, deliver_once
 from bot.slack.health import SlackHealth
 from bot.slack.render import FEEDBACK_ACTIONS, render_result
+from bot.slack.text import escape
 from bot.slack.verification import slack_signature_edge
 from bot.slack.shortcuts import SAVE_CALLBACK_ID, save_listener
 from commands.registry import CommandSpec
 from rag.answer.question import require_question
-from rag.errors import EmptyQuestionError
+from rag.errors import EmptyQuestionError, UserError
 
 __all__ = ["build_app", "slack_unescape", "SLACK_EVENTS_PATH"]
 
@@ -226,8 +229,11 @@ def _ask_listener(ctx: BotContext, spec: CommandSpec, flow: AskFlow):
         question = slack_unescape(command.get("text") or "")
         try:
             if not _has_question(question):  # the registry answers with the usage, only to the asker
-                result = await ctx.run_command(spec.id, question, identity=_identity(ctx, command))
+                result = await ctx.run_command(spec.id, parse_scope(question)[1], identity=_identity(ctx, command))
                 await respond(**render_result(result, slash=spec.slash))
+                return
+            if (unknown := _unknown_scope(ctx, question)) is not None:  # only to the asker, nothing posted
+                await respond(response_type="ephemeral", text=unknown)
                 return
             await flow.run(client, AskRequest(question=question, channel_id=command["channel_id"],
                                               user_id=command.get("user_id"), team_id=command.get("team_id"),
@@ -239,11 +245,24 @@ def _ask_listener(ctx: BotContext, spec: CommandSpec, flow: AskFlow):
 
 
 def _has_question(text: str) -> bool:
+    """Whether ``text`` holds a question once a leading ``in:NAME`` is taken off (``in:api`` alone holds none)."""
     try:
-        require_question(text)
+        require_question(parse_scope(text)[1])
     except EmptyQuestionError:
         return False
     return True
+
+
+def _unknown_scope(ctx: BotContext, text: str) -> str | None:
+    """The sentence for a leading ``in:NAME`` naming no served repository, else ``None``."""
+    named, _ = parse_scope(text)
+    if named is None or ctx.repos is None or named.lower() == ALL:
+        return None
+    try:
+        ctx.repos.get(named)
+    except UserError as err:  # unknown, or configured but unable to serve: the message says which
+        return f":warning: {escape(str(err), keep_user_mentions=False)}"
+    return None
 
 
 async def _ack_event(ack) -> None:
@@ -271,6 +290,9 @@ def _mention_listener(ctx: BotContext, flow: AskFlow):
             if not _has_question(question):
                 await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts,
                                                 text=messages.mention_usage())
+                return
+            if (unknown := _unknown_scope(ctx, question)) is not None:
+                await client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, text=unknown)
                 return
             await flow.run(client, AskRequest(question=question, channel_id=channel, user_id=user,
                                               team_id=body.get("team_id") or event.get("team"), thread_ts=thread_ts))

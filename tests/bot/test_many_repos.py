@@ -3,6 +3,7 @@ channel bindings (/sz-repo), in:NAME and in:all, restarts, a broken repository, 
 trip through the HTTP API, the CLI and the "Save to Slackzilla" shortcut."""
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -184,6 +185,15 @@ async def test_each_bound_channel_answers_from_its_own_repository_and_in_all_fus
     await bot.post_signed(_form(bot, "/sz-ask", "in:nope what is this?", "CAPI"))
     calls = await bot.fake.wait_for(lambda calls: any("no repository called" in texts(c) for c in calls))
     assert any("api, web" in texts(c) for c in calls)
+    # only to the asker: nothing was posted to the channel ("Searching *nope*…" then a public warning before)
+    await asyncio.sleep(0.3)
+    refusal = [c for c in bot.fake.calls if "no repository called" in texts(c)]
+    assert [c.method for c in refusal] == ["response_url"] and refusal[0].body.get("response_type") == "ephemeral"
+    assert not bot.fake.of("chat.postMessage") and not bot.fake.of("chat.update")
+    bot.fake.clear()
+    await bot.post_signed(_form(bot, "/sz-ask", "in:web", "CAPI"))  # a scope and no question: the usage, privately
+    [usage] = await bot.fake.wait_for("response_url")
+    assert usage.body.get("response_type") == "ephemeral" and not bot.fake.of("chat.postMessage")
     status = bot.context.status()["repositories"]
     assert [(r["name"], r["ok"], r["default"]) for r in status] == [("api", True, True), ("web", True, False)]
     assert all(r["files"] == 2 and r["generation"] >= 1 for r in status)
