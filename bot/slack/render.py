@@ -34,6 +34,7 @@ The final answer message, top to bottom::
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 from urllib.parse import quote
@@ -106,12 +107,17 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
 def _heading(question: str, user_id: str | None) -> dict:
     """``<@asker> asked: _question_``; the question's mentions are made inert and a secret pasted
     into it is redacted (:func:`rag.secrets.redact_text`): a slash command's text is otherwise
     seen only by its author, this line by the whole channel."""
     question, _ = redact_text(question)
-    shown = escape(_clip(" ".join(question.split()), MAX_QUESTION_SHOWN), keep_user_mentions=False)
+    plain = _CONTROL_CHARS.sub("", " ".join(question.split()))
+    # the asker's ``` cannot open a code block in the channel's line (only the bot's own fences do)
+    shown = break_backtick_runs(escape(_clip(plain, MAX_QUESTION_SHOWN), keep_user_mentions=False))
     return _context([messages.answer_heading(user_id, shown)])
 
 

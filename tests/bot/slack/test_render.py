@@ -293,3 +293,13 @@ def test_upper_case_broadcasts_are_neutralised_in_streamed_markdown_too():
 
     shown = neutralise_markdown("ping <!CHANNEL> and <!Here|here> and <!EVERYONE>")
     assert "<!" not in shown and "CHANNEL" in shown and "here" in shown
+
+
+def test_the_askers_backticks_and_control_characters_stay_out_of_the_public_heading():
+    """``/sz-ask ```close fence``` how…`` opened a code block in the channel's "asked:" line, and NUL and other
+    control characters were posted as given."""
+    payload = render_progress(header="h", lines=[], question="```close fence``` how does\x00 routing\x07 work",
+                              user_id="U1")
+    heading = payload["blocks"][0]["elements"][0]["text"]
+    assert "```" not in heading and "\x00" not in heading and "\x07" not in heading
+    assert heading.startswith("<@U1> asked: _") and "routing work" in heading
