@@ -485,10 +485,11 @@ def _inline_bare_value(text: str, start: int) -> tuple[int, str] | None:
     return start + len(value), value
 
 
-# Matched on text.lower(): a secret's name, then white space (``--secret-key v``, ``aws_secret_access_key v``,
-# ``password is v``, ``set API_KEY to v``) or a colon after a two-word name (``secret key: v``).
+# Matched on text.lower(): a secret's name (its last word: ``aws_secret_access_key`` from ``access_key``), then
+# white space (``--secret-key v``, ``aws_secret_access_key v``, ``password is v``, ``set API_KEY to v``) or
+# a colon after a two-word name (``secret key: v``).
 _SPACED_RE = re.compile(
-    r"(?<![a-z0-9])(?:[a-z0-9]+[_-])*(?:(?:api|access|secret|private|auth)[ _-]?key|pass(?:word|wd|phrase)|secret|token)"
+    r"(?<![a-z0-9])(?:(?:api|access|secret|private|auth)[ _-]?key|pass(?:word|wd|phrase)|secret|token)"
     r"""(?:[ \t]+(?:(?:is|to|as)[ \t]+)?|[ \t]*[:=][ \t]*)(?=[^\s"'`])""")
 MIN_SPACED_VALUE_CHARS = 12
 """A value after a name and white space must be this long (and credential-shaped): there the next word is
