@@ -486,11 +486,12 @@ def _inline_bare_value(text: str, start: int) -> tuple[int, str] | None:
 
 
 # Matched on text.lower(): a secret's name (its last word: ``aws_secret_access_key`` from ``access_key``), then
-# white space (``--secret-key v``, ``aws_secret_access_key v``, ``password is v``, ``set API_KEY to v``) or
-# a colon after a two-word name (``secret key: v``).
+# white space (``--secret-key v``, ``aws_secret_access_key v``, ``password is v``, ``set API_KEY to v``), a
+# colon after a two-word name (``secret key: v``) or a Markdown table's next cell (``| AWS secret | v |``); the
+# value may be quoted (``password is `v```).
 _SPACED_RE = re.compile(
     r"(?<![a-z0-9])(?:(?:api|access|secret|private|auth)[ _-]?key|pass(?:word|wd|phrase)|secret|token)"
-    r"""(?:[ \t]+(?:(?:is|to|as)[ \t]+)?|[ \t]*[:=][ \t]*)(?=[^\s"'`])""")
+    r"""(?:[ \t]+(?:(?:is|to|as)[ \t]+)?|[ \t]*[:=|][ \t]*)["'`]?(?=[^\s"'`|])""")
 MIN_SPACED_VALUE_CHARS = 12
 """A value after a name and white space must be this long (and credential-shaped): there the next word is
 most often prose ("the token is refreshed")."""

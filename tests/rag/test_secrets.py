@@ -425,6 +425,9 @@ AWS_LIKE = "Zq8vN2rT5yW1xK4mP7sL0aB3cD6eF9gH2jK5nQ8t"
     (f"set AWS_SECRET_ACCESS_KEY to {AWS_LIKE} first", AWS_LIKE),
     ("my password is Hunter2Hunter2xyz, how do I configure routing?", "Hunter2Hunter2xyz"),
     (f"and the aws secret key {AWS_LIKE} how does it work", AWS_LIKE),
+    (f"| narwhal AWS secret | {AWS_LIKE} |", AWS_LIKE),
+    ("| staging password | `Hunter2Hunter2xyz` | rotated monthly |", "Hunter2Hunter2xyz"),
+    ("my password is 'Hunter2Hunter2xyz' for now", "Hunter2Hunter2xyz"),
     ("curl -u admin:hunter2hunter2 https://x.example/api", "hunter2hunter2"),
     ("curl --user deploy:S3cr3tPassw0rd -X POST https://x.example", "S3cr3tPassw0rd"),
 ])
@@ -441,6 +444,8 @@ def test_redact_text_finds_secrets_written_after_their_name_without_an_equals_si
     "Pass the api key to the constructor; the password is hashed with bcrypt.",
     "curl -u $USER:$PASSWORD https://x.example",
     "the secret key is stored in process.env.SECRET_KEY",
+    "| `token` | string | The token sent with every request |",
+    "| password | `<your-password>` | required |",
 ])
 def test_redact_text_leaves_citations_and_prose_about_secrets_alone(text):
     from rag.secrets import redact_text
