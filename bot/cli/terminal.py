@@ -9,6 +9,8 @@ from rag.answer.prompting import source_label
 
 __all__ = ["format_answer_for_terminal"]
 
+ZERO_WIDTH_SPACE = "\u200b"
+
 
 def format_answer_for_terminal(result: AnswerResult, *, streamed: bool = False) -> str:
     """What ``slackzilla ask`` prints: the answer, then sources, images, usage and any failure reason.
@@ -23,7 +25,9 @@ def format_answer_for_terminal(result: AnswerResult, *, streamed: bool = False) 
     if streamed and result.mode == "ai":
         lines.append("")
     else:
-        lines += [result.answer.rstrip(), ""]
+        # the zero-width spaces that keep a snippet's ``` from closing Slack's fence: a terminal renders no
+        # fences, and code copied from it must not carry invisible characters
+        lines += [result.answer.replace(ZERO_WIDTH_SPACE, "").rstrip(), ""]
     shown = result.shown_sources if result.mode == "ai" else []
     if shown:
         lines.append("Sources:")

@@ -149,6 +149,18 @@ def test_a_missing_env_file_is_an_error_for_every_command(command, tmp_path, mon
     assert "SLACKZILLA_ENV_FILE" in line and "missing.env is not a file" in line
 
 
+def test_ask_prints_snippets_without_slacks_zero_width_spaces(repo, index_path):
+    """The local answer breaks ``` runs inside snippets with zero-width spaces (they would close Slack's
+    fence); the terminal printed them too, so code copied from it carried invisible characters."""
+    (repo / "docs").mkdir(exist_ok=True)
+    (repo / "docs" / "zebrafish.md").write_text("# Zebrafish deploy\n\nRun:\n\n```sh\nnpm run zebrafish-deploy\n```\n",
+                                               encoding="utf-8")
+    result = run_repo(repo, index_path, "ask", "how do I run the zebrafish deploy?")
+    assert result.exit_code == 0, result.stderr
+    assert "npm run zebrafish-deploy" in result.stdout and "```sh" in result.stdout
+    assert "\u200b" not in result.stdout
+
+
 def test_repo_option_wins_over_the_environment_and_a_bad_repo_path_is_one_line(repo, index_path, tmp_path):
     env = {"REPO_PATH": str(tmp_path / "missing"), "RAG_INDEX_PATH": str(tmp_path / "unused.sqlite")}
     result = run("index", "--json", "--repo", repo, "--index", index_path, env=env)
