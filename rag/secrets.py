@@ -497,12 +497,21 @@ MIN_SPACED_VALUE_CHARS = 12
 most often prose ("the token is refreshed")."""
 
 
+def _camel_identifier(value: str) -> bool:
+    """``http2SessionHandler``, ``verifySignature1234``: lower-case first, a capital hump, every run of
+    letters a word of 2 or more: a name in prose about code ("pass the token to http2SessionHandler")."""
+    words = _NAME_WORD_RE.findall(value)
+    return (value[:1].islower() and any(c.isupper() for c in value) and "".join(words) == value
+            and all(len(w) >= 2 for w in words if w.isalpha()))
+
+
 def _spaced_spans(text: str, lowered: str) -> list[_Span]:
     """Credential-shaped values written after a secret's name without an assignment (see :data:`_SPACED_RE`)."""
     spans: list[_Span] = []
     for m in _SPACED_RE.finditer(lowered):
         found = _inline_bare_value(text, m.end())
-        if found is None or len(found[1]) < MIN_SPACED_VALUE_CHARS or _is_placeholder(found[1]):
+        if (found is None or len(found[1]) < MIN_SPACED_VALUE_CHARS or _is_placeholder(found[1])
+                or _camel_identifier(found[1])):
             continue
         spans.append((m.end(), found[0], REDACTED))
     return spans

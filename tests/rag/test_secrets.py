@@ -446,6 +446,8 @@ def test_redact_text_finds_secrets_written_after_their_name_without_an_equals_si
     "the secret key is stored in process.env.SECRET_KEY",
     "| `token` | string | The token sent with every request |",
     "| password | `<your-password>` | required |",
+    "Pass the token to http2SessionHandler, which checks it.",
+    "The api key is validatedBySchema2 before use.",
 ])
 def test_redact_text_leaves_citations_and_prose_about_secrets_alone(text):
     from rag.secrets import redact_text
