@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from rag.config import EngineConfig, GitHubConfig, github_repository, http_url
+from rag.engine import default_index_path
 from rag.ingest.scope import PathScope
 
 __all__ = ["RepoConfig", "DocumentsConfig", "CONFIG_VARIABLE", "DEFAULT_CONFIG_FILE", "DEFAULT_MAX_DOCUMENT_CHARS",
@@ -189,7 +190,7 @@ def read_config_file(path: Path, *, problem: Callable[[str], None], default_inte
         if repo.name.lower() in seen:
             problem(f"{where}: repositories[{number}]: the name {repo.name!r} is used twice")
             continue
-        index_file = (repo.index_path or repo.path / ".rag" / "index.sqlite").resolve()
+        index_file = (repo.index_path or default_index_path(repo.path)).resolve()
         if index_file in index_owner:  # each update would replace the other's files
             problem(f"{where}: repositories[{number}] ({repo.name}): its index {index_file} is also "
                     f"{index_owner[index_file]}'s; give each repository its own index_path")

@@ -4,12 +4,11 @@ from __future__ import annotations
 from typing import Any
 
 from bot.cli.common import printable
+from bot.slack.text import ZWSP
 from rag.answer.orchestrator import AnswerResult
 from rag.answer.prompting import source_label
 
 __all__ = ["format_answer_for_terminal"]
-
-ZERO_WIDTH_SPACE = "\u200b"
 
 
 def format_answer_for_terminal(result: AnswerResult, *, streamed: bool = False) -> str:
@@ -27,7 +26,7 @@ def format_answer_for_terminal(result: AnswerResult, *, streamed: bool = False) 
     else:
         # the zero-width spaces that keep a snippet's ``` from closing Slack's fence: a terminal renders no
         # fences, and code copied from it must not carry invisible characters
-        lines += [result.answer.replace(ZERO_WIDTH_SPACE, "").rstrip(), ""]
+        lines += [result.answer.replace(ZWSP, "").rstrip(), ""]
     shown = result.shown_sources if result.mode == "ai" else []
     if shown:
         lines.append("Sources:")

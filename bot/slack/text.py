@@ -59,6 +59,7 @@ __all__ = [
     "markdown_to_mrkdwn_pieces",
     "neutralise_markdown",
     "split_markdown",
+    "ZWSP",
     "stream_safe_length",
 ]
 

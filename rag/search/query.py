@@ -10,19 +10,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from rag.ingest.walk import IMAGE_EXTENSIONS, TEXT_EXTENSIONS
 from rag.text import STOPWORDS, light_stem, query_terms, synonyms_of
 
 __all__ = ["FILE_EXTENSIONS", "Query", "analyze", "fts_expression", "fts_phrases", "version_terms", "version_pattern", "MAX_QUERY_TERMS"]
 
 MAX_QUERY_TERMS = 40
 
-FILE_EXTENSIONS: frozenset[str] = frozenset({
-    "js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "json", "md", "markdown", "mdx", "rst", "txt", "css",
-    "scss", "html", "htm", "yml", "yaml", "toml", "ini", "cfg", "conf", "py", "sh", "go", "java", "rs", "rb",
-    "png", "jpg", "jpeg", "gif", "svg", "xml", "csv", "sql", "lock", "log", "vue", "svelte", "map",
-})
-"""File extensions (no dot, lower-case): a dotted mention ending in one (``package.json``,
-``Node.js``) may be a file name, so its last word is not taken for a member name."""
+FILE_EXTENSIONS: frozenset[str] = frozenset({ext[1:] for ext in TEXT_EXTENSIONS | IMAGE_EXTENSIONS}) | frozenset(
+    {"mdx", "xml", "csv", "sql", "lock", "log", "vue", "svelte", "map"})
+"""File extensions (no dot, lower-case: the indexed text and image types, and a few more): a dotted
+mention ending in one (``package.json``, ``Node.js``) may be a file name, so its last word is not
+taken for a member name."""
 _MEMBER_MENTION = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
 
 
