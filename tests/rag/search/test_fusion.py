@@ -233,6 +233,9 @@ def test_vectors_overrule_weak_lexical_evidence_only_for_a_long_description():
     assert short.abstain(policy, vector_z=z + 2)            # a standing-out chunk is the closest topic, not an answer
     assert not long.abstain(policy, vector_z=z)             # a description worded unlike the code
     assert long.abstain(policy, vector_z=z - 0.01)
+    # Answerable descriptions measured z 2.28-2.98 (issue 15); an evenly spread neighbourhood (√3) stays below.
+    assert not long.abstain(policy, vector_z=2.28)
+    assert long.abstain(policy, vector_z=top_zscore(hits(*(0.50 - 0.005 * i for i in range(50)))))
     assert not none_matched.abstain(policy, vector_z=z)
     covered = Evidence(coverage=0.8, absent_share=0.0, matched_terms=5, topical_terms=6)
     assert not covered.abstain(policy, vector_z=0.0)        # vectors never veto real lexical evidence
