@@ -388,10 +388,20 @@ def rank_chunks(
         if c.path in explicit:
             c.score += 10.0
             best_cov = max(best_cov, 1.0)
+    # A hard structural answer (the importers of a package the question names, the dependants or the
+    # dependencies of a file it names) is evidence as a named file is.
+    answer = {p for p, bonus in (symbol_files or {}).items() if bonus >= HARD_BOOST}
+    if answer and explicit:
+        # The files named in such a question are what it asks about ("which files use the class defined
+        # in src/errors.ts?"), not its answer: they follow the answer's files instead of leading them.
+        floor = min(c.score for c in cands if c.path in answer) if any(c.path in answer for c in cands) else None
+        if floor is not None:
+            for c in cands:
+                if c.path in explicit and c.path not in answer:
+                    c.score = min(c.score, floor - 0.01)
     cands.sort(key=lambda c: c.score, reverse=True)
     absent = sum(1 for t in evidence_terms if dfs[t] == 0) / len(evidence_terms)
-    # A hard structural answer (the importers of a package the question names) is evidence as a named file is.
-    structural_answer = any(bonus >= HARD_BOOST for bonus in (symbol_files or {}).values())
+    structural_answer = bool(answer)
     return cands, Evidence(best_cov, absent, bool(explicit) or structural_answer, best_matched, len(evidence_terms))
 
 

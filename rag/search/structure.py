@@ -3,12 +3,22 @@
 Signals from the parsed structure of the repository's files (JavaScript, TypeScript, Python):
 
 - **dependants**: "which files import / would break without / depend on ``lib/x.js``?"
-  (:data:`DEPENDANTS_INTENT` plus a named indexed file) → every file that imports the
-  named files (:meth:`rag.context.codegraph.CodeGraph.dependants`), with a hard bonus of
-  10.5 − 0.01 × rank (≥ :data:`rag.search.lexical.HARD_BOOST`, so they stay first):
+  (:data:`DEPENDANTS_INTENT` plus a named indexed file), and a list of the files that use or
+  call something of a named file ("which files use the ``HandledError`` class defined in
+  ``src/query/HandledError.ts``?", "which modules call ``resolve_color_default`` from
+  ``src/click/globals.py``?": :data:`FILE_LIST` and :data:`USERS_INTENT`) → every file that
+  imports the named files (:meth:`rag.context.codegraph.CodeGraph.dependants`), with a hard
+  bonus of 10.5 − 0.01 × rank (≥ :data:`rag.search.lexical.HARD_BOOST`, so they stay first):
   non-test directories before test/bench/example ones, then the files that import a
   name the question writes ("which modules import ``run_in_threadpool`` from
-  ``starlette/concurrency.py``?"), then by path;
+  ``starlette/concurrency.py``?"), then by path. Without this, the named file, boosted as
+  every named file is, was the whole answer;
+- **dependencies**: the named file is the one doing the importing (:func:`file_is_subject`) in a
+  question asking for a list ("which modules does ``lib/application.js`` import?", "which files are
+  required by ``lib/app.js``?", ":data:`DEPENDENCIES_OF` ``lib/app.js``") → the files it imports
+  (:meth:`~rag.context.codegraph.CodeGraph.dependencies`), ranked and boosted as dependants
+  are; before, such a question got the file's dependants, the opposite direction. Without a list
+  ("how is the pool used in ``src/server.js``?") the named file is the answer: neither signal;
 - **package importers**: "which files import ``tornado``?" (a question asking for a list of
   files, :data:`FILE_LIST`, with an import verb followed by a package name, :data:`IMPORT_OF`,
   that some file imports and no indexed file is) → those files, ranked and boosted as
@@ -33,6 +43,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from rag.context.codegraph import CodeGraph
 from rag.ingest.walk import classify_kind
@@ -40,14 +51,31 @@ from rag.parse.records import FileStructure
 from rag.search.lexical import LOW_VALUE_DIRS, explicit_paths
 from rag.search.query import Query
 
-__all__ = ["DEPENDANTS_INTENT", "ENV_INTENT", "CALLERS_INTENT", "DEFINITION_INTENT", "IMPORT_OF", "FILE_LIST",
+__all__ = ["DEPENDANTS_INTENT", "USERS_INTENT", "DEPENDENCIES_OF", "ENV_INTENT", "CALLERS_INTENT", "DEFINITION_INTENT", "IMPORT_OF", "FILE_LIST",
            "SymbolTable", "CallerTable",
-           "symbol_table", "caller_table", "package_importers", "structure_bonus"]
+           "symbol_table", "caller_table", "package_importers", "file_is_subject", "structure_bonus"]
 
 # "Which files import X / would break if X were removed / depend on X?"
 DEPENDANTS_INTENT = re.compile(
     r"\b(import(s|ed|ing)?|requires?|depend(s|ing|ants|ents)?|break|fail to load|need to change|"
     r"were (deleted|removed)|(is|was|were|got) removed|uses? of|who uses)\b", re.I)
+# "Which files use / call / extend X (of a named file)?" — with FILE_LIST and a named file: its dependants.
+USERS_INTENT = re.compile(
+    r"\b(use[sd]?|using|call(s|ed|ing)?|invok(e|es|ed|ing)|instantiat(e|es|ed|ing)|extend(s|ed|ing)?|"
+    r"subclass(es|ed|ing)?|reference[sd]?)\b", re.I)
+# The named file does the importing: "does FILE import", "FILE requires", "imported by FILE",
+# "dependencies of FILE", "FILE's imports" (FILE stands for the mention, see file_is_subject).
+_IMPORT_VERB = r"(?:imports?|requires?|uses?|depends? on|loads?|needs?|pulls? in|calls? into)"
+_SUBJECT_FORMS = (
+    r"\b(?:does|do|did)\s+(?:the\s+)?(?:file\s+|module\s+)?{file}\s+(?:itself\s+|directly\s+)?" + _IMPORT_VERB + r"\b",
+    r"{file}\s+(?:itself\s+|directly\s+)?(?:imports|requires|uses|depends on|loads|needs|pulls in)\b",
+    r"\b(?:imported|required|used|loaded|needed|pulled in|called)\s+(?:by|in|from|within)\s+(?:the\s+)?"
+    r"(?:file\s+|module\s+)?{file}",
+    r"\b(?:dependencies|imports|requires)\s+(?:of|in)\s+(?:the\s+)?(?:file\s+|module\s+)?{file}",
+    r"{file}'s\s+(?:dependencies|imports)\b",
+)
+# "The dependencies / imports of FILE", "FILE's dependencies": a list, even without "which files".
+DEPENDENCIES_OF = re.compile(r"\b(dependencies|imports)\s+of\b|'s\s+(dependencies|imports)\b", re.I)
 # "Which file reads the process environment / environment variables?"
 ENV_INTENT = re.compile(r"\b(process environment|environment variables?|env(ironment)? vars?|process\.env)\b", re.I)
 # "Which files call / fire / invoke / register through X?" ("use" and "via" are left out: "when using
@@ -115,6 +143,16 @@ def package_importers(structures: Mapping[str, FileStructure], name: str) -> lis
                    and _package_root(i.spec).lower() == wanted for i in structure.imports)]
 
 
+def file_is_subject(text: str, mention: str) -> bool:
+    """Whether the question asks what the file it mentions as ``mention`` (as written, e.g. ``lib/app.js``,
+    ``flask.ctx``) imports, rather than who imports it: "which modules does ``lib/app.js`` import?",
+    "``lib/app.js`` requires …", "imported / used / called by (in, from) ``lib/app.js``", "dependencies of
+    ``lib/app.js``", "``lib/app.js``'s imports" (case-insensitive; the mention may be quoted or
+    backticked). "Which modules call ``x`` from ``lib/app.js``?" is not: ``x`` comes from the file."""
+    file = r"[`'\"]?" + re.escape(mention) + r"[`'\"]?"
+    return any(re.search(form.replace("{file}", file), text, re.I) for form in _SUBJECT_FORMS)
+
+
 def _low_value(path: str) -> bool:
     """A test (by folder or name: ``x.test.js``, ``test_x.py``), benchmark, fixture or example file."""
     return bool(LOW_VALUE_DIRS.search(path)) or classify_kind(path) == "test"
@@ -151,12 +189,24 @@ def structure_bonus(
         callers), or ``None`` when no file qualifies.
     """
     out: dict[str, float] = {}
-    if DEPENDANTS_INTENT.search(query.text) and (query.paths or query.modules):
-        named = explicit_paths(query, known_paths)
-        if named:
-            code_graph = graph()
-            deps = sorted({d for p in named for d in code_graph.dependants(p) if d not in named})
-            out.update(_hard_ranked(deps, first=_importing_names(structures, deps, named, query.identifiers)))
+    if query.paths or query.modules:
+        mentions = [*query.paths, *query.modules]
+        subjects = [m for m in mentions if file_is_subject(query.text, m)]
+        if subjects:   # "which modules does lib/app.js import?": what the file imports
+            # only for a list of files: "how is the pool used in src/server.js?" asks about the file itself
+            named = [] if not (FILE_LIST.search(query.text) or DEPENDENCIES_OF.search(query.text)) else explicit_paths(replace(query, paths=[m for m in query.paths if m in subjects],
+                                           modules=[m for m in query.modules if m in subjects]), known_paths)
+            if named:
+                code_graph = graph()
+                deps = list(dict.fromkeys(d for p in named for d in code_graph.dependencies(p) if d not in named))
+                out.update(_hard_ranked(deps))
+        elif DEPENDANTS_INTENT.search(query.text) or (FILE_LIST.search(query.text)
+                                                      and USERS_INTENT.search(query.text)):
+            named = explicit_paths(query, known_paths)
+            if named:
+                code_graph = graph()
+                deps = sorted({d for p in named for d in code_graph.dependants(p) if d not in named})
+                out.update(_hard_ranked(deps, first=_importing_names(structures, deps, named, query.identifiers)))
     if not out and FILE_LIST.search(query.text):
         packages = {_package_root(m.group("name").rstrip(".:")) for m in IMPORT_OF.finditer(query.text)}
         packages -= {p for p in packages if any(k == p or k.startswith(f"{p}/") for k in known_paths)}

@@ -4,11 +4,12 @@ from __future__ import annotations
 from repo_helpers import CODE_REPO, indexed_engine, result_paths
 
 from rag.engine import Engine
+from rag.evaluation import distinct_paths
 from rag.parse.records import Call, Definition, EnvVar, Export, FileStructure, Import
 from rag.search.lexical import explicit_paths
 from rag.search.query import analyze
 from rag.search.retriever import GenerationCache, Retriever
-from rag.search.structure import caller_table, package_importers, structure_bonus, symbol_table
+from rag.search.structure import caller_table, file_is_subject, package_importers, structure_bonus, symbol_table
 
 FILES = {
     "src/db.js": ("const host = process.env.DB_HOST;\nfunction connectPool() { return host; }\n"
@@ -182,6 +183,53 @@ def test_dependants_that_import_a_name_the_question_writes_come_first():
                             structures=lambda: structures, graph=Graph, symbols=dict)
     assert sorted(bonus, key=bonus.get, reverse=True)[:3] == ["pkg/b.py", "pkg/a.py", "tests/t.py"]
     assert min(bonus[p] for p in ("pkg/a.py", "pkg/b.py", "tests/t.py")) >= 10.0
+
+
+DIRECTION_FILES = {
+    "lib/errors.js": "class HandledError extends Error {}\nmodule.exports = { HandledError };\n",
+    "lib/retry.js": ("const { HandledError } = require('./errors');\nconst { wait } = require('./timer');\n"
+                     "function retry(fn) { try { return fn(); } catch (e) { throw new HandledError(e); } }\n"
+                     "module.exports = { retry };\n"),
+    "lib/thunks.js": ("const { HandledError } = require('./errors');\n"
+                      "function runThunk(t) { if (t instanceof HandledError) return null; return t(); }\n"
+                      "module.exports = { runThunk };\n"),
+    "lib/timer.js": "function wait(ms) { return new Promise((r) => setTimeout(r, ms)); }\nmodule.exports = { wait };\n",
+    "lib/index.js": "const { retry } = require('./retry');\nmodule.exports = { retry };\n",
+}
+
+
+def test_the_file_a_question_names_is_the_importer_or_the_imported_one_by_its_wording():
+    subject = ["Which modules does lib/retry.js import?", "What is required by `lib/retry.js`?",
+               "What are lib/retry.js's dependencies?", "Which functions are called from lib/retry.js?",
+               "List the dependencies of lib/retry.js", "Which files does 'lib/retry.js' itself require?"]
+    imported = ["Which files import lib/retry.js?", "Which modules call retry from lib/retry.js?",
+                "Which files use the retry helper defined in lib/retry.js?",
+                "If lib/retry.js were deleted, which other source files would fail to load?"]
+    assert all(file_is_subject(q, "lib/retry.js") for q in subject)
+    assert not any(file_is_subject(q, "lib/retry.js") for q in imported)
+
+
+def test_a_question_about_what_a_file_imports_gets_its_dependencies_not_its_dependants(tmp_path):
+    # Before: "does lib/retry.js import" matched the dependants' wording, and lib/index.js (which imports
+    # lib/retry.js) came first.
+    with indexed_engine(tmp_path, DIRECTION_FILES) as engine:
+        paths = distinct_paths(engine.retrieve("Which modules does lib/retry.js import?"))
+        assert set(paths[:2]) == {"lib/errors.js", "lib/timer.js"}
+        assert "lib/index.js" not in paths[:3]
+        # no list asked for: the named file itself answers (its import lines), never its dependants
+        assert distinct_paths(engine.retrieve("What does lib/retry.js import?"))[0] == "lib/retry.js"
+        assert distinct_paths(engine.retrieve("How is HandledError used in lib/retry.js?"))[0] == "lib/retry.js"
+
+
+def test_the_users_of_a_class_a_named_file_defines_come_before_that_file(tmp_path):
+    # Before: "use" was no dependants' wording, and the named file, boosted as every named file is, was the
+    # whole answer.
+    with indexed_engine(tmp_path, DIRECTION_FILES) as engine:
+        paths = distinct_paths(engine.retrieve("Which files use the HandledError class defined in lib/errors.js?"))
+        assert set(paths[:2]) == {"lib/retry.js", "lib/thunks.js"}
+        assert "lib/errors.js" in paths[2:]
+        paths = distinct_paths(engine.retrieve("If lib/errors.js were removed, which files would fail to load?"))
+        assert set(paths[:2]) == {"lib/retry.js", "lib/thunks.js"} and paths.index("lib/errors.js") == 2
 
 
 def test_dependants_of_a_named_file_are_hard_boosted_on_the_code_fixture(tmp_path):
