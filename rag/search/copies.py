@@ -9,6 +9,9 @@ times. :func:`prefer_sources` rewrites a ranked candidate list so that:
 
 - a copy whose source has a candidate anywhere in the pool is replaced, at the copy's
   rank, by that source's best candidate (the copy's score is evidence for its source);
+  a bundle (a copy of several sources, by its source map) by the candidate of its sources that
+  shares the most names with the copy's chunk (:func:`corresponding`): the bundle's chunk is
+  the compiled text of one of them, not of the first source its map lists;
 - a copy whose sources were all met earlier is dropped;
 - a copy whose sources are not indexed stays: it is the best we have (the index only
   records copies of indexed files in the first place).
@@ -18,19 +21,47 @@ its copy did.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Protocol, TypeVar
 
-__all__ = ["prefer_sources"]
+__all__ = ["prefer_sources", "corresponding"]
+
+_NAME = re.compile(r"[A-Za-z_$][\w$]{3,}")
+"""A name of four characters or more: what compiling or bundling keeps of a source's text (identifiers,
+property names, string words), while it changes the syntax around them."""
 
 
 class _Ranked(Protocol):
     id: int
     path: str
     score: float
+    text: str
 
 
 C = TypeVar("C", bound=_Ranked)
+
+
+def corresponding(copy: C, sources: Sequence[str], by_path: Mapping[str, Sequence[C]]) -> C | None:
+    """The candidate of ``sources`` (best source first; ``by_path``: each path's candidates, best first)
+    whose text shares the most names (:data:`_NAME`) with the ``copy`` candidate's text: the source
+    region a chunk of a bundle was compiled from. Ties go to the earlier source, then the better
+    candidate; when no candidate shares a name, the first source's best candidate; ``None`` when no
+    source has a candidate.
+
+    Example: a chunk of ``dist/index.js`` holding ``const miniSerializeError = (value) => …`` is
+    answered by the chunk of ``src/createAsyncThunk.ts`` defining it, not by ``src/listener.ts``,
+    the first source in the bundle's map that has a candidate."""
+    options = [c for s in sources for c in by_path.get(s, ())]
+    if not options:
+        return None
+    names = set(_NAME.findall(copy.text))
+    best, shared = options[0], 0
+    for option in options:
+        common = len(names.intersection(_NAME.findall(option.text)))
+        if common > shared:
+            best, shared = option, common
+    return best
 
 
 def prefer_sources(ranked: Sequence[C], copies: Mapping[str, Sequence[str]], *,
@@ -50,8 +81,13 @@ def prefer_sources(ranked: Sequence[C], copies: Mapping[str, Sequence[str]], *,
     if not copies or not any(c.path in copies for c in ranked):
         return list(ranked)
     best_of: dict[str, C] = {}
+    by_path: dict[str, list[C]] = {}
+    seen: set[int] = set()
     for candidate in (*ranked, *pool):
         best_of.setdefault(candidate.path, candidate)
+        if candidate.id not in seen:
+            seen.add(candidate.id)
+            by_path.setdefault(candidate.path, []).append(candidate)
     out: list[C] = []
     used: set[int] = set()
     for candidate in ranked:
@@ -61,7 +97,10 @@ def prefer_sources(ranked: Sequence[C], copies: Mapping[str, Sequence[str]], *,
                 used.add(candidate.id)
                 out.append(candidate)
             continue
-        alternative = next((best_of[s] for s in sources if s in best_of), None)
+        if len(sources) > 1:   # a bundle: the source its chunk was compiled from
+            alternative = corresponding(candidate, sources, by_path)
+        else:
+            alternative = best_of.get(sources[0])
         if alternative is None:
             used.add(candidate.id)
             out.append(candidate)  # the source is indexed but nothing of it matched: keep the copy

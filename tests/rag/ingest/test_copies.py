@@ -352,3 +352,29 @@ def test_kept_shared_lines_let_go_of_a_repository_too_large_to_keep(monkeypatch)
     assert not kept._holders and not kept._prints  # nothing held past the cap; the next call counts afresh
     assert dict(kept.counts(blobs, involving={"f0.js": []})) == dict(
         copies._shared_lines_python(fingerprints, involving={"f0.js": []}))
+
+
+def test_a_bundle_s_chunk_is_replaced_by_the_source_it_was_compiled_from():
+    """A bundle lists many sources; its matched chunk is the compiled text of one of them. Before, the
+    first source of its map with any candidate took its place (here src/widget.ts, for a chunk of gear)."""
+    from dataclasses import dataclass
+
+    from rag.search.copies import corresponding, prefer_sources
+
+    @dataclass
+    class Cand:
+        id: int
+        path: str
+        score: float
+        text: str
+
+    bundle = Cand(1, "dist/bundle.js", 0.9, "function advanceRatchet(tooth) { return sprocketTeeth[tooth + 1]; }")
+    widget = Cand(2, "src/widget.ts", 0.5, "export function paintWidget(options: WidgetOptions): string {")
+    gear = Cand(3, "src/gear.ts", 0.4, "export function advanceRatchet(tooth: number) { return sprocketTeeth[tooth + 1]; }")
+    copies = {"dist/bundle.js": ("src/widget.ts", "src/gear.ts")}
+    ranked = prefer_sources([bundle, widget, gear], copies)
+    assert [c.path for c in ranked] == ["src/gear.ts", "src/widget.ts"] and ranked[0].score == 0.9
+    # no shared name: the first source's best candidate, as for a one-source copy; no candidate: None
+    assert corresponding(Cand(4, "dist/bundle.js", 0.9, "x()"), copies["dist/bundle.js"],
+                         {"src/widget.ts": [widget], "src/gear.ts": [gear]}) is widget
+    assert corresponding(bundle, copies["dist/bundle.js"], {}) is None
