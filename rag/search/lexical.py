@@ -464,6 +464,12 @@ CHANGELOG_PRIOR = 0.7
 in the question's words, not how the code does it. Measured on the three eval sets (``slackzilla eval``,
 MiniLM hybrid / BM25 + structure, MRR@10): ``dev-hard`` multi 0.563 → 0.609 / 0.462 → 0.568, ``dev``
 concept (BM25) 0.669 → 0.701, no kind of any set lower; R@5 unchanged."""
+_BUILD_OUTPUT = re.compile(r"(^|/)dist/")
+"""A build's output folder: not what "which source files …" asks for (its copies of indexed sources give
+their places to them anyway, :mod:`rag.search.copies`; this is for the rest: entry shims, bundles)."""
+SOURCE_DOC_PRIOR = 0.5
+"""Prose's prior when the question asks for source files by name ("which source file reads …", the
+``source`` intent of :mod:`rag.search.query`): a README section on the same subject is not one."""
 BEHAVIOUR_DOC_PRIOR = 0.9
 """Prose's prior when the question asks what the code does in a case ("what happens when…", "why
 does…", "how is X resolved?": the ``behaviour`` intent of :mod:`rag.search.query`) and not how to use it."""
@@ -513,7 +519,8 @@ def intent_prior(c: Candidate, query: Query) -> float:
     """The intent prior of chunk ``c`` for ``query``: a multiplier in (0, 1.5] of its lexical score
     and its cosine: tests, examples and the documentation's sample code × 0.55 unless the question
     asks for tests; declarations (kind ``types``: ``.d.ts`` and sources declaring only types) × 0.7
-    unless it asks for types; manifests, docs and source by intent; changelogs up for release
+    unless it asks for types; manifests, docs and source by intent (a question asking for source files
+    by name, the ``source`` intent: prose and ``dist/`` output × :data:`SOURCE_DOC_PRIOR`); changelogs up for release
     questions and down (:data:`CHANGELOG_PRIOR`) for the others; community files down
     (:data:`PROJECT_DOC_PRIOR`) unless the question is about what the file is about (a licence
     question keeps ``LICENSE``)."""
@@ -531,12 +538,16 @@ def intent_prior(c: Candidate, query: Query) -> float:
     if is_doc:
         if "docs" in intents or "release" in intents:
             factor *= 1.25
+        elif "source" in intents:
+            factor *= SOURCE_DOC_PRIOR
         elif "location" in intents:
             factor *= 0.85
         elif "behaviour" in intents:
             factor *= BEHAVIOUR_DOC_PRIOR
     elif "location" in intents and c.kind == "source":
         factor *= 1.1
+    if "source" in intents and _BUILD_OUTPUT.search(c.path):
+        factor *= SOURCE_DOC_PRIOR
     if _CHANGELOG.search(c.path):
         if "release" in intents:
             factor *= 1.3

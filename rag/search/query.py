@@ -60,6 +60,8 @@ _INTENTS: dict[str, re.Pattern[str]] = {
         r"implementation|implements|declared|raised|thrown|emitted|set up|read)\b",
         re.I,
     ),
+    # The user asks for source files by name: "which source files …", "in the library code".
+    "source": re.compile(r"\b(source|library|implementation) (files?|code|modules?)\b", re.I),
     # The user asks what the code does in a case: "what happens when…", "why does…", "how is X resolved?"
     "behaviour": re.compile(
         r"\b(what happens|what (does|did) .{1,80}? (do|get|return|send|produce)|what ends up|what stops|"
@@ -104,7 +106,7 @@ class Query:
         modules: dotted names (``flask.sessions``; ``flask.ctx`` is among the paths too): which of
             them name an indexed Python module is decided against the index
             (:func:`rag.search.lexical.explicit_paths`).
-        intents: subset of ``docs release location behaviour config test types architecture security
+        intents: subset of ``docs release location source behaviour config test types architecture security
             deploy`` (a mention that excludes it, "(not tests)", does not count).
         stems: light stems of ``terms`` (for path and heading comparisons).
     """

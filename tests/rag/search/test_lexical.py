@@ -517,6 +517,42 @@ def test_a_version_in_the_question_picks_that_release(tmp_path):
             assert first.path == "History.md" and f"{section}\n=====" in first.text, (question, first.text[:40])
 
 
+def test_a_question_asking_for_source_files_ranks_prose_and_build_output_lower():
+    from rag.ingest.walk import classify_kind
+    from rag.search.lexical import SOURCE_DOC_PRIOR, Candidate, intent_prior
+
+    def prior(path: str, question: str) -> float:
+        ext = path.rsplit(".", 1)[-1]
+        return intent_prior(Candidate(1, path, 1, 2, ext, classify_kind(path), None, "x", 1.0), analyze(question))
+
+    asks = "Which source file picks up proxy settings from HTTP_PROXY?"
+    for question in (asks, "Which library source files (not tests) read environment variables?",
+                     "Where in the implementation code is the proxy read?"):
+        assert "source" in analyze(question).intents, question
+    assert "source" not in analyze("Where are proxy settings read?").intents
+    assert "source" not in analyze("How do I pass a source map to the bundler?").intents
+    assert prior("README.md", asks) == SOURCE_DOC_PRIOR == 0.5 and prior("lib/http.js", asks) == 1.0
+    assert prior("dist/cjs/index.js", asks) == 0.5
+    assert prior("dist/cjs/index.js", "Where are proxy settings read?") == prior("lib/http.js", "Where are proxy settings read?")
+
+
+def test_the_source_file_a_question_asks_for_leads_a_readme_section_in_its_words(tmp_path):
+    # Before: the README's section, written in the question's words, came first.
+    files = {
+        "README.md": ("# Client\n\n## Proxy\n\nThe client picks up proxy settings from the HTTP_PROXY and NO_PROXY\n"
+                      "environment variables; settings passed to the client take precedence over the environment.\n"),
+        "lib/http.js": ("import proxyFromEnv from 'proxy-from-env';\n\n"
+                        "// The proxy for a URL: the configured one, else from the environment (HTTP_PROXY, NO_PROXY).\n"
+                        "function setProxy(options, configProxy, url) {\n"
+                        "  let proxy = configProxy;\n  if (!proxy) proxy = proxyFromEnv.getProxyForUrl(url);\n"
+                        "  options.proxy = proxy;\n}\n\nexport default setProxy;\n"),
+        "lib/other.js": "export function unrelated() { return 1; }\n",
+    }
+    with indexed_engine(tmp_path, files) as engine:
+        question = "Which source file picks up proxy settings from environment variables such as HTTP_PROXY?"
+        assert [s.path for s in engine.retrieve(question)][0] == "lib/http.js"
+
+
 def test_priors_of_the_documentations_sample_code_config_templates_and_declarations():
     from rag.ingest.walk import classify_kind
     from rag.search.lexical import Candidate, intent_prior
