@@ -23,6 +23,10 @@ Signals from the parsed structure of the repository's files (JavaScript, TypeScr
   files, :data:`FILE_LIST`, with an import verb followed by a package name, :data:`IMPORT_OF`,
   that some file imports and no indexed file is) → those files, ranked and boosted as
   dependants are ("does the stop condition depend on time …" asks for no list: nothing);
+- **importers of a name**: "which modules import ``createAction``?" (:data:`FILE_LIST`,
+  :data:`IMPORT_VERB` and an identifier, when neither signal above answered) → the files whose
+  imports bind that name, ranked and boosted as dependants are (before: the file defining it led
+  and its importers followed as lexical matches, mixed with files merely mentioning it);
 - **environment**: "which file reads the process environment?" (:data:`ENV_INTENT`) →
   files that read an environment variable, 0.3; test, bench, fixture and example
   files only when no other file does, or the question asks about tests (they set
@@ -51,7 +55,7 @@ from rag.parse.records import FileStructure
 from rag.search.lexical import LOW_VALUE_DIRS, explicit_paths
 from rag.search.query import Query
 
-__all__ = ["DEPENDANTS_INTENT", "USERS_INTENT", "DEPENDENCIES_OF", "ENV_INTENT", "CALLERS_INTENT", "DEFINITION_INTENT", "IMPORT_OF", "FILE_LIST",
+__all__ = ["DEPENDANTS_INTENT", "USERS_INTENT", "DEPENDENCIES_OF", "IMPORT_VERB", "ENV_INTENT", "CALLERS_INTENT", "DEFINITION_INTENT", "IMPORT_OF", "FILE_LIST",
            "SymbolTable", "CallerTable",
            "symbol_table", "caller_table", "package_importers", "file_is_subject", "structure_bonus"]
 
@@ -76,6 +80,8 @@ _SUBJECT_FORMS = (
 )
 # "The dependencies / imports of FILE", "FILE's dependencies": a list, even without "which files".
 DEPENDENCIES_OF = re.compile(r"\b(dependencies|imports)\s+of\b|'s\s+(dependencies|imports)\b", re.I)
+# An import verb: "which modules import / require X?"
+IMPORT_VERB = re.compile(r"\b(import(s|ed|ing)?|requir(e|es|ed|ing))\b", re.I)
 # "Which file reads the process environment / environment variables?"
 ENV_INTENT = re.compile(r"\b(process environment|environment variables?|env(ironment)? vars?|process\.env)\b", re.I)
 # "Which files call / fire / invoke / register through X?" ("use" and "via" are left out: "when using
@@ -212,6 +218,12 @@ def structure_bonus(
         packages -= {p for p in packages if any(k == p or k.startswith(f"{p}/") for k in known_paths)}
         importers = [path for name in sorted(packages) for path in package_importers(structures(), name)]
         out.update(_hard_ranked(list(dict.fromkeys(importers))))
+    if not out and query.identifiers and FILE_LIST.search(query.text) and IMPORT_VERB.search(query.text):
+        # "which modules import createAction?": the files whose imports bind a name the question writes
+        wanted = set(query.identifiers)
+        importers = [path for path, structure in structures().items()
+                     if any(wanted & set(i.names) or i.spec.rsplit(".", 1)[-1] in wanted for i in structure.imports)]
+        out.update(_hard_ranked(importers))
     if ENV_INTENT.search(query.text):
         readers = [path for path, structure in structures().items() if structure.env_vars]
         main = readers if "test" in query.intents else [path for path in readers if not _low_value(path)]

@@ -232,6 +232,13 @@ def test_the_users_of_a_class_a_named_file_defines_come_before_that_file(tmp_pat
         assert set(paths[:2]) == {"lib/retry.js", "lib/thunks.js"} and paths.index("lib/errors.js") == 2
 
 
+def test_the_importers_of_a_name_the_question_writes_are_its_answer(tmp_path):
+    # Before: lib/errors.js (which defines HandledError and exports it) came first.
+    with indexed_engine(tmp_path, DIRECTION_FILES) as engine:
+        paths = distinct_paths(engine.retrieve("Which modules import HandledError?"))
+        assert set(paths[:2]) == {"lib/retry.js", "lib/thunks.js"}
+
+
 def test_dependants_of_a_named_file_are_hard_boosted_on_the_code_fixture(tmp_path):
     engine = Engine.open(CODE_REPO, index_path=tmp_path / "i.sqlite")
     try:
