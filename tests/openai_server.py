@@ -54,7 +54,8 @@ class Reply:
             as ``data: [DONE]``, a string starting with ``:`` as a raw comment line,
             a string starting with ``raw:`` as the SSE block after the prefix, verbatim
             (``raw:event: ping\ndata:``, ``raw:retry: 3000``), any other string as
-            ``data: <string>`` verbatim (for malformed JSON).
+            ``data: <string>`` verbatim (for malformed JSON), ``bytes`` as the SSE block
+            verbatim (text that is not UTF-8).
         status: HTTP status; anything but 200 sends ``error_body`` as JSON instead.
         error_body: the JSON body of an error response.
         hang_s: seconds to wait after the headers (streaming) or before answering
@@ -255,6 +256,9 @@ class FakeOpenAIServer:
             for event in reply.events:
                 if reply.gap_s:
                     await self._wait(reply.gap_s)
+                if isinstance(event, bytes):
+                    await response.write(event + b"\n\n")
+                    continue
                 if isinstance(event, dict):
                     line = "data: " + json.dumps(event)
                 elif event.startswith(":"):

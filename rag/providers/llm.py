@@ -25,6 +25,9 @@ What real providers do, and how each is handled in :meth:`ModelClient.complete`:
   — asked again once without it (usage is then estimated), remembered per client.
 - an error event inside the stream — its message is kept in the reason.
 - ``<think>…</think>`` in the content — neither streamed nor returned.
+- bytes that are not UTF-8 — decoded as U+FFFD, as the SSE standard says (the SDK would
+  raise); JSON escapes of lone UTF-16 surrogates (``"\\ud800"``) in content, tool names and
+  arguments — U+FFFD too (no terminal, JSON encoder or Slack can carry them).
 - a stream that stops without ``[DONE]`` or ``finish_reason`` — the SDK ends the
   iteration silently; whatever arrived is returned (``finish_reason=None``).
 - malformed SSE JSON (plain ``json.JSONDecodeError``), HTTP 4xx/5xx, connection
@@ -37,12 +40,13 @@ What real providers do, and how each is handled in :meth:`ModelClient.complete`:
 from __future__ import annotations
 
 import asyncio
+import codecs
 import email.utils
 import json
 import math
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,12 +232,22 @@ def _rejects_stream_options(exc: BaseException) -> bool:
     return re.search(r"stream_options|include_usage", text) is not None
 
 
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_text(text: str) -> str:
+    """``text`` with lone UTF-16 surrogates (from JSON escapes such as ``"\\ud800"``) replaced by U+FFFD."""
+    return _SURROGATE_RE.sub("\ufffd", text)
+
+
 class _TolerantSSEDecoder(SSEDecoder):
-    """The SDK's SSE decoder, minus events that carry no data.
+    """The SDK's SSE decoder, minus events that carry no data, over valid UTF-8.
 
     Some providers send ``event: ping`` blocks or a bare ``retry: 3000`` field between
     chunks; the SDK hands them on and then fails to read their empty data as JSON. An
     event with empty data, or a ``ping``/``heartbeat`` event, is a keep-alive: dropped.
+    Bytes that are not UTF-8 reach the SDK as U+FFFD (its decoder would raise
+    ``UnicodeDecodeError``; the SSE standard decodes with replacement).
     """
 
     @staticmethod
@@ -243,12 +257,28 @@ class _TolerantSSEDecoder(SSEDecoder):
         return bool(sse.data.strip())
 
     def iter_bytes(self, iterator):  # type: ignore[override]
-        return (sse for sse in super().iter_bytes(iterator) if self._keeps(sse))
+        return (sse for sse in super().iter_bytes(_valid_utf8_sync(iterator)) if self._keeps(sse))
 
     async def aiter_bytes(self, iterator):  # type: ignore[override]
-        async for sse in super().aiter_bytes(iterator):
+        async for sse in super().aiter_bytes(_valid_utf8(iterator)):
             if self._keeps(sse):
                 yield sse
+
+
+def _valid_utf8_sync(iterator: Iterator[bytes]) -> Iterator[bytes]:
+    """The byte chunks re-encoded as valid UTF-8 (a character split across chunks is kept whole)."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    for piece in iterator:
+        yield decoder.decode(piece).encode("utf-8")
+    yield decoder.decode(b"", final=True).encode("utf-8")
+
+
+async def _valid_utf8(iterator: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """:func:`_valid_utf8_sync` for the SDK's async byte stream."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    async for piece in iterator:
+        yield decoder.decode(piece).encode("utf-8")
+    yield decoder.decode(b"", final=True).encode("utf-8")
 
 
 class _ProviderClient(openai.AsyncOpenAI):
@@ -305,6 +335,7 @@ class _PartialCall:
         # Most providers send the name once; some repeat the full name on every
         # delta, a few split it. Appending only what is new handles all three.
         if piece:
+            piece = _valid_text(piece)
             self.name = piece if piece.startswith(self.name) else self.name + piece
         arguments = function.arguments
         if isinstance(arguments, (dict, list)):
@@ -313,7 +344,7 @@ class _PartialCall:
         elif arguments is not None and not isinstance(arguments, str):
             arguments = str(arguments)
         if arguments:
-            self.arguments.append(arguments)
+            self.arguments.append(_valid_text(arguments))
 
     def starts_another(self, delta: Any) -> bool:
         """Whether an index-less delta begins a new call rather than continuing this one.
@@ -442,8 +473,9 @@ class ModelClient:
                             continue
                         delta = choice.delta
                         if delta.content:
-                            content.append(delta.content)
-                            await _emit(on_token, visible.feed(delta.content))
+                            piece = _valid_text(delta.content)
+                            content.append(piece)
+                            await _emit(on_token, visible.feed(piece))
                         reasoning_chars += len(_reasoning_text(delta))
                         for call in delta.tool_calls or []:
                             if call.index is not None:

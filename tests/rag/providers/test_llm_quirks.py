@@ -162,3 +162,20 @@ async def test_think_blocks_are_neither_streamed_nor_kept(server):
     assert "".join(streamed).strip() == "The answer is 42."
     assert turn.content == "The answer is 42."
     assert turn.reasoning_chars > 20
+
+
+async def test_text_that_is_not_utf8_becomes_replacement_characters(server):
+    # A stream is UTF-8, invalid bytes decoded as U+FFFD (the SSE standard); a JSON escape of a lone
+    # UTF-16 surrogate is no character either. Neither may fail the answer or reach a terminal or Slack.
+    latin1 = (b'data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m",'
+              b'"choices":[{"index":0,"delta":{"content":"caf\xe9 "},"finish_reason":null}]}')
+    server.script(Reply(events=[
+        chunk({"role": "assistant"}), latin1, chunk({"content": "lone \ud800 half"}),
+        _call_delta(0, id="call_a", name="searchCode", arguments='{"query": "x\udcff"}'),
+        chunk({}, finish_reason="stop"), DONE]))
+    tokens: list[str] = []
+    async with client_for(server) as client:
+        turn = await client.complete(MESSAGES, on_token=tokens.append)
+    assert turn.content == "caf\ufffd lone \ufffd half"
+    assert "".join(tokens) == turn.content
+    assert json.loads(turn.tool_calls[0].arguments) == {"query": "x\ufffd"}
