@@ -30,9 +30,11 @@ What real providers do, and how each is handled in :meth:`ModelClient.complete`:
   arguments — U+FFFD too (no terminal, JSON encoder or Slack can carry them).
 - a stream that stops without ``[DONE]`` or ``finish_reason`` — the SDK ends the
   iteration silently; whatever arrived is returned (``finish_reason=None``).
-- malformed SSE JSON (plain ``json.JSONDecodeError``), HTTP 4xx/5xx, connection
-  failures and per-read timeouts — all become :class:`rag.errors.ProviderError`
-  with a one-line reason for the user.
+- malformed SSE JSON (plain ``json.JSONDecodeError``), a chunk of the wrong shape (the SDK
+  builds chunks without validating them: a ``null`` event, a number where text belongs; see
+  :func:`_chunk_problem`), HTTP 4xx/5xx, connection failures and per-read timeouts — all
+  become :class:`rag.errors.ProviderError` with a one-line reason for the user.
+- usage counts that are not non-negative numbers (``"lots"``, ``1e400``) — estimated, as if absent.
 - a provider that hangs — the SDK's read timeout is per gap between bytes, so
   the caller must wrap the whole exchange in ``asyncio.timeout(timeout_s)``
   (``answer_question`` does).
@@ -375,6 +377,53 @@ def estimate_usage(messages: list[dict], tools: list[dict] | None, content: str,
     return Usage(prompt, completion, prompt + completion, estimated=True)
 
 
+def _chunk_problem(chunk: Any) -> str | None:
+    """What makes a streamed chunk unreadable, or ``None`` when it has the shape of a ``chat.completion.chunk``.
+
+    The SDK builds chunks without validating them (``construct``), so a provider's ``data: null``
+    or a number where text belongs would otherwise raise ``AttributeError``/``TypeError`` out of
+    :meth:`ModelClient.complete`. Returns a few words for the user (``"content that is not text"``).
+    """
+    if not isinstance(chunk, openai.BaseModel) or not hasattr(chunk, "choices"):
+        return "an event that is not an object"
+    if chunk.choices is not None and not isinstance(chunk.choices, list):
+        return "choices that are not a list"
+    for choice in chunk.choices or []:
+        if not isinstance(choice, openai.BaseModel):
+            return "a choice that is not an object"
+        delta = getattr(choice, "delta", None)
+        if delta is None:
+            continue
+        if not isinstance(delta, openai.BaseModel):
+            return "a delta that is not an object"
+        if getattr(delta, "content", None) is not None and not isinstance(delta.content, str):
+            return "content that is not text"
+        calls = getattr(delta, "tool_calls", None)
+        if calls is not None and not isinstance(calls, list):
+            return "tool_calls that are not a list"
+        for call in calls or []:
+            function = getattr(call, "function", None) if isinstance(call, openai.BaseModel) else call
+            if not isinstance(call, openai.BaseModel) or not isinstance(function, (openai.BaseModel, type(None))):
+                return "a tool call that is not an object"
+            if not isinstance(getattr(call, "id", None), (str, type(None))) or (
+                    function is not None and not isinstance(getattr(function, "name", None), (str, type(None)))):
+                return "a tool call whose id or name is not text"
+    return None
+
+
+def _reported_usage(usage: Any) -> Usage | None:
+    """The provider's usage, or ``None`` when a count is not a non-negative finite number (then estimated)."""
+    counts = []
+    for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        value = getattr(usage, name, None)
+        value = 0 if value is None else value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            return None
+        counts.append(int(value))
+    prompt, completion, total = counts
+    return Usage(prompt, completion, total or prompt + completion)
+
+
 class ModelClient:
     """A streamed chat-completion client for one configuration.
 
@@ -435,7 +484,7 @@ class ModelClient:
 
         Raises:
             ProviderError: HTTP error, connection failure, a connection lost mid-stream,
-                read timeout or malformed stream (one-line reason).
+                read timeout or malformed stream: bad JSON or a chunk of the wrong shape (one-line reason).
         """
         request: dict[str, Any] = {
             "model": self.config.model,
@@ -466,6 +515,10 @@ class ModelClient:
             try:
                 async for chunk in _chunks_until_finished(stream, lambda: finish_reason is not None):
                     chunks += 1
+                    problem = _chunk_problem(chunk)
+                    if problem is not None:
+                        raise ProviderError(f"the model provider sent a malformed stream event ({problem}, after "
+                                            f"{chunks - 1} chunk{'' if chunks == 2 else 's'})")
                     if chunk.usage is not None:
                         usage_seen = chunk.usage
                     for choice in chunk.choices or []:
@@ -509,14 +562,8 @@ class ModelClient:
         raw = "".join(content)
         text = strip_reasoning(raw)
         reasoning_chars += len(raw) - len(text) if text != raw else 0
-        if usage_seen is not None:
-            usage = Usage(
-                int(usage_seen.prompt_tokens or 0),
-                int(usage_seen.completion_tokens or 0),
-                int(usage_seen.total_tokens or 0)
-                or int(usage_seen.prompt_tokens or 0) + int(usage_seen.completion_tokens or 0),
-            )
-        else:
+        usage = _reported_usage(usage_seen) if usage_seen is not None else None
+        if usage is None:
             usage = estimate_usage(messages, tools, text, calls)
         return ModelTurn(text, calls, usage, finish_reason, chunks, reasoning_chars)
 

@@ -179,3 +179,36 @@ async def test_text_that_is_not_utf8_becomes_replacement_characters(server):
     assert turn.content == "caf\ufffd lone \ufffd half"
     assert "".join(tokens) == turn.content
     assert json.loads(turn.tool_calls[0].arguments) == {"query": "x\ufffd"}
+
+
+@pytest.mark.parametrize("event, problem", [
+    ("null", "not an object"),
+    ('"hello"', "not an object"),
+    ({"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m",
+      "choices": [{"index": 0, "delta": 5}]}, "delta"),
+    (chunk({"content": 5}), "content"),
+    (chunk({"content": [{"type": "text", "text": "hi"}]}), "content"),
+    (chunk({"tool_calls": {"index": 0}}), "tool_calls"),
+    (chunk({"tool_calls": [{"index": 0, "function": "getStatus"}]}), "tool call"),
+    (chunk({"tool_calls": [{"index": 0, "id": "a", "function": {"name": 5, "arguments": "{}"}}]}), "tool call"),
+])
+async def test_a_chunk_of_the_wrong_shape_is_a_provider_error_not_a_crash(server, event, problem):
+    # The SDK builds chunks without validating them: a JSON `null`, or a number where text belongs, used to
+    # escape as AttributeError/TypeError (a traceback from `slackzilla ask`, no answer, no log line).
+    server.script(Reply(events=[chunk({"role": "assistant"}), chunk({"content": "Half "}), event, DONE]))
+    async with client_for(server) as client:
+        with pytest.raises(ProviderError, match="malformed stream event") as caught:
+            await client.complete(MESSAGES)
+    assert problem in str(caught.value)
+
+
+@pytest.mark.parametrize("usage", [{"prompt_tokens": "lots", "completion_tokens": None},
+                                   {"prompt_tokens": 1e400, "completion_tokens": 3},
+                                   {"prompt_tokens": -4, "completion_tokens": 3}])
+async def test_usage_that_is_not_a_count_is_estimated_and_the_answer_kept(server, usage):
+    server.script(Reply(events=[chunk({"role": "assistant"}), chunk({"content": "Full answer."}),
+                                chunk({}, finish_reason="stop"), chunk(choices=False, usage=usage), DONE]))
+    async with client_for(server) as client:
+        turn = await client.complete(MESSAGES)
+    assert turn.content == "Full answer."
+    assert turn.usage.estimated and turn.usage.total_tokens > 0
