@@ -104,6 +104,8 @@ class LoopState:
         notes: one-line remarks for the user (e.g. a stream cut short).
         tool_rounds: rounds in which tools were run.
         read_tokens: estimated tokens returned by repository tools (see :class:`ToolBudget`).
+        no_answer: when the last round gave no usable text, why, in a few words for the user
+            (``"it kept calling tools after its 3 tool rounds"``); ``None`` otherwise.
     """
 
     messages: list[dict]
@@ -115,6 +117,7 @@ class LoopState:
     notes: list[str] = field(default_factory=list)
     tool_rounds: int = 0
     read_tokens: int = 0
+    no_answer: str | None = None
 
 
 PEM_BEGIN, PEM_END = "-----BEGIN ", "-----END "
@@ -292,14 +295,33 @@ async def run_model_loop(client: ModelClient, state: LoopState, *, tools: ToolAd
                                     "truncated": result.truncated, "redactions": result.redactions})
             continue
         answer = strip_tool_tags(turn.content).strip()
-        if answer and parse_bare_tool_call(answer, tool_names) is not None:
+        written_call = bool(answer) and parse_bare_tool_call(answer, tool_names) is not None
+        if written_call:
             answer = ""  # a tool call written as the answer, once tools are off: never posted
         if answer and turn.finish_reason is None:
             state.notes.append("The model's stream ended early; the answer may be incomplete.")
         elif answer and turn.finish_reason == "length":
             state.notes.append("The model hit its output limit; the answer is cut short.")
         state.answer = answer or None
+        if state.answer is None:
+            state.no_answer = _why_no_answer(turn, written_call=written_call, tool_rounds=state.tool_rounds)
         return
+
+
+def _why_no_answer(turn: Any, *, written_call: bool, tool_rounds: int) -> str:
+    """Why a last round (a :class:`~rag.providers.llm.ModelTurn`) gave no answer, in a few words for the user."""
+    if turn.tool_calls or written_call:
+        how = "kept calling tools" if turn.tool_calls else "wrote a tool call as its answer"
+        if tool_rounds:
+            return f"it {how} after its {tool_rounds} tool round{'' if tool_rounds == 1 else 's'}"
+        return f"it {how}, with no tools offered"
+    if turn.finish_reason == "length":
+        return "it hit its output limit before writing any answer"
+    if turn.finish_reason == "content_filter":
+        return "the provider's content filter withheld it"
+    if turn.reasoning_chars:
+        return "it reasoned but wrote no answer"
+    return "its reply was empty"
 
 
 async def _run_call(tools: ToolAdapter, call: ToolCall, *, position: int, count: int, state: LoopState,

@@ -419,7 +419,7 @@ async def _model_answer(result: AnswerResult, recorder: ActivityRecorder, config
                           "tool_calls": len(state.tool_results), "read_tokens": state.read_tokens}
     result.notes += state.notes
     if reason is None and state.answer is None:
-        reason = "the model returned no usable answer"
+        reason = "the model returned no usable answer" + (f" ({state.no_answer})" if state.no_answer else "")
     if reason is None:
         result.mode, result.answer = "ai", state.answer or ""
         return

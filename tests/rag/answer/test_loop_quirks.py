@@ -75,3 +75,21 @@ async def test_reasoning_in_the_content_never_reaches_the_answer_or_the_history(
                                    on_token=tokens.append)
     assert "secret plan" not in result.answer and "secret plan" not in "".join(tokens)
     assert result.answer.startswith("It verifies an HMAC")
+
+
+@pytest.mark.parametrize("final, detail", [
+    (tool_reply([("getStatus", "{}")]), "it kept calling tools after its 3 tool rounds"),
+    (text_reply('{"name": "getStatus", "arguments": {}}'), "it wrote a tool call as its answer after its 3 tool rounds"),
+    (text_reply("", finish_reason="length"), "it hit its output limit before writing any answer"),
+    (text_reply("", finish_reason="content_filter"), "the provider's content filter withheld it"),
+    (text_reply("<think>long thoughts</think>"), "it reasoned but wrote no answer"),
+    (text_reply(""), "its reply was empty"),
+])
+async def test_no_answer_says_why(engine, server, final, detail):
+    # "the model returned no usable answer" alone sent the user (and the log) guessing: a model looping on
+    # tools past the limit, an output limit, a content filter and an empty reply are each a different fix.
+    server.script(*[tool_reply([("getStatus", "{}")]) for _ in range(3)], final)
+    result = await answer_question("Is the bot up?", engine=engine, model=model_for(server), tools=Bot().adapter())
+    assert result.mode == "fallback" and len(server.requests) == 4
+    assert result.error == f"The model returned no usable answer ({detail})"
+    assert result.answer.startswith(f"No model answer: the model returned no usable answer ({detail}).")
