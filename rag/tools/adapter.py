@@ -206,7 +206,8 @@ class ToolAdapter:
         repository: engine-backed repository tools; ``None`` (default) → not offered.
         secret_values: returns the redactor of the repository's secret-file values
             (:meth:`rag.engine.Engine.secret_redactor`), applied to every output and error
-            message, so a log line quoting a ``.env`` value never reaches the model.
+            message, so a log line quoting a ``.env`` value never reaches the model, and to the
+            repository tools' progress lines, which quote the model's query (shown in Slack and ``--json``).
     """
 
     def __init__(self, handlers: ToolHandlers | None, *, deadline_s: float = DEFAULT_TOOL_DEADLINE_S,
@@ -301,7 +302,7 @@ class ToolAdapter:
             log.warning("repository tool %s failed", name, exc_info=True)
             code, message = "handler_error", f"{name} failed: {type(exc).__name__}"
         summary = output.summary if output is not None else RepositoryTools.summary(name, args, code)
-        summary, _ = redact_text(summary)
+        summary, _ = redact_text(summary, literals=self._literals())  # it quotes what the model asked for
         result = self._result(name, output.value if output is not None else None, code, message, started,
                               spec.endpoint, spec.call_type, summary=summary,
                               extra={"tokens_read": output.tokens if output is not None else 0})
@@ -388,7 +389,7 @@ class ToolAdapter:
                 args = json.loads(arguments_json or "{}")
             except json.JSONDecodeError:
                 args = None
-            summary, _ = redact_text(RepositoryTools.summary(name, args, code))
+            summary, _ = redact_text(RepositoryTools.summary(name, args, code), literals=self._literals())
         result = self._result(name, None, code, message, time.perf_counter(),
                               spec.endpoint if spec else "-", spec.call_type if spec else "api_request",
                               summary=summary)

@@ -288,3 +288,18 @@ async def test_a_start_past_the_end_is_said_before_range_advice(spy):
     blank = next(n for n, line in enumerate(lines, 1) if n > 1 and not line.strip())
     ok, body = await call(adapter, "readFile", {"path": "lib/pool.js", "start": blank, "end": blank + 1})
     assert ok.ok and body["result"]["start"] == blank  # a blank line is a line
+
+
+async def test_a_secret_file_value_the_model_searches_for_is_not_in_the_progress_line(spy):
+    # The progress line ("searching `…`") is shown in Slack, in `--json` activities and in /api/ask; it was
+    # redacted for credential patterns only, so a .env value the model put in its query was printed as is.
+    from rag.secrets import LiteralRedactor
+
+    adapter = adapter_for(spy, secret_values=lambda: LiteralRedactor({"Zq8vLm3pXr7tWn2k"}))
+    for name, args in (("searchCode", {"query": "Zq8vLm3pXr7tWn2k"}), ("findSymbol", {"name": "Zq8vLm3pXr7tWn2k"}),
+                       ("readFile", {"path": "lib/Zq8vLm3pXr7tWn2k.js"})):
+        result, _ = await call(adapter, name, args)
+        refused = adapter.refuse(name, "budget_exhausted", "spent", arguments_json=json.dumps(args))
+        for shown in (result, refused):
+            assert "Zq8vLm3pXr7tWn2k" not in shown.activity.message + json.dumps(shown.to_json()), name
+            assert "[REDACTED]" in shown.activity.message
