@@ -60,7 +60,7 @@ from rag.activities import call_maybe_async
 from rag.config import (DEFAULT_AI_MODEL, DEFAULT_AI_TIMEOUT_S, DEFAULT_AI_URL, DEFAULT_MAX_RETRIES, ModelConfig,
                         normalize_base_url)
 from rag.errors import ProviderError, UserError
-from rag.tools.sanitize import redact_text
+from rag.tools.sanitize import REDACTED, redact_text
 from rag.tokens import estimate_tokens
 from rag.providers.base import error_detail
 from rag.providers.tool_tags import REASONING_TAGS, TOOL_CALL_TAGS, TagFilter, strip_reasoning
@@ -157,9 +157,12 @@ class ModelTurn:
     reasoning_chars: int = 0
 
 
-def _error_detail(body: Any, fallback: str = "") -> str:
-    """The provider's error message (:func:`rag.providers.base.error_detail`), redacted, on one line, bounded."""
+def _error_detail(body: Any, fallback: str = "", *, api_key: str | None = None) -> str:
+    """The provider's error message (:func:`rag.providers.base.error_detail`), redacted (``api_key``, the
+    configured key, too: some gateways quote it whole in a 401), on one line, bounded."""
     detail = error_detail(body) or fallback
+    if api_key:
+        detail = detail.replace(api_key, REDACTED)
     return " ".join(redact_text(detail)[0].split())[:MAX_ERROR_DETAIL_CHARS]
 
 
@@ -198,14 +201,14 @@ def _wait_words(seconds: float) -> str:
     return f"{math.ceil(seconds)} seconds" if seconds >= 2 else "a moment"
 
 
-def provider_error(exc: BaseException) -> ProviderError:
+def provider_error(exc: BaseException, *, api_key: str | None = None) -> ProviderError:
     """Map an SDK or decoding exception to a one-line, user-facing :class:`ProviderError`.
 
-    HTTP errors quote the provider's message (redacted); a 429 says when to try again
-    (its ``Retry-After``); an error sent inside the stream keeps the provider's message.
+    HTTP errors quote the provider's message (redacted, ``api_key`` included); a 429 says when
+    to try again (its ``Retry-After``); an error sent inside the stream keeps the provider's message.
     """
     if isinstance(exc, openai.APIStatusError):
-        detail = _error_detail(exc.body)
+        detail = _error_detail(exc.body, api_key=api_key)
         reason = f"the model provider returned HTTP {exc.status_code}"
         reason = f"{reason}: {detail}" if detail else reason
         if exc.status_code == 429:
@@ -220,7 +223,7 @@ def provider_error(exc: BaseException) -> ProviderError:
     if isinstance(exc, json.JSONDecodeError):
         return ProviderError("the model provider sent a malformed stream event")
     if isinstance(exc, openai.APIError) and type(exc) is openai.APIError:  # an error event inside the stream
-        detail = _error_detail(exc.body, fallback=exc.message)
+        detail = _error_detail(exc.body, fallback=exc.message, api_key=api_key)
         return ProviderError(f"the model provider reported an error: {detail}" if detail
                              else "the model provider reported an error mid-stream")
     return ProviderError(f"the model request failed ({type(exc).__name__})")
@@ -552,7 +555,7 @@ class ModelClient:
                 raise ProviderError(
                     f"the connection to the model provider was lost mid-answer (after {chunks} "
                     f"chunk{'' if chunks == 1 else 's'}; the provider or a proxy closed the stream)") from exc
-            raise provider_error(exc) from exc
+            raise provider_error(exc, api_key=self.config.api_key) from exc
         await _emit(on_token, visible.flush())
         calls = [
             ToolCall(id=p.id or f"call_{index}", name=p.name, arguments="".join(p.arguments))

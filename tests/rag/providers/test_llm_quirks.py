@@ -212,3 +212,18 @@ async def test_usage_that_is_not_a_count_is_estimated_and_the_answer_kept(server
         turn = await client.complete(MESSAGES)
     assert turn.content == "Full answer."
     assert turn.usage.estimated and turn.usage.total_tokens > 0
+
+
+@pytest.mark.parametrize("reply", [
+    error_reply(401, "Incorrect API key provided: local-dev-key-42. Find your key at https://example.com"),
+    Reply(events=[chunk({"content": "It "}), {"error": {"message": "key local-dev-key-42 is over quota"}}]),
+])
+async def test_the_configured_key_echoed_by_the_provider_is_not_in_the_reason(server, reply):
+    # Some gateways quote the whole key in a 401; the reason is shown to the asker (in a Slack channel) and logged.
+    server.script(reply)
+    client = ModelClient(ModelConfig(base_url=server.base_url, api_key="local-dev-key-42", model="fake-model",
+                                     timeout_s=5.0, max_retries=0))
+    async with client:
+        with pytest.raises(ProviderError) as caught:
+            await client.complete(MESSAGES)
+    assert "local-dev-key-42" not in str(caught.value) and "[REDACTED]" in str(caught.value)
