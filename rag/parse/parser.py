@@ -234,7 +234,7 @@ class CodeParser:
 
     @staticmethod
     def _parse_js(path: str, language: str, parser: Parser, query, source: bytes) -> FileStructure:
-        repaired = parse_with_repair(parser.parse, source)
+        repaired = parse_with_repair(parser.parse, source, typescript=language == "typescript")
         result = extract(run_matches(query, repaired.tree.root_node), path=path, language=language)
         for tree, first_line, last_line in repaired.earlier:
             earlier = extract(run_matches(query, tree.root_node), path=path, language=language)

@@ -40,7 +40,8 @@ __all__ = [
 # 4: env keys named by a top-level string constant (`os.environ.get(NAME)`, `process.env[NAME]`).
 # 5: the whole environment as a value (`{ ...process.env }`, `dict(os.environ)`): a dynamic read `*`.
 # 6: also through a bare alias (`from os import environ as env`, then `dict(env)`).
-PARSE_VERSION = 6
+# 7: TypeScript generic call signatures after a line without `;` parse (rag.parse.repair, repair 2).
+PARSE_VERSION = 7
 
 MODULE_SYSTEMS = ("esm", "commonjs", "mixed", "unknown")
 

@@ -3,7 +3,7 @@
 tree-sitter always returns a tree, but its error recovery can swallow the
 declarations that follow a syntax error (DESIGN.md §7): ``function f( {``
 turns the rest of the file into one ``ERROR`` node in which later functions
-look like object methods. Two repairs, applied at most
+look like object methods. Three repairs, applied at most
 ``DEFAULT_MAX_REPAIR_ROUNDS`` times, each keeping byte offsets and line
 numbers unchanged (bytes are replaced by spaces, never removed):
 
@@ -12,7 +12,15 @@ numbers unchanged (bytes are replaced by spaces, never removed):
    ``&``. A lone ``&`` inside an error next to JSX nodes is replaced by a
    space; the repair is kept only if the first error moves forward or
    disappears. This repair alone does not flag the file.
-2. **Blank the broken statement.** From the start of the top-level statement
+2. **A generic call signature after a line without ``;``** (TypeScript only). In an interface
+   or object type, overloads such as ``): Out<S>`` followed by a line ``<P extends X>(p: P): R``
+   are valid TypeScript (automatic semicolon insertion), but tree-sitter-typescript 0.23 reads the
+   ``<`` as type arguments of the line before and the rest of the file goes wrong (Redux Toolkit's
+   ``listenerMiddleware/types.ts``, MobX's ``api/observable.ts``, Immer's ``types-external.ts``).
+   The first indentation character of such a line (:data:`_GENERIC_SIGNATURE`, after a line that
+   does not end in an opening bracket, an operator or a separator, comments skipped) becomes
+   ``;``; kept only if the first error moves forward or disappears, and it does not flag the file.
+3. **Blank the broken statement.** From the start of the top-level statement
    holding the first error up to the next line that starts, at column 0, a
    top-level declaration (``function``, ``class``, ``const``, ``export``,
    ``module.exports`` …), the text is blanked and the file re-parsed. The
@@ -39,6 +47,10 @@ _RESTART_LINE = re.compile(
 # A lone "&" that is neither "&&", "&=" nor an HTML entity.
 _LONE_AMPERSAND = re.compile(rb"(?<!&)&(?![&=]|#?[A-Za-z0-9]+;)")
 _JSX_NEIGHBOURHOOD = 3
+# An indented line opening a generic call or construct signature: "  <P extends X>(", "  new <T>(".
+_GENERIC_SIGNATURE = re.compile(rb"^[ \t]+(?:new[ \t]*)?<[A-Za-z_$]", re.MULTILINE)
+# The last character of a line after which "<" cannot be read as type arguments of that line.
+_NOT_CONTINUED = b"{;,([|&=:?<"
 
 
 @dataclass(slots=True)
@@ -101,6 +113,31 @@ def _jsx_ampersand_fix(buf: bytes, error: Node) -> bytes | None:
     return buf[:start] + fixed + buf[end:]
 
 
+def _previous_code_char(buf: bytes, at: int) -> bytes:
+    """The last character of the nearest line before offset ``at`` that is not blank nor a ``//``
+    or ``*`` comment line (``b""`` at the start of the file)."""
+    end = at
+    while end > 0:
+        start = buf.rfind(b"\n", 0, end - 1) + 1
+        line = buf[start:end].strip()
+        if line and not line.startswith((b"//", b"*", b"/*")):
+            return line[-1:]
+        end = start
+    return b""
+
+
+def _generic_signature_fix(buf: bytes) -> bytes | None:
+    """``buf`` with a ``;`` in place of the first indentation character of every generic call
+    signature line that follows a line tree-sitter would continue (module docstring, repair 2);
+    ``None`` when there is none."""
+    out = bytearray(buf)
+    for match in _GENERIC_SIGNATURE.finditer(buf):
+        before = _previous_code_char(buf, match.start())
+        if before and before not in _NOT_CONTINUED:
+            out[match.start()] = ord(";")
+    return bytes(out) if out != buf else None
+
+
 def _top_level_ancestor(root: Node, node: Node) -> Node:
     current = node
     while current.parent is not None and current.parent != root:
@@ -127,7 +164,8 @@ def _blank(buf: bytes, start: int, end: int) -> bytes:
 
 
 def parse_with_repair(
-    parse: Callable[[bytes], Tree], source: bytes, *, max_rounds: int = DEFAULT_MAX_REPAIR_ROUNDS
+    parse: Callable[[bytes], Tree], source: bytes, *, max_rounds: int = DEFAULT_MAX_REPAIR_ROUNDS,
+    typescript: bool = False,
 ) -> RepairedParse:
     """Parse ``source`` and repair syntax errors as the module docstring describes.
 
@@ -135,6 +173,7 @@ def parse_with_repair(
         parse: ``Parser.parse`` of the file's language.
         source: the file's bytes.
         max_rounds: repair attempts before giving up (the file stays flagged).
+        typescript: the file is TypeScript without JSX (``.ts``, ``.mts``, ``.cts``): repair 2 applies.
 
     Returns:
         A :class:`RepairedParse`; never raises on bad code.
@@ -144,10 +183,20 @@ def parse_with_repair(
     earlier: list[tuple[Tree, int, int]] = []
     flagged = False
     last_error_at = -1
+    signatures_tried = not typescript
     for _ in range(max_rounds):
         error = first_error(tree.root_node)
         if error is None:
             break
+        if not signatures_tried:
+            signatures_tried = True
+            fixed = _generic_signature_fix(buf)
+            if fixed is not None:
+                candidate = parse(fixed)
+                next_error = first_error(candidate.root_node)
+                if next_error is None or next_error.start_byte > error.start_byte:
+                    buf, tree = fixed, candidate
+                    continue
         fixed = _jsx_ampersand_fix(buf, error)
         if fixed is not None:
             candidate = parse(fixed)

@@ -467,3 +467,37 @@ def test_crlf_line_numbers_match_lf():
 
 def test_bare_ampersand_outside_jsx_is_still_an_error():
     assert parse_source("amp.js", "const a = b & ;\nfunction ok() {}\n").has_error is True
+
+
+# ---- TypeScript overloads after automatic semicolon insertion ------------------------------------
+
+TS_OVERLOADS = """\
+export interface TakePattern<State> {
+  <Predicate extends Matcher<State>>(
+    predicate: Predicate,
+  ): Output<State, Predicate>
+  // with a timeout
+  <Predicate extends Matcher<State>>(
+    predicate: Predicate,
+    timeout: number,
+  ): Output<State, Predicate>
+}
+
+export type Unsubscribe = (options?: { cancelActive?: true }) => void
+
+export interface ListenerApi {
+  take: TakePattern<unknown>
+}
+"""
+
+
+def test_typescript_generic_call_signatures_after_a_line_without_semicolon_parse():
+    # Before: tree-sitter-typescript read "<Predicate" as type arguments of the line above; the file had
+    # errors, TakePattern ended at line 4 and the definitions after it were lost to the repair's blanking.
+    structure = parse_source("src/listener/types.ts", TS_OVERLOADS)
+    assert structure.has_error is False
+    assert [(d.name, d.kind, d.start, d.end) for d in structure.definitions] == [
+        ("TakePattern", "interface", 1, 10), ("Unsubscribe", "type", 12, 12), ("ListenerApi", "interface", 14, 16)]
+    # JSX keeps its lines: the repair is for .ts only
+    tsx = parse_source("src/view.tsx", "export const V = () => (\n  <div>\n    <span>a</span>\n  </div>\n)\n")
+    assert tsx.has_error is False
