@@ -41,7 +41,8 @@ __all__ = [
 # 5: the whole environment as a value (`{ ...process.env }`, `dict(os.environ)`): a dynamic read `*`.
 # 6: also through a bare alias (`from os import environ as env`, then `dict(env)`).
 # 7: TypeScript generic call signatures after a line without `;` parse (rag.parse.repair, repair 2).
-PARSE_VERSION = 7
+# 8: also when the signature's `<` ends its line.
+PARSE_VERSION = 8
 
 MODULE_SYSTEMS = ("esm", "commonjs", "mixed", "unknown")
 

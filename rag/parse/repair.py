@@ -48,7 +48,7 @@ _RESTART_LINE = re.compile(
 _LONE_AMPERSAND = re.compile(rb"(?<!&)&(?![&=]|#?[A-Za-z0-9]+;)")
 _JSX_NEIGHBOURHOOD = 3
 # An indented line opening a generic call or construct signature: "  <P extends X>(", "  new <T>(".
-_GENERIC_SIGNATURE = re.compile(rb"^[ \t]+(?:new[ \t]*)?<[A-Za-z_$]", re.MULTILINE)
+_GENERIC_SIGNATURE = re.compile(rb"^[ \t]+(?:new[ \t]*)?<(?:[A-Za-z_$]|[ \t]*\r?$)", re.MULTILINE)
 # The last character of a line after which "<" cannot be read as type arguments of that line.
 _NOT_CONTINUED = b"{;,([|&=:?<"
 

@@ -498,6 +498,12 @@ def test_typescript_generic_call_signatures_after_a_line_without_semicolon_parse
     assert structure.has_error is False
     assert [(d.name, d.kind, d.start, d.end) for d in structure.definitions] == [
         ("TakePattern", "interface", 1, 10), ("Unsubscribe", "type", 12, 12), ("ListenerApi", "interface", 14, 16)]
+    # the type parameters on lines of their own, after a JSDoc comment
+    split = ("export interface Api {\n  /** one */\n  <A>(a: A): Out<A>\n  /**\n   * two\n   */\n  <\n    A,\n    B,\n"
+             "  >(a: A, b: B): Out<B>\n}\nexport type After = string\n")
+    structure = parse_source("src/api.ts", split)
+    assert structure.has_error is False
+    assert [(d.name, d.start, d.end) for d in structure.definitions] == [("Api", 1, 11), ("After", 12, 12)]
     # JSX keeps its lines: the repair is for .ts only
     tsx = parse_source("src/view.tsx", "export const V = () => (\n  <div>\n    <span>a</span>\n  </div>\n)\n")
     assert tsx.has_error is False
