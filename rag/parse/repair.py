@@ -163,6 +163,17 @@ def _blank(buf: bytes, start: int, end: int) -> bytes:
     return buf[:start] + middle + buf[end:]
 
 
+def _if_better(parse: Callable[[bytes], Tree], fixed: bytes | None, error: Node) -> tuple[bytes, Tree] | None:
+    """``(fixed, its tree)`` when ``fixed`` parses with its first error after ``error`` or none; else ``None``."""
+    if fixed is None:
+        return None
+    candidate = parse(fixed)
+    next_error = first_error(candidate.root_node)
+    if next_error is None or next_error.start_byte > error.start_byte:
+        return fixed, candidate
+    return None
+
+
 def parse_with_repair(
     parse: Callable[[bytes], Tree], source: bytes, *, max_rounds: int = DEFAULT_MAX_REPAIR_ROUNDS,
     typescript: bool = False,
@@ -190,20 +201,14 @@ def parse_with_repair(
             break
         if not signatures_tried:
             signatures_tried = True
-            fixed = _generic_signature_fix(buf)
-            if fixed is not None:
-                candidate = parse(fixed)
-                next_error = first_error(candidate.root_node)
-                if next_error is None or next_error.start_byte > error.start_byte:
-                    buf, tree = fixed, candidate
-                    continue
-        fixed = _jsx_ampersand_fix(buf, error)
-        if fixed is not None:
-            candidate = parse(fixed)
-            next_error = first_error(candidate.root_node)
-            if next_error is None or next_error.start_byte > error.start_byte:
-                buf, tree = fixed, candidate
+            improved = _if_better(parse, _generic_signature_fix(buf), error)
+            if improved is not None:
+                buf, tree = improved
                 continue
+        improved = _if_better(parse, _jsx_ampersand_fix(buf, error), error)
+        if improved is not None:
+            buf, tree = improved
+            continue
         flagged = True
         if error.start_byte <= last_error_at:
             break
