@@ -16,12 +16,12 @@ Each route converts the request and calls :class:`bot.documents.DocumentService`
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 
 from aiohttp import web
 
 from bot.api.bodies import BodyTooLargeError, read_json
+from bot.api.exposure import bearer_ok
 from rag.documents import DocumentError, DocumentTooLargeError
 from rag.errors import UserError
 
@@ -57,8 +57,7 @@ def _service(request: web.Request):
     token = ctx.settings.admin_api_token
     if not token:
         return None, _error(404, "not_found", "The documents API is off (ADMIN_API_TOKEN is not set).")
-    scheme, _, provided = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not provided or not hmac.compare_digest(provided.strip().encode(), token.encode()):
+    if not bearer_ok(request.headers, token):
         return None, _error(401, "unauthorized", "A valid bearer token (ADMIN_API_TOKEN) is required.",
                             **{"WWW-Authenticate": 'Bearer realm="slackzilla"'})
     if ctx.documents is None:

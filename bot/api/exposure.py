@@ -25,11 +25,12 @@ loopback interface), and the addresses 127.0.0.0/8 and ``::1``.
 """
 from __future__ import annotations
 
+import hmac
 import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-__all__ = ["Refusal", "ask_refusal", "host_name", "is_exposed", "is_loopback_host", "read_refusal"]
+__all__ = ["Refusal", "ask_refusal", "bearer_ok", "host_name", "is_exposed", "is_loopback_host", "read_refusal"]
 
 #: ``Sec-Fetch-Site`` values a browser sends for a request made by another site's page.
 FOREIGN_FETCH_SITES = frozenset({"cross-site", "same-site"})
@@ -42,6 +43,17 @@ class Refusal:
     status: int
     code: str
     message: str
+
+
+def bearer_ok(headers, token: str) -> bool:
+    """Whether ``headers`` carry ``Authorization: Bearer <token>`` (compared in constant time).
+
+    A header that is not UTF-8 (aiohttp keeps its bytes as surrogates) is compared as the bytes sent,
+    so it is a wrong token, not an error."""
+    scheme, _, provided = headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not provided:
+        return False
+    return hmac.compare_digest(provided.strip().encode("utf-8", "surrogateescape"), token.encode())
 
 
 def is_loopback_host(name: str | None) -> bool:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 
-import hmac
 import json
 import logging
 
@@ -38,7 +37,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from bot.api.bodies import BodyTooLargeError, read_json
-from bot.api.exposure import Refusal, ask_refusal, read_refusal
+from bot.api.exposure import Refusal, ask_refusal, bearer_ok, read_refusal
 from bot.api.documents import install_documents_api
 from bot.identity import Identity
 from bot.slack.health import SlackHealth
@@ -131,11 +130,7 @@ def _from_loopback(request: web.Request) -> bool:
 
 
 def _bearer_ok(request: web.Request, token: str) -> bool:
-    header = request.headers.get("Authorization", "")
-    scheme, _, provided = header.partition(" ")
-    if scheme.lower() != "bearer" or not provided:
-        return False
-    return hmac.compare_digest(provided.strip().encode(), token.encode())
+    return bearer_ok(request.headers, token)
 
 
 def _unauthorized() -> web.Response:
