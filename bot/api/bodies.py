@@ -8,7 +8,7 @@ and their errors are JSON (``{"error": "too_large", "message": …}``).
     try:
         body = await read_json(request, limit=MAX_QUESTION_BODY_BYTES)
     except BodyTooLargeError: ...        # 413
-    except ValueError: ...               # 400: not UTF-8 or not JSON
+    except ValueError: ...               # 400: not UTF-8, not JSON, or not text
 """
 from __future__ import annotations
 
@@ -38,8 +38,9 @@ async def read_json(request: web.Request, *, limit: int):
 
     Raises:
         BodyTooLargeError: more than ``limit`` bytes (by ``Content-Length`` or as read).
-        ValueError: the body is not UTF-8 (``UnicodeDecodeError``), not JSON (``json.JSONDecodeError``) or
-            nested too deeply for the parser.
+        ValueError: the body is not UTF-8 (``UnicodeDecodeError``), not JSON (``json.JSONDecodeError``; ``NaN``
+            and ``Infinity`` are not JSON either), nested too deeply for the parser, or holds a string with a
+            lone surrogate (``"\\ud800"``: JSON syntax, but no text; ``UnicodeEncodeError``).
     """
     if request.content_length is not None and request.content_length > limit:
         raise BodyTooLargeError(limit)
@@ -51,6 +52,12 @@ async def read_json(request: web.Request, *, limit: int):
             raise BodyTooLargeError(limit)
         parts.append(data)
     try:
-        return json.loads(b"".join(parts).decode("utf-8"))
+        value = json.loads(b"".join(parts).decode("utf-8"), parse_constant=_not_json)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")  # every string (keys too) is text
+        return value
     except RecursionError:  # nested deeper than Python's recursion limit ("[[[[…")
         raise ValueError("the JSON is nested too deeply") from None
+
+
+def _not_json(name: str):
+    raise ValueError(f"{name} is not JSON")

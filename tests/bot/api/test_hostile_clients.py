@@ -33,3 +33,23 @@ async def test_a_bearer_token_that_is_not_utf8_is_a_401_not_a_500(make_bot):
             f"Content-Length: {len(body)}\r\n").encode() + b"Authorization: Bearer \xff\xfe\r\n\r\n" + body)
         assert status == (403 if "include_stack" in path else 401), (path, answer)
         assert json.loads(answer)["error"] in ("unauthorized", "forbidden"), path
+
+
+async def test_json_that_is_not_unicode_text_or_not_strict_json_is_a_400(make_bot):
+    r"""A lone surrogate (``"\ud800"``) is valid JSON syntax but no UTF-8 text: the document was refused
+    by a UnicodeEncodeError deep in the store (a plain-text 500). ``NaN`` was stored in metadata and every
+    later listing answered ``{"a": NaN}``, which is not JSON."""
+    bot = await make_bot(ADMIN_API_TOKEN=ADMIN_TOKEN)
+    auth = {"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": "application/json"}
+    for payload in (b'{"title": "t", "text": "abc \\ud800 def"}', b'{"title": "\\udfff", "text": "abc"}',
+                    b'{"title": "t", "text": "abc", "metadata": {"a": "\\ud800"}}',
+                    b'{"title": "t", "text": "abc", "metadata": {"a": NaN}}',
+                    b'{"title": "t", "text": "abc", "metadata": {"a": -Infinity}}'):
+        async with bot.session.post(bot.base_url + "/api/documents", data=payload, headers=auth) as response:
+            assert response.status == 400, payload
+            assert (await response.json())["error"] == "bad_request", payload
+    async with bot.session.post(bot.base_url + "/api/ask", data=b'{"question": "why \\ud800?", "with_ai": false}',
+                                headers=auth) as response:
+        assert response.status == 400
+    async with bot.session.get(bot.base_url + "/api/documents", headers=auth) as listed:
+        assert (await listed.json()) == {"documents": []}
