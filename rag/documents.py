@@ -17,7 +17,7 @@ rebuild spares its chunks (:meth:`rag.store.index.Index.apply`), so documents su
 reindexes and restarts. Every write is one transaction that bumps the index generation
 (readers' caches are keyed by it).
 
-Secrets: title and text are redacted like repository text, once, before anything is
+Secrets: title, text and metadata are redacted like repository text, once, before anything is
 stored (:func:`rag.secrets.redact_secrets` for Markdown, then :func:`rag.secrets.redact_text`
 with the repository's secret-file values); the count is kept in ``redactions``.
 
@@ -136,6 +136,31 @@ class DocumentStore:
         text, second = redact_text(text, literals=self.literals)
         return text, first + second
 
+    def _redact_metadata(self, metadata: dict, encoded: str) -> tuple[dict, str, int]:
+        """``(metadata, its JSON, redactions)``: the JSON redacted as a JSON file is (a value after a secret's
+        name, a URL's password, a token anywhere), or each string value alone should that break the JSON."""
+        redacted, hits = self._redact(encoded, file_type="json")
+        if not hits:
+            return metadata, encoded, 0
+        try:
+            value = json.loads(redacted)
+        except ValueError:
+            value = None
+        if not isinstance(value, dict):
+            counted = [0]
+
+            def each(item):
+                if isinstance(item, str):
+                    item, found = self._redact(item, file_type="txt")
+                    counted[0] += found
+                    return item
+                if isinstance(item, dict):
+                    return {key: each(inner) for key, inner in item.items()}
+                return [each(inner) for inner in item] if isinstance(item, list) else item
+
+            value, hits = each(metadata), counted[0]
+        return value, json.dumps(value, ensure_ascii=False, sort_keys=True), hits
+
     def add(self, title: str, text: str, *, metadata: dict | None = None, doc_id: str | None = None,
             shared: bool = False, created_at: float | None = None) -> Document:
         """Store, chunk and index a document (one transaction); returns it as stored (redacted).
@@ -170,6 +195,7 @@ class DocumentStore:
             raise DocumentError("The metadata must be a JSON object.") from None
         if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
             raise DocumentError(f"The metadata is larger than {MAX_METADATA_BYTES // 1024} KiB.")
+        metadata, encoded, meta_hits = self._redact_metadata(metadata, encoded)
         if doc_id is not None and not is_document_id(doc_id):
             raise DocumentError(f"{doc_id[:40]!r} is not a document id.")
         doc_id = doc_id or new_document_id()
@@ -182,7 +208,7 @@ class DocumentStore:
             for chunk in chunk_text(path, body, file_type="md", kind="documentation", policy=self.chunk_policy)
         ]
         created = time.time() if created_at is None else float(created_at)
-        doc = Document(doc_id, title, body, metadata, created, bool(shared), hits + title_hits)
+        doc = Document(doc_id, title, body, metadata, created, bool(shared), hits + title_hits + meta_hits)
         with self.index.write() as conn:
             delete_chunks(conn, path)
             conn.execute("INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?)",

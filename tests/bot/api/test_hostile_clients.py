@@ -53,3 +53,29 @@ async def test_json_that_is_not_unicode_text_or_not_strict_json_is_a_400(make_bo
         assert response.status == 400
     async with bot.session.get(bot.base_url + "/api/documents", headers=auth) as listed:
         assert (await listed.json()) == {"documents": []}
+
+
+async def test_secrets_in_a_documents_metadata_are_redacted_before_it_is_stored(make_bot, caplog):
+    """The title and text were redacted, the metadata not: a token in it, or a password in its ``url``,
+    came back from ``GET /api/documents`` and ``/api/documents/{id}``, and the url was the link posted in
+    Slack beside every answer citing the document."""
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    bot = await make_bot(ADMIN_API_TOKEN=ADMIN_TOKEN)
+    auth = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    token, password = "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "pa55word-Xy9"
+    async with bot.session.post(bot.base_url + "/api/documents", headers=auth, json={
+            "title": "Deploy webhook rotation", "text": "Rotate the deploy webhook secret every quarter.",
+            "metadata": {"url": f"https://deployer:{password}@ci.example.com/runbook", "token": token,
+                         "nested": {"password": "hunter2-hunter2"}, "team": "sre"}}) as created:
+        assert created.status == 201
+        doc_id = (await created.json())["id"]
+    async with bot.session.get(bot.base_url + "/api/documents", headers=auth) as listed:
+        listing = await listed.text()
+    async with bot.session.get(f"{bot.base_url}/api/documents/{doc_id}", headers=auth) as shown:
+        full = await shown.json()
+    for secret in (token, password, "hunter2-hunter2"):
+        assert secret not in listing and secret not in json.dumps(full) and secret not in caplog.text, secret
+    assert full["metadata"]["team"] == "sre" and full["metadata"]["url"].startswith("https://deployer:")
+    assert full["redactions"] >= 3  # counted with the title's and text's
