@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import json
 import secrets
+import sqlite3
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from rag.errors import UserError
@@ -38,7 +40,7 @@ from rag.secrets import LiteralRedactor, redact_secrets, redact_text
 from rag.store.index import Index, delete_chunks, insert_chunks
 
 __all__ = ["DOC_PREFIX", "DEFAULT_MAX_CHARS", "MAX_TITLE_CHARS", "PREVIEW_CHARS", "Document", "DocumentError",
-           "DocumentTooLargeError", "DocumentStore", "document_path", "new_document_id"]
+           "DocumentTooLargeError", "DocumentWriteError", "DocumentStore", "document_path", "new_document_id"]
 
 DOC_PREFIX = "doc:"
 DEFAULT_MAX_CHARS = 200_000
@@ -55,6 +57,16 @@ class DocumentError(UserError):
 
 class DocumentTooLargeError(DocumentError):
     """The document is longer than the size cap; the message gives both sizes."""
+
+
+class DocumentWriteError(DocumentError):
+    """The index could not be written, so nothing was added or deleted: ``busy`` while an index update
+    (another process) holds it past SQLite's busy timeout, to be tried again; else the disk is full or
+    read-only. The message says which."""
+
+    def __init__(self, message: str, *, busy: bool) -> None:
+        super().__init__(message)
+        self.busy = busy
 
 
 def new_document_id() -> str:
@@ -136,6 +148,20 @@ class DocumentStore:
         text, second = redact_text(text, literals=self.literals)
         return text, first + second
 
+    @contextmanager
+    def _write(self):
+        """:meth:`rag.store.index.Index.write`, its SQLite failures raised as :class:`DocumentWriteError`."""
+        try:
+            with self.index.write() as conn:
+                yield conn
+        except sqlite3.OperationalError as exc:
+            reason = str(exc)
+            if "locked" in reason or "busy" in reason:
+                raise DocumentWriteError("The index is being updated (another process is writing it), so the "
+                                         "documents were not changed; try again in a moment.", busy=True) from exc
+            raise DocumentWriteError(f"The index cannot be written ({reason[:120]}), so the documents were not "
+                                     "changed.", busy=False) from exc
+
     def _redact_metadata(self, metadata: dict, encoded: str) -> tuple[dict, str, int]:
         """``(metadata, its JSON, redactions)``: the JSON redacted as a JSON file is (a value after a secret's
         name, a URL's password, a token anywhere), or each string value alone should that break the JSON."""
@@ -209,7 +235,7 @@ class DocumentStore:
         ]
         created = time.time() if created_at is None else float(created_at)
         doc = Document(doc_id, title, body, metadata, created, bool(shared), hits + title_hits + meta_hits)
-        with self.index.write() as conn:
+        with self._write() as conn:
             delete_chunks(conn, path)
             conn.execute("INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?)",
                          (doc.id, doc.title, doc.text, encoded, doc.created_at, int(doc.shared), doc.redactions))
@@ -243,7 +269,7 @@ class DocumentStore:
         with self.index.read() as conn:
             if conn.execute("SELECT 1 FROM documents WHERE id = ?", (doc_id,)).fetchone() is None:
                 return False
-        with self.index.write() as conn:
+        with self._write() as conn:
             delete_chunks(conn, document_path(doc_id))
             conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
         return True
@@ -256,7 +282,7 @@ class DocumentStore:
             ids = [r[0] for r in conn.execute(f"SELECT id FROM documents {where}")]
         if not ids:
             return []
-        with self.index.write() as conn:
+        with self._write() as conn:
             for doc_id in ids:
                 delete_chunks(conn, document_path(doc_id))
                 conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))

@@ -11,7 +11,9 @@
 Each route converts the request and calls :class:`bot.documents.DocumentService` (the one the CLI's
 ``slackzilla docs`` and the Slack shortcut use) in a worker thread. Errors are
 ``{"error": code, "message": sentence}``: 400 bad input, 401 a missing or wrong token, 404 unknown,
-413 over the size cap (``[documents] max_chars``) or a body over :data:`MAX_DOCUMENT_BODY_BYTES`.
+413 over the size cap (``[documents] max_chars``) or a body over :data:`MAX_DOCUMENT_BODY_BYTES`,
+503 when the index cannot be written: ``index_busy`` (with ``Retry-After``) while an index update holds it,
+``index_unavailable`` when the disk is full or read-only. Nothing was changed then.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from aiohttp import web
 
 from bot.api.bodies import BodyTooLargeError, read_json
 from bot.api.exposure import bearer_ok
-from rag.documents import DocumentError, DocumentTooLargeError
+from rag.documents import DocumentError, DocumentTooLargeError, DocumentWriteError
 from rag.errors import UserError
 
 __all__ = ["install_documents_api", "MAX_DOCUMENT_BODY_BYTES"]
@@ -32,6 +34,8 @@ log = logging.getLogger(__name__)
 DOCS_CONTEXT_KEY: web.AppKey = web.AppKey("slackzilla_documents_context", object)
 MAX_DOCUMENT_BODY_BYTES = 1024 * 1024
 """Largest accepted request body (bytes; aiohttp's own default); the document cap is in characters, checked after decoding."""
+RETRY_AFTER_S = 30
+"""``Retry-After`` of an ``index_busy`` answer: an update's write transaction rarely lasts longer."""
 
 
 def install_documents_api(app: web.Application, ctx) -> web.Application:
@@ -49,6 +53,13 @@ def install_documents_api(app: web.Application, ctx) -> web.Application:
 
 def _error(status: int, code: str, message: str, **headers) -> web.Response:
     return web.json_response({"error": code, "message": message}, status=status, headers=headers or None)
+
+
+def _not_written(request: web.Request, err: DocumentWriteError) -> web.Response:
+    log.warning("%s %s: documents not changed: %s", request.method, request.path[:80], err)
+    if err.busy:
+        return _error(503, "index_busy", str(err), **{"Retry-After": str(RETRY_AFTER_S)})
+    return _error(503, "index_unavailable", str(err))
 
 
 def _service(request: web.Request):
@@ -95,6 +106,8 @@ async def add_document(request: web.Request) -> web.Response:
         stored = await asyncio.to_thread(docs.add, title, text, metadata=metadata, repo=repo)
     except DocumentTooLargeError as err:
         return _error(413, "too_large", str(err))
+    except DocumentWriteError as err:
+        return _not_written(request, err)
     except UserError as err:  # DocumentError, UnknownDocumentRepositoryError
         return _error(400, "bad_request", str(err))
     log.info("document %s added (%d characters, repo %s)", stored.document.id, len(stored.document.text),
@@ -127,7 +140,10 @@ async def remove_document(request: web.Request) -> web.Response:
     docs, refused = _service(request)
     if refused is not None:
         return refused
-    removed = await asyncio.to_thread(docs.remove, request.match_info["doc_id"])
+    try:
+        removed = await asyncio.to_thread(docs.remove, request.match_info["doc_id"])
+    except DocumentWriteError as err:
+        return _not_written(request, err)
     if not removed:
         return _error(404, "not_found", "There is no document with that id.")
     log.info("document %s removed", request.match_info["doc_id"][:40])
@@ -140,6 +156,8 @@ async def clear_documents(request: web.Request) -> web.Response:
         return refused
     try:
         count = await asyncio.to_thread(docs.clear, repo=_repo(request))
+    except DocumentWriteError as err:
+        return _not_written(request, err)
     except UserError as err:  # an unknown repository
         return _error(400, "bad_request", str(err))
     log.info("documents cleared: %d (repo %s)", count, _repo(request) or "all")

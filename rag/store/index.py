@@ -428,7 +428,7 @@ class Index:
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise IndexUnavailableError(f"cannot open the index at {self.path}: {exc}") from exc
         conn.execute("PRAGMA journal_mode=WAL")
@@ -781,6 +781,8 @@ def delete_chunks(conn: sqlite3.Connection, path: str) -> int:
     return len(ids)
 
 
+BUSY_TIMEOUT_S = 30.0
+"""How long a write waits for another connection's write transaction (an update in another process) to end."""
 WAL_SIZE_LIMIT_BYTES = 16 * 1024 * 1024
 """``journal_size_limit``: after a checkpoint the WAL is truncated to at most this size."""
 CHECKPOINT_MIN_WAL_BYTES = 4 * 1024 * 1024

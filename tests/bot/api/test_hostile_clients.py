@@ -79,3 +79,41 @@ async def test_secrets_in_a_documents_metadata_are_redacted_before_it_is_stored(
         assert secret not in listing and secret not in json.dumps(full) and secret not in caplog.text, secret
     assert full["metadata"]["team"] == "sre" and full["metadata"]["url"].startswith("https://deployer:")
     assert full["redactions"] >= 3  # counted with the title's and text's
+
+
+async def test_a_document_write_while_an_update_holds_the_index_is_a_503_to_retry(make_bot, caplog, monkeypatch):
+    """An index update (``serve`` runs it in another process) holds the index's write lock for its whole
+    transaction, more than 30 s when it builds a large repository. A document added, removed or cleared
+    meanwhile waited out SQLite's busy timeout and failed with ``database is locked``: a plain-text 500
+    and a traceback, with nothing to tell the client it could simply try again."""
+    import logging
+    import sqlite3
+
+    import rag.store.index
+
+    monkeypatch.setattr(rag.store.index, "BUSY_TIMEOUT_S", 0.2)  # the real 30 s wait, shortened
+    bot = await make_bot(ADMIN_API_TOKEN=ADMIN_TOKEN)
+    auth = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    url = bot.base_url + "/api/documents"
+    async with bot.session.post(url, headers=auth, json={"title": "Kept", "text": "Stays as it was."}) as created:
+        kept = (await created.json())["id"]
+    [engine] = bot.context.documents.engines.values()
+    updater = sqlite3.connect(engine.index.path, isolation_level=None)  # another process's update
+    updater.execute("BEGIN IMMEDIATE")
+    try:
+        caplog.set_level(logging.INFO)
+        for method, target, body in (("POST", url, {"title": "Runbook", "text": "Roll back with the deploy tool."}),
+                                     ("DELETE", f"{url}/{kept}", None), ("DELETE", url, None)):
+            async with bot.session.request(method, target, headers=auth, json=body) as refused:
+                assert refused.status == 503, (method, target, await refused.text())
+                assert refused.headers["Retry-After"].isdigit()
+                answer = await refused.json()
+            assert answer["error"] == "index_busy" and "try again" in answer["message"], answer
+        assert "Traceback" not in caplog.text
+    finally:
+        updater.execute("ROLLBACK")
+        updater.close()
+    async with bot.session.get(url, headers=auth) as listed:
+        assert [d["id"] for d in (await listed.json())["documents"]] == [kept]
+    async with bot.session.post(url, headers=auth, json={"title": "Runbook", "text": "Roll back."}) as created:
+        assert created.status == 201
