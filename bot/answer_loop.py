@@ -54,6 +54,8 @@ each: probe ack p99 0.56/0.78 s with one thread, 0.78/1.00 s with two, final ans
 (a question's stages take about 50 ms on a 2,000-file repository)."""
 TOKEN_RELAY_INTERVAL_S = 0.2
 """Streamed text reaches the caller's loop at most this often per answer (seconds)."""
+CLOSE_TIMEOUT_S = 2.0
+"""How long :meth:`AnswerLoop.aclose` waits for the answers it cancels to finish their clean-up (seconds)."""
 
 
 class OldestFirst:
@@ -167,6 +169,15 @@ class _TextRelay:
             await self.flush()
 
 
+async def _cancel_tasks(timeout_s: float) -> None:
+    """Cancel every other task of the running loop and wait up to ``timeout_s`` for them to end."""
+    tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=timeout_s)
+
+
 async def _on(target: asyncio.AbstractEventLoop, callback: Callable[..., Any], *args: Any) -> None:
     """Run ``callback(*args)`` (sync or async) on ``target`` and wait for it."""
     await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call_maybe_async(callback, *args), target))
@@ -261,11 +272,15 @@ class AnswerLoop:
         return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
 
     async def aclose(self) -> None:
-        """Stop the loop thread and the pool (a later :meth:`run` starts them again)."""
+        """Stop the loop thread and the pool (a later :meth:`run` starts them again). Answers still running
+        on the loop are cancelled and their clean-up awaited first (as ``asyncio.run`` does), not dropped
+        with the loop."""
         with self._lock:
             loop, thread, pool = self._loop, self._thread, self._pool
             self._loop = self._thread = self._pool = None
             self._gate = None
+        if loop is not None and thread is not None:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_cancel_tasks(CLOSE_TIMEOUT_S), loop))
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
         if loop is not None and thread is not None:

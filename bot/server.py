@@ -36,7 +36,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.api.exposure import is_exposed
-from bot.api.routes import HEALTH_KEY
+from bot.api.routes import HEALTH_KEY, drain_asks
 from bot.compose import Bot, compose
 from bot.context import BotContext
 from bot.observability.runtime import Runtime
@@ -108,14 +108,17 @@ class RunningServer:
         raise RuntimeError("the Slack watch ended without an error")  # watch_slack only ends by raising
 
     async def stop(self) -> None:
-        """Stop the schedule and any embedding run, let running answers finish (briefly), disconnect
+        """Stop the schedule and any embedding run, let running answers (Slack's and ``POST /api/ask``'s)
+        finish (briefly), disconnect
         Socket Mode, stop the HTTP server, end the index update processes, close the state store and the index."""
         stop_scheduler(self.bot.core.scheduler)
         for repo in self._repositories():
             repo.reindexer.request_stop()
-        cancelled = await self.bot.ask_flow.drain(timeout_s=ASK_DRAIN_S)
-        if cancelled:
-            log.warning("shutdown: %d answer(s) interrupted; their askers were told", cancelled)
+        web_app = self.bot.app.web_app(path=SLACK_EVENTS_PATH, port=self.bot.core.settings.port)
+        cancelled, stopped = await asyncio.gather(self.bot.ask_flow.drain(timeout_s=ASK_DRAIN_S),
+                                                  drain_asks(web_app, timeout_s=ASK_DRAIN_S))
+        if cancelled or stopped:
+            log.warning("shutdown: %d answer(s) interrupted; their askers were told", cancelled + stopped)
         with contextlib.suppress(Exception):
             await self.bot.core.asker.aclose()
         for task in (self.startup_task, self.prune_task, self.watch_task, self.connect_task,

@@ -15,7 +15,8 @@ and converts the answer back):
     GET  /api/admin/errors    {"errors": [...]}   bearer ADMIN_API_TOKEN; 404 when the token is unset
     *    /api/documents       documents (bearer ADMIN_API_TOKEN): see bot.api.documents
     POST /api/ask             {"question", "with_ai"?} → bot.asker.Asker.answer → text/event-stream of
-                              ``activity``, ``token`` and ``done`` events (``error`` on failure);
+                              ``activity``, ``token`` and ``done`` events (``error`` on failure, or
+                              ``shutting_down`` when the server stops first: :func:`drain_asks`);
                               any other field is a 400, a body over 64 KiB a 413
 
 Who may call them is :mod:`bot.api.exposure`'s rule: on a server reachable from other
@@ -44,8 +45,8 @@ from bot.slack.health import SlackHealth
 from rag.answer.question import require_question
 from rag.errors import EmptyQuestionError, UserError
 
-__all__ = ["install_api", "ASKER_KEY", "BOT_KEY", "CONTEXT_KEY", "HEALTH_KEY", "MAX_LOG_LIMIT",
-           "MAX_QUESTION_BODY_BYTES"]
+__all__ = ["install_api", "drain_asks", "ASKER_KEY", "ASKS_KEY", "BOT_KEY", "CONTEXT_KEY", "HEALTH_KEY",
+           "MAX_LOG_LIMIT", "MAX_QUESTION_BODY_BYTES"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,8 @@ CONTEXT_KEY: web.AppKey = web.AppKey("slackzilla_context", object)
 ASKER_KEY: web.AppKey = web.AppKey("slackzilla_asker", object)
 #: The :class:`bot.slack.health.SlackHealth` ``/healthz`` reports (the server watches Slack and fills it in).
 HEALTH_KEY: web.AppKey = web.AppKey("slackzilla_slack_health", object)
+#: The ``POST /api/ask`` answers running now (their tasks), for :func:`drain_asks` at shutdown.
+ASKS_KEY: web.AppKey = web.AppKey("slackzilla_api_asks", set)
 #: The composed ``bot.compose.Bot`` (set by the composition root; the routes do not read it).
 BOT_KEY: web.AppKey = web.AppKey("slackzilla_bot", object)
 MAX_LOG_LIMIT = 500
@@ -73,6 +76,7 @@ def install_api(app: web.Application, ctx, asker, *, health: SlackHealth | None 
     app[CONTEXT_KEY] = ctx
     app[ASKER_KEY] = asker
     app[HEALTH_KEY] = health if health is not None else SlackHealth(socket_mode=ctx.settings.socket_mode)
+    app[ASKS_KEY] = set()
     app.add_routes([
         web.get("/healthz", healthz),
         web.get("/api/status", _read_only(status)),
@@ -87,6 +91,21 @@ def install_api(app: web.Application, ctx, asker, *, health: SlackHealth | None 
     ])
     install_documents_api(app, ctx)
     return app
+
+
+async def drain_asks(app: web.Application, *, timeout_s: float) -> int:
+    """Let the running ``POST /api/ask`` answers finish for up to ``timeout_s``, then stop the rest: their
+    streams end with an ``error`` event ``shutting_down``. Returns how many were stopped (shutdown, before
+    the answers' loop is closed)."""
+    running = {task for task in app[ASKS_KEY] if not task.done()}
+    if not running:
+        return 0
+    _done, pending = await asyncio.wait(running, timeout=timeout_s)
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.wait(pending, timeout=1.0)
+    return len(pending)
 
 
 def _refused(refusal: Refusal) -> web.Response:
@@ -255,11 +274,11 @@ async def ask(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
 
     answering: asyncio.Future | None = None
-    gone = False
+    gone = ended = False
 
     async def send(event: str, data) -> None:
         nonlocal gone
-        if gone:
+        if gone or ended:  # ended: a stopped answer's last text arrives after its stream was closed
             return
         payload = json.dumps(data, ensure_ascii=False, default=str)
         try:
@@ -281,11 +300,19 @@ async def ask(request: web.Request) -> web.StreamResponse:
     try:
         answering = asyncio.ensure_future(request.app[ASKER_KEY].answer(
             question, identity=identity, on_activity=on_activity, on_token=on_token, with_ai=with_ai))
+        request.app[ASKS_KEY].add(answering)
+        answering.add_done_callback(request.app[ASKS_KEY].discard)
         try:
             result = await answering
         except asyncio.CancelledError:
-            if not gone:
-                raise  # the server is stopping
+            if asyncio.current_task().cancelling():
+                raise  # this request itself is cancelled
+            if not gone:  # drain_asks stopped it: the server is shutting down
+                log.info("/api/ask stopped after %.1f s: the server is shutting down",
+                         asyncio.get_running_loop().time() - started)
+                await send("error", {"error": "shutting_down",
+                                     "message": "The server is restarting; ask again in a moment."})
+                ended = True
         else:
             await send("done", result.to_json())
     except UserError as err:
@@ -298,5 +325,6 @@ async def ask(request: web.Request) -> web.StreamResponse:
         log.info("/api/ask client went away after %.1f s; the answer was stopped",
                  asyncio.get_running_loop().time() - started)
         return response
+    ended = True
     await response.write_eof()
     return response

@@ -117,3 +117,51 @@ async def test_a_document_write_while_an_update_holds_the_index_is_a_503_to_retr
         assert [d["id"] for d in (await listed.json())["documents"]] == [kept]
     async with bot.session.post(url, headers=auth, json={"title": "Runbook", "text": "Roll back."}) as created:
         assert created.status == 201
+
+
+async def test_sigterm_during_an_api_answer_ends_its_stream_with_a_reason(slack_fake, bot_repo, tmp_path, caplog,
+                                                                          monkeypatch):
+    """``slackzilla serve`` stopping (SIGTERM) while ``POST /api/ask`` streamed: Slack's answers were drained,
+    the API's not. The answers' loop was closed under it, so the client read "the connection to the model
+    provider was lost mid-answer", then a stream cut without its last chunk (no ``done``, no ``error``), and the
+    log had "Task was destroyed but it is pending!" and "Event loop is closed" errors."""
+    import gc
+    import logging
+
+    import aiohttp
+    from openai._streaming import SSEDecoder
+    from openai_server import FakeOpenAIServer, Reply, chunk
+
+    import bot.server
+    from bot.settings import Settings
+
+    monkeypatch.setattr(bot.server, "ASK_DRAIN_S", 0.5)
+    words = [chunk({"role": "assistant", "content": "word "})] * 100 + [chunk({}, finish_reason="stop"), "[DONE]"]
+    caplog.set_level(logging.INFO)
+    async with FakeOpenAIServer() as model:
+        model.script(Reply(events=words, gap_s=0.1))  # ten seconds of streaming
+        settings = Settings.from_env({
+            "SLACK_BOT_TOKEN": "xoxb-test-bot-token", "SLACK_SIGNING_SECRET": "secret", "REPO_PATH": str(bot_repo),
+            "RAG_INDEX_PATH": str(tmp_path / "served.sqlite"), "SLACK_API_URL": slack_fake.api_url,
+            "HOST": "127.0.0.1", "PORT": "0", "AI_URL": model.base_url, "AI_API_KEY": "sk-test",
+            "AI_MODEL": "fake-model", "EMBEDDINGS": "off",
+        }, dotenv_path=None)
+        server = await bot.server.start(settings)
+        stopping = None
+        try:
+            await asyncio.wait_for(server.startup_task, timeout=20)
+            async with aiohttp.ClientSession() as session:
+                async with session.post(f"http://127.0.0.1:{server.port}/api/ask",
+                                        json={"question": "how is the deploy webhook verified?"}) as response:
+                    raw = b""
+                    async for line in response.content:
+                        raw += line
+                        if stopping is None and line.startswith(b"event: token"):
+                            stopping = asyncio.ensure_future(server.stop())
+        finally:
+            await (stopping if stopping is not None else server.stop())
+    gc.collect()  # an answer task left pending on the closed answers' loop is reported when collected
+    stream = list(SSEDecoder().iter_bytes(iter([raw])))
+    assert stream[-1].event == "error" and stream[-1].json()["error"] == "shutting_down", raw[-400:]
+    assert not any("lost mid-answer" in e.data for e in stream)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text[-2000:]
