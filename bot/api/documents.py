@@ -7,6 +7,7 @@
     GET    /api/documents/{id}    the document with its "text"; 404 when unknown
     DELETE /api/documents/{id}    {"deleted": 1}; 404 when unknown
     DELETE /api/documents         ?repo=NAME → {"deleted": n}: that repository's own documents, or every one
+                                  (without the parameter; an empty ``?repo=`` is a 400, not "every one")
 
 Each route converts the request and calls :class:`bot.documents.DocumentService` (the one the CLI's
 ``slackzilla docs`` and the Slack shortcut use) in a worker thread. Errors are
@@ -76,8 +77,16 @@ def _service(request: web.Request):
     return ctx.documents, None
 
 
-def _repo(request: web.Request) -> str | None:
-    return request.query.get("repo") or None
+def _repo(request: web.Request) -> tuple[str | None, web.Response | None]:
+    """``(?repo=NAME or None, None)``, or ``(None, a 400)`` for an empty ``?repo=``: leaving a repository out
+    means every one, so ``DELETE /api/documents?repo=$REPO`` with the variable unset must not mean that."""
+    if "repo" not in request.query:
+        return None, None
+    repo = request.query["repo"]
+    if not repo.strip():
+        return None, _error(400, "bad_request", "The repo parameter is empty: name a repository, or leave the "
+                                                "parameter out for every repository.")
+    return repo, None
 
 
 async def add_document(request: web.Request) -> web.Response:
@@ -119,8 +128,11 @@ async def list_documents(request: web.Request) -> web.Response:
     docs, refused = _service(request)
     if refused is not None:
         return refused
+    repo, refused = _repo(request)
+    if refused is not None:
+        return refused
     try:
-        found = await asyncio.to_thread(docs.list, repo=_repo(request))
+        found = await asyncio.to_thread(docs.list, repo=repo)
     except UserError as err:  # an unknown repository
         return _error(400, "bad_request", str(err))
     return web.json_response({"documents": [d.to_json() for d in found]})
@@ -154,11 +166,14 @@ async def clear_documents(request: web.Request) -> web.Response:
     docs, refused = _service(request)
     if refused is not None:
         return refused
+    repo, refused = _repo(request)
+    if refused is not None:
+        return refused
     try:
-        count = await asyncio.to_thread(docs.clear, repo=_repo(request))
+        count = await asyncio.to_thread(docs.clear, repo=repo)
     except DocumentWriteError as err:
         return _not_written(request, err)
     except UserError as err:  # an unknown repository
         return _error(400, "bad_request", str(err))
-    log.info("documents cleared: %d (repo %s)", count, _repo(request) or "all")
+    log.info("documents cleared: %d (repo %s)", count, repo or "all")
     return web.json_response({"deleted": count})

@@ -165,3 +165,22 @@ async def test_sigterm_during_an_api_answer_ends_its_stream_with_a_reason(slack_
     assert stream[-1].event == "error" and stream[-1].json()["error"] == "shutting_down", raw[-400:]
     assert not any("lost mid-answer" in e.data for e in stream)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text[-2000:]
+
+
+async def test_an_empty_repo_parameter_does_not_delete_every_document(make_bot):
+    """``DELETE /api/documents?repo=`` (a script's ``?repo=$REPO`` with the variable unset) was read as no
+    repository at all and deleted every document of every repository, the global ones included."""
+    bot = await make_bot(ADMIN_API_TOKEN=ADMIN_TOKEN)
+    auth = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    url = bot.base_url + "/api/documents"
+    for body in ({"title": "Own", "text": "This repository's runbook.", "repo": "repo"},
+                 {"title": "Global", "text": "Every repository's on-call rota."}):
+        async with bot.session.post(url, headers=auth, json=body) as created:
+            assert created.status == 201
+    for query in ("?repo=", "?repo=%20", "?repo"):
+        for method in ("DELETE", "GET"):
+            async with bot.session.request(method, url + query, headers=auth) as refused:
+                assert refused.status == 400, (method, query)
+                assert "repo" in (await refused.json())["message"], (method, query)
+    async with bot.session.get(url, headers=auth) as listed:
+        assert sorted(d["title"] for d in (await listed.json())["documents"]) == ["Global", "Own"]
