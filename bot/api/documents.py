@@ -70,6 +70,8 @@ def _service(request: web.Request):
     if not token:
         return None, _error(404, "not_found", "The documents API is off (ADMIN_API_TOKEN is not set).")
     if not bearer_ok(request.headers, token):
+        # as the other routes log theirs; the path as sent (percent-encoded: no line breaks of the client's)
+        log.info("refused %s %s: unauthorized", request.method, request.rel_url.raw_path[:80])
         return None, _error(401, "unauthorized", "A valid bearer token (ADMIN_API_TOKEN) is required.",
                             **{"WWW-Authenticate": 'Bearer realm="slackzilla"'})
     if ctx.documents is None:

@@ -184,3 +184,18 @@ async def test_an_empty_repo_parameter_does_not_delete_every_document(make_bot):
                 assert "repo" in (await refused.json())["message"], (method, query)
     async with bot.session.get(url, headers=auth) as listed:
         assert sorted(d["title"] for d in (await listed.json())["documents"]) == ["Global", "Own"]
+
+
+async def test_refused_document_requests_are_logged_without_the_token(make_bot, caplog):
+    """The other API routes log each refusal ("refused POST /api/ask: unauthorized"); the documents API
+    refused a missing or wrong token silently, so guessing at the admin token left no trace in the log."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    bot = await make_bot(ADMIN_API_TOKEN=ADMIN_TOKEN)
+    for method, path in (("GET", "/api/documents"), ("DELETE", "/api/documents"), ("DELETE", "/api/documents/abc123")):
+        async with bot.session.request(method, bot.base_url + path,
+                                       headers={"Authorization": "Bearer guess-0123456789"}) as refused:
+            assert refused.status == 401
+        assert f"refused {method} {path}: unauthorized" in caplog.text
+    assert "guess-0123456789" not in caplog.text and ADMIN_TOKEN not in caplog.text
