@@ -20,7 +20,8 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from rag.documents import DEFAULT_MAX_CHARS, Document, DocumentError, DocumentStore, new_document_id
+from rag.documents import (DEFAULT_MAX_CHARS, Document, DocumentError, DocumentStore, DocumentWriteError,
+                           new_document_id)
 from rag.errors import UserError
 
 __all__ = ["DocumentService", "StoredDocument", "UnknownDocumentRepositoryError"]
@@ -74,19 +75,33 @@ class DocumentService:
 
         Raises:
             rag.documents.DocumentTooLargeError, rag.documents.DocumentError: refused (nothing stored).
+            rag.documents.DocumentWriteError: an index could not be written; a global document already
+                written to other indexes is removed from them again.
             UnknownDocumentRepositoryError: ``repo`` does not serve.
         """
         name = self._name(repo)
         if name is not None:
             return StoredDocument(self._store(name).add(title, text, metadata=metadata), name)
-        doc_id, stored = new_document_id(), None
-        for each in self.engines:
-            doc = self._store(each).add(title, text, metadata=metadata, doc_id=doc_id, shared=True,
-                                        created_at=stored.created_at if stored else None)
-            stored = stored or doc
+        doc_id, stored, written = new_document_id(), None, []
+        try:
+            for each in self.engines:
+                doc = self._store(each).add(title, text, metadata=metadata, doc_id=doc_id, shared=True,
+                                            created_at=stored.created_at if stored else None)
+                written.append(each)
+                stored = stored or doc
+        except DocumentWriteError:
+            self._undo_add(doc_id, written)  # all or none: the caller is told nothing was stored
+            raise
         if stored is None:
             raise DocumentError("No repository serves, so the document cannot be stored.")
         return StoredDocument(stored, None)
+
+    def _undo_add(self, doc_id: str, names: list[str]) -> None:
+        for each in names:
+            try:
+                self._store(each).remove(doc_id)
+            except DocumentWriteError as err:  # kept there; sync_shared copies it to the others at the next start
+                log.warning("global document %s stays in %s after a failed add: %s", doc_id, each, err)
 
     def list(self, *, repo: str | None = None) -> list[StoredDocument]:
         """Every document (``repo``: that repository's own and the global ones), oldest first."""

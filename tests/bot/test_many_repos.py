@@ -305,6 +305,31 @@ async def test_a_global_document_is_found_from_every_repository(two_repos, start
         assert f"doc:{body['id']}" in await answer_in(bot, "how do I undo a broken deployment?", channel=channel)
 
 
+async def test_a_global_document_one_index_cannot_take_is_stored_in_none(two_repos, start_bot, monkeypatch):
+    """A global document is written to each repository's index in turn. When the second was busy (an update
+    held it), the API answered 503 "not changed", yet the first index kept the document: the client's retry
+    stored a second copy, and the next start copied the first one into the other repository too."""
+    import sqlite3
+
+    import rag.store.index
+
+    monkeypatch.setattr(rag.store.index, "BUSY_TIMEOUT_S", 0.2)  # the real 30 s wait, shortened
+    bot = await start_bot(two_repos)
+    url = f"{bot.base_url}/api/documents"
+    updater = sqlite3.connect(bot.context.repos.get("web").engine.index.path, isolation_level=None)
+    updater.execute("BEGIN IMMEDIATE")  # web's index update, in another process
+    try:
+        async with bot.session.post(url, headers=_auth(), json={"title": "Incident rollback runbook",
+                                                                 "text": RUNBOOK}) as refused:
+            assert refused.status == 503 and (await refused.json())["error"] == "index_busy"
+    finally:
+        updater.execute("ROLLBACK")
+        updater.close()
+    async with bot.session.get(url, headers=_auth()) as listed:
+        assert (await listed.json())["documents"] == []
+    assert bot.context.documents.sync_shared() == 0
+
+
 async def test_save_to_slackzilla_stores_the_thread_for_the_channel_repository(two_repos, start_bot):
     bot = await start_bot(two_repos)
     await slash_in(bot, "/sz-repo", "set web", channel="CWEB")
