@@ -55,7 +55,8 @@ from rag.parse.records import FileStructure
 from rag.search.lexical import LOW_VALUE_DIRS, explicit_paths
 from rag.search.query import Query
 
-__all__ = ["DEPENDANTS_INTENT", "USERS_INTENT", "DEPENDENCIES_OF", "IMPORT_VERB", "ENV_INTENT", "CALLERS_INTENT", "DEFINITION_INTENT", "IMPORT_OF", "FILE_LIST",
+__all__ = ["DEPENDANTS_INTENT", "USERS_INTENT", "DEPENDENCIES_OF", "IMPORT_VERB", "ENV_INTENT", "CALLERS_INTENT",
+           "DEFINITION_INTENT", "IMPORT_OF", "FILE_LIST",
            "SymbolTable", "CallerTable",
            "symbol_table", "caller_table", "package_importers", "file_is_subject", "structure_bonus"]
 
@@ -69,9 +70,9 @@ USERS_INTENT = re.compile(
     r"subclass(es|ed|ing)?|reference[sd]?)\b", re.I)
 # The named file does the importing: "does FILE import", "FILE requires", "imported by FILE",
 # "dependencies of FILE", "FILE's imports" (FILE stands for the mention, see file_is_subject).
-_IMPORT_VERB = r"(?:imports?|requires?|uses?|depends? on|loads?|needs?|pulls? in|calls? into)"
+_IMPORTING = r"(?:imports?|requires?|uses?|depends? on|loads?|needs?|pulls? in|calls? into)"
 _SUBJECT_FORMS = (
-    r"\b(?:does|do|did)\s+(?:the\s+)?(?:file\s+|module\s+)?{file}\s+(?:itself\s+|directly\s+)?" + _IMPORT_VERB + r"\b",
+    r"\b(?:does|do|did)\s+(?:the\s+)?(?:file\s+|module\s+)?{file}\s+(?:itself\s+|directly\s+)?" + _IMPORTING + r"\b",
     r"{file}\s+(?:itself\s+|directly\s+)?(?:imports|requires|uses|depends on|loads|needs|pulls in)\b",
     r"\b(?:imported|required|used|loaded|needed|pulled in|called)\s+(?:by|in|from|within)\s+(?:the\s+)?"
     r"(?:file\s+|module\s+)?{file}",
@@ -200,8 +201,11 @@ def structure_bonus(
         subjects = [m for m in mentions if file_is_subject(query.text, m)]
         if subjects:   # "which modules does lib/app.js import?": what the file imports
             # only for a list of files: "how is the pool used in src/server.js?" asks about the file itself
-            named = [] if not (FILE_LIST.search(query.text) or DEPENDENCIES_OF.search(query.text)) else explicit_paths(replace(query, paths=[m for m in query.paths if m in subjects],
-                                           modules=[m for m in query.modules if m in subjects]), known_paths)
+            named: list[str] = []
+            if FILE_LIST.search(query.text) or DEPENDENCIES_OF.search(query.text):
+                importing = replace(query, paths=[m for m in query.paths if m in subjects],
+                                    modules=[m for m in query.modules if m in subjects])
+                named = explicit_paths(importing, known_paths)
             if named:
                 code_graph = graph()
                 deps = list(dict.fromkeys(d for p in named for d in code_graph.dependencies(p) if d not in named))
