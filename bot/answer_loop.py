@@ -36,7 +36,7 @@ import functools
 import heapq
 import itertools
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -167,6 +167,21 @@ class _TextRelay:
             await asyncio.gather(sender, return_exceptions=True)
         if self._failure is None:
             await self.flush()
+
+
+async def drain_answers(tasks: Collection[asyncio.Task], *, timeout_s: float, grace_s: float) -> int:
+    """Let the running answer ``tasks`` (on this event loop) finish for up to ``timeout_s`` seconds, then
+    cancel the rest and give them ``grace_s`` seconds to end (to tell their askers why); returns how many
+    were cancelled. Shared by the Slack answers and the HTTP API's at shutdown."""
+    running = {task for task in tasks if not task.done()}
+    if not running:
+        return 0
+    _done, pending = await asyncio.wait(running, timeout=timeout_s)
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.wait(pending, timeout=grace_s)
+    return len(pending)
 
 
 async def _cancel_tasks(timeout_s: float) -> None:

@@ -39,6 +39,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from bot.api.bodies import BodyTooLargeError, read_json
 from bot.api.exposure import Refusal, ask_refusal, bearer_ok, read_refusal
+from bot.answer_loop import drain_answers
 from bot.api.documents import install_documents_api
 from bot.identity import Identity
 from bot.slack.health import SlackHealth
@@ -97,15 +98,7 @@ async def drain_asks(app: web.Application, *, timeout_s: float) -> int:
     """Let the running ``POST /api/ask`` answers finish for up to ``timeout_s``, then stop the rest: their
     streams end with an ``error`` event ``shutting_down``. Returns how many were stopped (shutdown, before
     the answers' loop is closed)."""
-    running = {task for task in app[ASKS_KEY] if not task.done()}
-    if not running:
-        return 0
-    _done, pending = await asyncio.wait(running, timeout=timeout_s)
-    for task in pending:
-        task.cancel()
-    if pending:
-        await asyncio.wait(pending, timeout=1.0)
-    return len(pending)
+    return await drain_answers(app[ASKS_KEY], timeout_s=timeout_s, grace_s=1.0)
 
 
 def _refused(refusal: Refusal) -> web.Response:

@@ -59,6 +59,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from bot.answer_loop import drain_answers
 from bot.asker import Asker
 from bot.slack import messages
 from bot.slack.render import (
@@ -295,15 +296,7 @@ class AskFlow:
         A cancelled answer tells its asker that the bot is restarting (see :meth:`run`).
         Returns the number of answers that had to be cancelled.
         """
-        running = {t for t in self._running if not t.done()}
-        if not running:
-            return 0
-        _done, pending = await asyncio.wait(running, timeout=timeout_s)
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.wait(pending, timeout=RESTART_NOTICE_TIMEOUT_S + 1)
-        return len(pending)
+        return await drain_answers(self._running, timeout_s=timeout_s, grace_s=RESTART_NOTICE_TIMEOUT_S + 1)
 
     async def recover_interrupted(self, client) -> int:
         """Edit every answer this replica (or a dead process on this host) left in flight to
