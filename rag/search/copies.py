@@ -42,12 +42,22 @@ class _Ranked(Protocol):
 C = TypeVar("C", bound=_Ranked)
 
 
-def corresponding(copy: C, sources: Sequence[str], by_path: Mapping[str, Sequence[C]]) -> C | None:
+def _names(candidate: _Ranked, cache: dict[int, frozenset[str]]) -> frozenset[str]:
+    """The names (:data:`_NAME`) of a candidate's text, found once per candidate id in ``cache``."""
+    found = cache.get(candidate.id)
+    if found is None:
+        found = cache[candidate.id] = frozenset(_NAME.findall(candidate.text))
+    return found
+
+
+def corresponding(copy: C, sources: Sequence[str], by_path: Mapping[str, Sequence[C]], *,
+                  cache: dict[int, frozenset[str]] | None = None) -> C | None:
     """The candidate of ``sources`` (best source first; ``by_path``: each path's candidates, best first)
     whose text shares the most names (:data:`_NAME`) with the ``copy`` candidate's text: the source
     region a chunk of a bundle was compiled from. Ties go to the earlier source, then the better
     candidate; when no candidate shares a name, the first source's best candidate; ``None`` when no
-    source has a candidate.
+    source has a candidate. ``cache``: candidate id → its names, shared by the calls of one ranking (a
+    bundle's sources have many candidates, each read once).
 
     Example: a chunk of ``dist/index.js`` holding ``const miniSerializeError = (value) => …`` is
     answered by the chunk of ``src/createAsyncThunk.ts`` defining it, not by ``src/listener.ts``,
@@ -55,10 +65,11 @@ def corresponding(copy: C, sources: Sequence[str], by_path: Mapping[str, Sequenc
     options = [c for s in sources for c in by_path.get(s, ())]
     if not options:
         return None
-    names = set(_NAME.findall(copy.text))
+    cache = {} if cache is None else cache
+    names = _names(copy, cache)
     best, shared = options[0], 0
     for option in options:
-        common = len(names.intersection(_NAME.findall(option.text)))
+        common = len(names & _names(option, cache))
         if common > shared:
             best, shared = option, common
     return best
@@ -82,6 +93,7 @@ def prefer_sources(ranked: Sequence[C], copies: Mapping[str, Sequence[str]], *,
         return list(ranked)
     best_of: dict[str, C] = {}
     by_path: dict[str, list[C]] = {}
+    names: dict[int, frozenset[str]] = {}
     seen: set[int] = set()
     for candidate in (*ranked, *pool):
         best_of.setdefault(candidate.path, candidate)
@@ -98,7 +110,7 @@ def prefer_sources(ranked: Sequence[C], copies: Mapping[str, Sequence[str]], *,
                 out.append(candidate)
             continue
         if len(sources) > 1:   # a bundle: the source its chunk was compiled from
-            alternative = corresponding(candidate, sources, by_path)
+            alternative = corresponding(candidate, sources, by_path, cache=names)
         else:
             alternative = best_of.get(sources[0])
         if alternative is None:
