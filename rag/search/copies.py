@@ -91,12 +91,10 @@ def prefer_sources(ranked: Sequence[C], copies: Mapping[str, Sequence[str]], *,
     """
     if not copies or not any(c.path in copies for c in ranked):
         return list(ranked)
-    best_of: dict[str, C] = {}
-    by_path: dict[str, list[C]] = {}
+    by_path: dict[str, list[C]] = {}   # each path's candidates, best first
     names: dict[int, frozenset[str]] = {}
     seen: set[int] = set()
     for candidate in (*ranked, *pool):
-        best_of.setdefault(candidate.path, candidate)
         if candidate.id not in seen:
             seen.add(candidate.id)
             by_path.setdefault(candidate.path, []).append(candidate)
@@ -112,7 +110,7 @@ def prefer_sources(ranked: Sequence[C], copies: Mapping[str, Sequence[str]], *,
         if len(sources) > 1:   # a bundle: the source its chunk was compiled from
             alternative = corresponding(candidate, sources, by_path, cache=names)
         else:
-            alternative = best_of.get(sources[0])
+            alternative = by_path[sources[0]][0] if sources[0] in by_path else None
         if alternative is None:
             used.add(candidate.id)
             out.append(candidate)  # the source is indexed but nothing of it matched: keep the copy

@@ -394,8 +394,9 @@ def rank_chunks(
     if answer and explicit:
         # The files named in such a question are what it asks about ("which files use the class defined
         # in src/errors.ts?"), not its answer: they follow the answer's files instead of leading them.
-        floor = min(c.score for c in cands if c.path in answer) if any(c.path in answer for c in cands) else None
-        if floor is not None:
+        answer_scores = [c.score for c in cands if c.path in answer]
+        if answer_scores:
+            floor = min(answer_scores)
             for c in cands:
                 if c.path in explicit and c.path not in answer:
                     c.score = min(c.score, floor - 0.01)
