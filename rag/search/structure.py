@@ -51,7 +51,7 @@ from dataclasses import replace
 
 from rag.context.codegraph import CodeGraph
 from rag.ingest.walk import classify_kind
-from rag.parse.records import FileStructure
+from rag.parse.records import FileStructure, Import
 from rag.search.lexical import LOW_VALUE_DIRS, explicit_paths
 from rag.search.query import Query
 
@@ -226,7 +226,7 @@ def structure_bonus(
         # "which modules import createAction?": the files whose imports bind a name the question writes
         wanted = set(query.identifiers)
         importers = [path for path, structure in structures().items()
-                     if any(wanted & set(i.names) or i.spec.rsplit(".", 1)[-1] in wanted for i in structure.imports)]
+                     if any(_binds(i, wanted) for i in structure.imports)]
         out.update(_hard_ranked(importers))
     if ENV_INTENT.search(query.text):
         readers = [path for path, structure in structures().items() if structure.env_vars]
@@ -250,6 +250,12 @@ def structure_bonus(
     return out or None
 
 
+def _binds(item: Import, wanted: set[str]) -> bool:
+    """Whether an import binds one of the ``wanted`` names (``import { a }``; Python ``from m import a``,
+    whose spec ends in ``.a``)."""
+    return bool(wanted.intersection(item.names)) or item.spec.rsplit(".", 1)[-1] in wanted
+
+
 def _importing_names(structures: Callable[[], Mapping[str, FileStructure]], paths: list[str], named: list[str],
                      identifiers: list[str]) -> set[str]:
     """Those of ``paths`` whose import of one of the ``named`` files binds a name the question writes."""
@@ -258,5 +264,5 @@ def _importing_names(structures: Callable[[], Mapping[str, FileStructure]], path
     wanted = set(identifiers)
     found = structures()
     return {path for path in paths if path in found and any(
-        i.resolved in named and (wanted & set(i.names) or i.spec.rsplit(".", 1)[-1] in wanted)
+        i.resolved in named and _binds(i, wanted)
         for i in found[path].imports)}
