@@ -61,6 +61,13 @@ def _service(repo: str | None):
             engine.close()
 
 
+def max_document_bytes(max_chars: int) -> int:
+    """The most bytes a document of ``max_chars`` characters can take in any encoding ``docs add`` reads:
+    4 per character (UTF-8 and UTF-32) and a 4-byte byte-order mark. More input than that is refused
+    unread, so an endless input (``/dev/zero``, a pipe that never closes) is never read whole."""
+    return 4 * max_chars + 4
+
+
 @click.group("docs")
 def docs_group() -> None:
     """Add, list, show, remove and clear documents (titled text searched with the repository)."""
@@ -83,10 +90,16 @@ def add_cmd(source, title: str, repo: str | None, meta: tuple[str, ...], as_json
         metadata[key.strip()] = value
     from rag.ingest.walk import decode_text
 
-    text = decode_text(source.read())  # as a repository file: UTF-8, or UTF-16/32 with a BOM
+    name = getattr(source, "name", "<stdin>")
+    name = name if isinstance(name, str) and name != "<stdin>" else "the input"
+    max_chars = configured_documents().max_chars
+    data = source.read(max_document_bytes(max_chars) + 1)  # never more: the input may not end (/dev/zero, a pipe)
+    if len(data) > max_document_bytes(max_chars):
+        fail(f"{name} is longer than a document may be: the limit is {max_chars:,} characters "
+             "(split it, or raise [documents] max_chars)")
+    text = decode_text(data)  # as a repository file: UTF-8, or UTF-16/32 with a BOM
     if text is None:
-        fail(f"{source.name if source.name != '<stdin>' else 'the input'} is not text (it holds NUL bytes, "
-             "as binary files do); documents are text")
+        fail(f"{name} is not text (it holds NUL bytes, as binary files do); documents are text")
     with _service(repo) as (service, name):
         stored = service.add(title, text, metadata=metadata, repo=name)
     if as_json:

@@ -710,3 +710,22 @@ def test_progress_bar_on_a_terminal_only_without_json(repo, index_path):
     code, out, term = _run_with_tty_stderr(["index", "--full", "--json", "--repo", str(repo), "--index", str(index_path)])
     assert code == 0 and json.loads(out)["files"] == 12
     assert term == ""
+
+
+def test_docs_add_of_an_endless_file_stops_at_the_size_limit(repo, index_path):
+    """``slackzilla docs add /dev/zero`` (or a named pipe that never ends) read the whole input into memory before
+    any check: it ran until the machine's memory was gone. The input is read only up to the document size limit,
+    and what is longer is refused with that limit named. The child gets a 1 GiB address-space limit, so the
+    unbounded read fails fast here instead of filling the machine."""
+    import resource
+
+    def cap_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    env = {k: v for k, v in os.environ.items() if k not in CLEAN_ENV}
+    done = subprocess.run([_script(), "docs", "add", "/dev/zero", "--title", "Endless"],
+                          capture_output=True, text=True, timeout=120, preexec_fn=cap_memory,
+                          env={**env, "REPO_PATH": str(repo), "RAG_INDEX_PATH": str(index_path)})
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr
+    assert "200,000 characters" in done.stderr, done.stderr
