@@ -18,15 +18,19 @@ def format_answer_for_terminal(result: AnswerResult, *, streamed: bool = False) 
         result: the :class:`rag.answer.orchestrator.AnswerResult`.
         streamed: the model's tokens were already written to the terminal (``on_token``);
             the answer is then not repeated — unless the model failed, in which case
-            the local fallback answer follows what was streamed.
+            the local fallback answer follows what was streamed (what the model wrote before it
+            was cut off, :attr:`~rag.answer.orchestrator.AnswerResult.cut_off`, is not printed again).
     """
     lines: list[str] = []
+    answer = result.answer
+    if streamed and result.cut_off and answer.startswith(result.cut_off):
+        answer = answer[len(result.cut_off):].lstrip("\n")  # what was cut off is on the screen already
     if streamed and result.mode == "ai":
         lines.append("")
     else:
         # the zero-width spaces that keep a snippet's ``` from closing Slack's fence: a terminal renders no
         # fences, and code copied from it must not carry invisible characters
-        lines += [result.answer.replace(ZWSP, "").rstrip(), ""]
+        lines += [answer.replace(ZWSP, "").rstrip(), ""]
     shown = result.shown_sources if result.mode == "ai" else []
     if shown:
         lines.append("Sources:")

@@ -106,6 +106,9 @@ class LoopState:
         read_tokens: estimated tokens returned by repository tools (see :class:`ToolBudget`).
         no_answer: when the last round gave no usable text, why, in a few words for the user
             (``"it kept calling tools after its 3 tool rounds"``); ``None`` otherwise.
+        partial: the visible text of a round that failed while it streamed (the connection lost, a
+            malformed event, the deadline passed), as the model wrote it (not yet redacted); ``""``
+            when no round failed or the failed one had written nothing.
     """
 
     messages: list[dict]
@@ -118,6 +121,7 @@ class LoopState:
     tool_rounds: int = 0
     read_tokens: int = 0
     no_answer: str | None = None
+    partial: str = ""
 
 
 PEM_BEGIN, PEM_END = "-----BEGIN ", "-----END "
@@ -145,8 +149,15 @@ class _TokenStream:
         self._settled = 0   # raw[:settled] is whole lines, forwarded as redacted, final
         self._sent = ""     # the redaction of raw[settled:…] forwarded so far
         self._stalled = False
+        self._visible: list[str] = []  # this round's visible text, streamed or not
+
+    def round_text(self) -> str:
+        """The visible text of the current round so far, as the model wrote it (not redacted)."""
+        return "".join(self._visible)
 
     async def feed(self, text: str) -> None:
+        if text:
+            self._visible.append(text)
         if self._on_token is None or not text:
             return
         if self._redact is None:
@@ -198,6 +209,7 @@ class _TokenStream:
             await self._release(len(self._raw))
         self._raw, self._settled, self._sent, self._stalled = "", 0, "", False
         self._round_started = False
+        self._visible = []
 
 
 def _echo_arguments(arguments: str) -> str:
@@ -247,8 +259,12 @@ async def run_model_loop(client: ModelClient, state: LoopState, *, tools: ToolAd
         else:
             await recorder.add("ai", "started", f"Asking {model} (round {number})",
                                round=number, model=model, tools_enabled=tools_enabled)
-        turn = await client.complete(state.messages, tools=definitions if tools_enabled else None,
-                                     on_token=stream.feed)
+        try:
+            turn = await client.complete(state.messages, tools=definitions if tools_enabled else None,
+                                         on_token=stream.feed)
+        except BaseException:  # a provider error, or the deadline's cancellation: keep what was written
+            state.partial = stream.round_text()
+            raise
         await stream.end_round()
         state.rounds += 1
         state.usage = state.usage + turn.usage

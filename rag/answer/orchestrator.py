@@ -120,6 +120,9 @@ class AnswerResult:
         tool_budget: on the ``ai``/``fallback`` paths, the :class:`~rag.answer.loop.ToolBudget` and what
             was spent: ``{"max_rounds", "max_calls_per_round", "max_read_tokens", "tool_rounds",
             "tool_calls", "read_tokens"}``.
+        cut_off: on the ``fallback`` path, what the model had written (redacted) when its stream failed or
+            its deadline passed; ``answer`` then begins with it, followed by the local answer. ``None``
+            otherwise.
     """
 
     question: str
@@ -141,6 +144,7 @@ class AnswerResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     grounding: CitationCheck | None = None
     tool_budget: dict | None = None
+    cut_off: str | None = None
 
     @property
     def shown_sources(self) -> list[Source]:
@@ -186,6 +190,7 @@ class AnswerResult:
             "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
             "grounding": self.grounding.to_json() if self.grounding is not None else None,
             "tool_budget": self.tool_budget,
+            "cut_off": self.cut_off,
             "shown_sources": [{"path": s.path, "start": s.start, "end": s.end} for s in self.shown_sources],
         }
 
@@ -426,6 +431,13 @@ async def _model_answer(result: AnswerResult, recorder: ActivityRecorder, config
     await recorder.add("ai", "failed", f"No model answer: {reason}", round=state.rounds)
     result.mode = "fallback"
     result.error, result.failure_stage = reason[:1].upper() + reason[1:], "ai"
+    written = (redact(state.partial) if redact is not None else state.partial).strip()
+    if written:  # the asker watched it stream: it stays, said to be cut off, before the sources
+        result.cut_off = written
+        result.answer = written + "\n\n" + local_answer(
+            result.sources, reason=f"The model's answer was cut off: {reason}.", command=command,
+            command_id=_id(result), tool_results=state.tool_results)
+        return
     result.answer = local_answer(result.sources, reason=f"No model answer: {reason}.", command=command,
                                  command_id=_id(result), tool_results=state.tool_results)
 

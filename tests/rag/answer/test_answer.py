@@ -360,7 +360,7 @@ async def test_stream_without_done_or_finish_reason_keeps_the_answer_with_a_note
 @pytest.mark.parametrize("reply, reason", [
     (error_reply(500, "upstream exploded"), "HTTP 500: upstream exploded"),
     (error_reply(401, "bad key"), "HTTP 401: bad key"),
-    (Reply(events=[chunk({"content": "It "}), "{oops"]), "malformed stream event"),
+    (Reply(events=[chunk({"role": "assistant"}), "{oops"]), "malformed stream event"),
     (text_reply("", usage=(10, 0)), "no usable answer"),
 ])
 async def test_provider_failures_still_give_sources_and_a_one_line_reason(engine, server, reply, reason, caplog):
@@ -376,6 +376,42 @@ async def test_provider_failures_still_give_sources_and_a_one_line_reason(engine
     assert stages(result)[-1] == ("ai", "failed")
     printed = format_answer_for_terminal(result, streamed=True)
     assert printed.startswith("No model answer:") and f"Note: {result.error}" in printed
+
+
+@pytest.mark.parametrize("reply, reason", [
+    (Reply(events=[chunk({"role": "assistant", "content": "The webhook compares an HMAC "}),
+                   chunk({"content": "of the body with the x-signature header "})], drop=True), "lost mid-answer"),
+    (Reply(events=[chunk({"role": "assistant", "content": "The webhook compares an HMAC "}),
+                   chunk({"content": "of the body with the x-signature header "})], tail_s=5.0),
+     "did not finish within 0.5 s"),
+    (Reply(events=[chunk({"role": "assistant", "content": "The webhook compares an HMAC "}),
+                   chunk({"content": "of the body with the x-signature header "}), "{oops"]), "malformed stream event"),
+])
+async def test_an_answer_cut_off_mid_stream_keeps_what_the_model_wrote(engine, server, reply, reason):
+    """The connection dropped (or the deadline passed) while the answer streamed: the asker had watched half an
+    answer appear, then got only "No model answer" and the sources; what the model wrote was thrown away. It is
+    kept, said to be cut off and why, and followed by the sources (and the terminal does not print it twice)."""
+    server.script(reply)
+    tokens: list[str] = []
+    result = await answer_question(QUESTION, engine=engine, model=model_for(server, timeout_s=0.5),
+                                   on_token=tokens.append)
+    written = "The webhook compares an HMAC of the body with the x-signature header"
+    assert "".join(tokens).startswith(written)
+    assert result.mode == "fallback" and result.failure_stage == "ai" and reason in result.error
+    assert result.answer.startswith(written) and result.cut_off == written
+    assert f"The model's answer was cut off: " in result.answer and "src/webhook.js:" in result.answer
+    printed = format_answer_for_terminal(result, streamed=True)
+    assert written not in printed and "The model's answer was cut off" in printed and "src/webhook.js:" in printed
+    assert written in format_answer_for_terminal(result)
+    assert result.to_json()["cut_off"] == written
+
+
+async def test_a_cut_off_answer_is_redacted_like_a_whole_one(engine, server):
+    server.script(Reply(events=[chunk({"role": "assistant", "content": f"Use the token {PLANTED} "}),
+                                chunk({"content": "to call the API "})], drop=True))
+    result = await answer_question(QUESTION, engine=engine, model=model_for(server))
+    assert PLANTED not in result.answer and PLANTED not in (result.cut_off or "")
+    assert result.cut_off.startswith("Use the token [REDACTED]")
 
 
 async def test_a_hanging_provider_hits_the_overall_deadline(engine, server, caplog):
