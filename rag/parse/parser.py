@@ -60,6 +60,7 @@ from rag.parse.records import (
     Route,
 )
 from rag.parse.repair import parse_with_repair
+from rag.parse.tsconfig import PathAliases
 
 __all__ = [
     "MODULE_SYSTEMS",
@@ -293,7 +294,11 @@ def resolve_relative(from_path: str, spec: str, known_paths: set[str] | frozense
     base = posixpath.normpath(posixpath.join(posixpath.dirname(from_path), spec))
     if base == ".." or base.startswith("../"):
         return None
-    base = "" if base == "." else base
+    return _resolve_base("" if base == "." else base, known_paths)
+
+
+def _resolve_base(base: str, known_paths: set[str] | frozenset[str]) -> str | None:
+    """The file a normalised repository path names (see :func:`resolve_relative` for the order tried)."""
     candidates = [base] if base else []
     candidates += [base + ext for ext in RESOLVE_EXTENSIONS]
     prefix = base + "/" if base else ""
@@ -306,17 +311,20 @@ def resolve_relative(from_path: str, spec: str, known_paths: set[str] | frozense
 class ImportResolver:
     """Resolves import specifiers to repository files, for every language that has imports.
 
-    JavaScript-family files resolve relative specifiers (:func:`resolve_relative`);
-    Python files resolve module names (:class:`rag.parse.pymodules.PythonModules`,
-    built on first use).
+    JavaScript-family files resolve relative specifiers (:func:`resolve_relative`) and, with
+    ``aliases``, the ``tsconfig.json``/``jsconfig.json`` path aliases (``@/lib/db``,
+    :class:`rag.parse.tsconfig.PathAliases`); Python files resolve module names
+    (:class:`rag.parse.pymodules.PythonModules`, built on first use).
 
     Args:
         known_paths: every repository file path.
+        aliases: the repository's path aliases (``None``: non-relative specifiers stay packages).
     """
 
-    def __init__(self, known_paths: Iterable[str]) -> None:
+    def __init__(self, known_paths: Iterable[str], *, aliases: PathAliases | None = None) -> None:
         self._known = set(known_paths)
         self._python: PythonModules | None = None
+        self._aliases = aliases
 
     def resolve(self, from_path: str, spec: str, *, member: bool = False) -> str | None:
         """The repository file ``spec`` names when written in ``from_path``, else ``None``.
@@ -328,6 +336,10 @@ class ImportResolver:
             if self._python is None:
                 self._python = PythonModules(self._known)
             return self._python.resolve(from_path, spec, member=member)
+        if self._aliases and not spec.startswith("."):
+            spec = spec.split("?", 1)[0]
+            return next((found for base in self._aliases.candidates(from_path, spec)
+                         if (found := _resolve_base(base, self._known)) is not None), None)
         return resolve_relative(from_path, spec, self._known)
 
     def resolve_import(self, from_path: str, item: Import) -> str | None:
@@ -338,7 +350,8 @@ class ImportResolver:
 
 
 def resolve_imports(
-    structures: Mapping[str, FileStructure], *, known_paths: Iterable[str] | None = None
+    structures: Mapping[str, FileStructure], *, known_paths: Iterable[str] | None = None,
+    aliases: PathAliases | None = None,
 ) -> None:
     """Set ``Import.resolved`` on every import of every structure, in place (:class:`ImportResolver`).
 
@@ -346,10 +359,12 @@ def resolve_imports(
         structures: path → structure of the parsed files.
         known_paths: every repository file path (so ``./data.json`` resolves
             too); defaults to the keys of ``structures``.
+        aliases: the ``tsconfig.json``/``jsconfig.json`` path aliases of the repository
+            (:meth:`rag.parse.tsconfig.PathAliases.from_configs`), if any.
     """
     known = set(known_paths) if known_paths is not None else set(structures)
     known.update(structures)
-    resolver = ImportResolver(known)
+    resolver = ImportResolver(known, aliases=aliases)
     for path, structure in structures.items():
         for item in structure.imports:
             item.resolved = resolver.resolve_import(path, item)

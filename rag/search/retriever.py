@@ -48,6 +48,7 @@ from pathlib import Path
 from rag.context.codegraph import CodeGraph
 from rag.ingest.manifests import read_manifests, repository_names
 from rag.parse.parser import FileStructure, resolve_imports
+from rag.parse.tsconfig import PathAliases, is_config_path
 from rag.errors import ProviderError
 from rag.providers.rerank import Reranker
 from rag.search import lexical
@@ -371,7 +372,9 @@ class Retriever:
             except ValueError as exc:  # another parser version, or a damaged document
                 log.warning("stored structure of %s is skipped (%s); it is re-parsed on the next full index",
                             path, exc)
-        resolve_imports(decoded, known_paths=queries.file_paths(conn, ordered=False))
+        known = queries.file_paths(conn, ordered=False)
+        configs = {path: _indexed_text(conn, path) for path in known if is_config_path(path)}
+        resolve_imports(decoded, known_paths=known, aliases=PathAliases.from_configs(configs))
         return decoded
 
     def _graph(self, conn: sqlite3.Connection, cache: GenerationCache) -> CodeGraph:
@@ -405,3 +408,12 @@ class Retriever:
         if cache.repository_names is None:
             cache.repository_names = repository_names(read_manifests(self.repo_root))
         return cache.repository_names
+
+
+def _indexed_text(conn: sqlite3.Connection, path: str) -> str:
+    """The indexed text of ``path`` joined from its chunks (where they overlap, the first chunk's line)."""
+    lines: dict[int, str] = {}
+    for first, text in queries.chunk_lines(conn, path, 1, 1 << 31):
+        for offset, line in enumerate(text.split("\n")):
+            lines.setdefault(first + offset, line)
+    return "\n".join(lines[n] for n in sorted(lines))
