@@ -113,7 +113,8 @@ def routes_cmd(repo, index_path, as_json) -> None:
 @json_option
 @friendly_errors
 def env_cmd(repo, index_path, as_json) -> None:
-    """Environment variables read (``process.env``; ``os.environ``, ``os.getenv``, settings classes), and where."""
+    """Environment variables read (``process.env``, ``import.meta.env``, ``Deno.env``, ``Bun.env``;
+    ``os.environ``, ``os.getenv``, settings classes), and where."""
     reads, graph = _from_graph(repo, index_path, as_json, lambda g: g.environment_reads())
     records = [{"name": name, "path": path, "line": line, **({"expression": expression} if expression else {})}
                for name, path, line, expression in reads]

@@ -481,7 +481,9 @@ class _Collector:
         env_vars = self.out.env_vars
         if parent.type == "member_expression" and parent.child_by_field_name("object") == read:
             prop = parent.child_by_field_name("property")
-            if prop is not None:
+            if text_of(node).startswith("Deno"):  # `Deno.env` is read through methods
+                self._deno_env(node, parent, prop)
+            elif prop is not None:
                 env_vars.append(EnvVar(name=text_of(prop), line=line_of(prop), default=_fallback_default(parent)))
         elif parent.type == "subscript_expression" and parent.child_by_field_name("object") == read:
             index = parent.child_by_field_name("index")
@@ -513,6 +515,29 @@ class _Collector:
                 env_vars.append(_whole_environment(node))
         elif parent.type in _WHOLE_ENV_PARENTS:  # `{ ...process.env }`, `Object.keys(process.env)`, `env: process.env`
             env_vars.append(_whole_environment(node))
+
+    def _deno_env(self, node: Node, member: Node, prop: Node | None) -> None:
+        """``Deno.env.get('X')`` / ``.has('X')`` read ``X`` (``get(k)``: a dynamic read);
+        ``Deno.env.toObject()`` reads the whole environment; ``set``/``delete`` are not reads."""
+        call = member.parent
+        if prop is None or call is None or call.type != "call_expression" or call.child_by_field_name(
+                "function") != member:
+            return
+        method = text_of(prop)
+        if method == "toObject":
+            self.out.env_vars.append(_whole_environment(node))
+            return
+        args = argument_nodes(call)
+        if method not in ("get", "has") or not args:
+            return
+        name = string_value(args[0])
+        if name and "${" not in name:
+            self.out.env_vars.append(EnvVar(name=name, line=line_of(args[0]), default=_fallback_default(call)))
+            return
+        if args[0].type == "identifier" and not _is_parameter(args[0]):
+            self.named_keys.append((len(self.out.env_vars), text_of(args[0])))
+        self.out.env_vars.append(EnvVar(name="*", line=line_of(args[0]), default=_fallback_default(call),
+                                        dynamic=True, expression=_compact(args[0], _MAX_EXPRESSION_CHARS)))
 
     # -- sweep -------------------------------------------------------------------
     def constant(self, declaration: Node) -> None:

@@ -7,7 +7,8 @@ is run once per file, and an extractor turns its matches into records:
 * **JavaScript / TypeScript** (``common.scm`` plus ``javascript.scm`` or
   ``typescript.scm``; ``rag/parse/extract.py``): imports, exports, definitions with
   line ranges (class bases, static/get/set flags), calls with their enclosing
-  definition, ``process.env`` reads (defaults and dynamic keys included), routes,
+  definition, ``process.env`` reads (``import.meta.env``, ``Deno.env``, ``Bun.env`` too; defaults and
+  dynamic keys included), routes,
   ``path.join``/``path.resolve`` references and the file's module system (ESM /
   CommonJS). Syntax errors never raise: ``rag/parse/repair.py`` keeps what parsed
   and flags the file.

@@ -42,7 +42,8 @@ __all__ = [
 # 6: also through a bare alias (`from os import environ as env`, then `dict(env)`).
 # 7: TypeScript generic call signatures after a line without `;` parse (rag.parse.repair, repair 2).
 # 8: also when the signature's `<` ends its line.
-PARSE_VERSION = 8
+# 9: `import.meta.env`, `Deno.env` and `Bun.env` are read like `process.env`.
+PARSE_VERSION = 9
 
 MODULE_SYSTEMS = ("esm", "commonjs", "mixed", "unknown")
 

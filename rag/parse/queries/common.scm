@@ -60,11 +60,15 @@
 (call_expression function: (_) @name.reference.call) @reference.call
 (new_expression constructor: (_) @name.reference.call) @reference.call
 
-; ---- process.env -----------------------------------------------------------
+; ---- process.env (and the runtimes' twins: import.meta.env, Deno.env, Bun.env) ----
 (member_expression
   object: (identifier) @_process
   property: (property_identifier) @_env
-  (#eq? @_process "process")
+  (#match? @_process "^(process|Deno|Bun)$")
+  (#eq? @_env "env")) @reference.env
+(member_expression
+  object: (meta_property)
+  property: (property_identifier) @_env
   (#eq? @_env "env")) @reference.env
 
 ; ---- top-level constants (a name `process.env[NAME]` may use as its key) ----

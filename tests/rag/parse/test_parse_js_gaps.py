@@ -289,7 +289,7 @@ def test_json_round_trip_keeps_new_fields_and_refuses_version_1(parser):
     for path, source in (("lib/store.js", CLASSES_JS), ("src/repo.ts", CLASSES_TS), ("src/config.js", ENV_JS)):
         structure = parser.parse(path, source)
         data = json.loads(json.dumps(structure.to_json()))
-        assert data["version"] == PARSE_VERSION == 8
+        assert data["version"] == PARSE_VERSION == 9
         again = FileStructure.from_json(data)
         assert again == structure and again.to_json() == structure.to_json()
         for name in ("imports", "exports", "definitions", "calls", "env_vars", "routes", "path_refs"):
@@ -371,3 +371,30 @@ def test_cli_code_symbols_lists_arrow_fields_as_methods(indexed):
     store = {(r["name"], r["kind"], r["parent"], r["line"]) for r in records if r["path"] == "src/store.js"}
     assert {("Store", "class", None, 2), ("handle", "method", "Store", 5), ("create", "method", "Store", 4),
             ("instances", "field", "Store", 3)} <= store
+
+
+RUNTIME_ENV_TS = """\
+const port = import.meta.env.VITE_PORT || '5173';
+const mode = import.meta.env['MODE'];
+const { VITE_API, VITE_DEBUG = 'false' } = import.meta.env;
+export const env = envSchema.parse(import.meta.env);
+const token = Deno.env.get('DENO_TOKEN') ?? 'none';
+const region = Deno.env.get(name);
+const all = Deno.env.toObject();
+if (Deno.env.has('DENO_FLAG')) {}
+Deno.env.set('WRITTEN', '1');
+const key = Bun.env.BUN_KEY;
+const { BUN_A } = Bun.env;
+const meta = import.meta.url;
+"""
+
+
+def test_env_reads_of_vite_deno_and_bun(parser):
+    """``import.meta.env`` (Vite), ``Deno.env`` and ``Bun.env`` are read like ``process.env``."""
+    found = parser.parse("src/env.ts", RUNTIME_ENV_TS).env_vars
+    named = [(v.name, v.line, v.default) for v in found if not v.dynamic]
+    assert named == [("VITE_PORT", 1, "'5173'"), ("MODE", 2, None), ("VITE_API", 3, None),
+                     ("VITE_DEBUG", 3, "'false'"), ("DENO_TOKEN", 5, "'none'"), ("DENO_FLAG", 8, None),
+                     ("BUN_KEY", 10, None), ("BUN_A", 11, None)]
+    dynamic = [(v.line, v.expression) for v in found if v.dynamic]
+    assert dynamic == [(4, "import.meta.env"), (6, "name"), (7, "Deno.env")]
