@@ -30,6 +30,7 @@ from rag.parse.nodes import (
 from rag.parse.records import Definition, EnvVar, Export, FileStructure, Import
 from rag.parse.routes import (
     apply_inline_mounts,
+    base_path,
     inline_mount,
     path_ref_from_call,
     routes_from_call,
@@ -280,6 +281,8 @@ class _Collector:
         self.call_sites: list[tuple[int, str, int]] = []
         # Inline plugins registered with a prefix: (first_line, last_line, param, prefix).
         self.inline_mounts: list[tuple[int, int, str, str]] = []
+        # Routers declared with a base path (`const app = new Hono().basePath('/api')`): (router, prefix).
+        self.base_paths: list[tuple[str, str]] = []
         # Lines of ESM statements / CommonJS constructs (→ FileStructure.module_system).
         self.esm_lines: list[int] = []
         self.cjs_lines: list[int] = []
@@ -334,6 +337,9 @@ class _Collector:
             mount = inline_mount(call, fn)
             if mount is not None:
                 self.inline_mounts.append(mount)
+            based = base_path(call, fn)
+            if based is not None:
+                self.base_paths.append(based)
 
     def _import_call(self, call: Node, kind: str) -> bool:
         """Record ``require(…)`` / ``import(…)``; ``False`` when it has no argument."""
@@ -555,7 +561,8 @@ class _Collector:
 
     def finish(self) -> Extraction:
         """Name the ``process.env[NAME]`` reads whose ``NAME`` is a top-level string constant, and fill
-        ``Definition.parent`` and ``Call.enclosing`` with one sweep."""
+        ``Definition.parent`` and ``Call.enclosing`` with one sweep; give the routes of a router declared
+        with a ``basePath`` their prefix."""
         out = self.out
         for position, key in self.named_keys:
             value = self.constants.get(key)
@@ -565,6 +572,10 @@ class _Collector:
         out.calls.extend(nest_definitions(out.definitions, self.def_spans, owned=self.owned,
                                           call_sites=self.call_sites))
         apply_inline_mounts(out.routes, self.inline_mounts)
+        for router, prefix in self.base_paths:
+            for route in out.routes:
+                if route.source == "call" and route.router == router:
+                    route.prefix = prefix if not route.prefix else prefix.rstrip("/") + route.prefix
         return Extraction(out, esm_lines=self.esm_lines, cjs_lines=self.cjs_lines)
 
 

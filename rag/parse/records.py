@@ -43,7 +43,8 @@ __all__ = [
 # 7: TypeScript generic call signatures after a line without `;` parse (rag.parse.repair, repair 2).
 # 8: also when the signature's `<` ends its line.
 # 9: `import.meta.env`, `Deno.env` and `Bun.env` are read like `process.env`.
-PARSE_VERSION = 9
+# 10: Hono route chains, `app.route(prefix, sub)` mounts and `basePath` prefixes.
+PARSE_VERSION = 10
 
 MODULE_SYSTEMS = ("esm", "commonjs", "mixed", "unknown")
 

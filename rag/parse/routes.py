@@ -13,6 +13,11 @@ Recognised forms (issue 3):
 * ``router.route('/x').get(h).post(h)`` — chained methods take the path of ``.route``.
 * Fastify: ``fastify.register(plugin, { prefix: '/v1' })`` (a mount) and
   ``fastify.route({ method: 'GET', url: '/x', handler })``.
+* Hono: routes chained on the app (``new Hono().get('/a', h).post('/b', h)``, also Express's
+  ``app.get(…).post(…)``), their router the chain's receiver or the variable the chain is assigned
+  to; ``app.route('/books', books)`` mounts (chained too); ``basePath('/api')`` in the chain is the
+  prefix of the routes after it, on a variable (``const app = new Hono().basePath('/api')``) the
+  prefix of that router's routes in the file (:func:`base_path`, applied by the extractor).
 * The seed's ``url.pathname`` checks: ``===``/``==``/``!==``/``!=`` against a
   literal, ``pathname.startsWith('/x')`` (prefix), ``['/a', '/b'].includes(pathname)``
   and ``switch (url.pathname) { case '/x': … }``; the method comes from a
@@ -45,10 +50,13 @@ __all__ = [
     "path_ref_from_call",
     "inline_mount",
     "apply_inline_mounts",
+    "base_path",
 ]
 
 ROUTE_METHODS = frozenset({"get", "post", "put", "patch", "delete", "options", "head", "all", "use"})
 _ROUTE_CALL_PROPERTIES = ROUTE_METHODS | {"startsWith", "includes", "register", "route"}
+# Calls a chain of route registrations passes through (each returns the app or router).
+_CHAIN_PROPERTIES = ROUTE_METHODS | {"route", "basePath"}
 PATH_CALLEES = frozenset(
     f"path{flavour}.{fn}" for flavour in ("", ".posix", ".win32") for fn in ("join", "resolve")
 )
@@ -80,23 +88,70 @@ def _is_pathname(node: Node | None) -> bool:
 
 
 def _chained_route_path(receiver: Node) -> tuple[str | None, str | None]:
-    """Walk ``router.route('/x').get(a).post(b)`` back to ``.route('/x')``."""
+    """Walk ``router.route('/x').get(a).post(b)`` back to ``.route('/x')`` (Express: one argument;
+    Hono's two-argument ``.route('/x', sub)`` is a mount, not a path for what follows)."""
     current = receiver
     while current.type == "call_expression":
         fn = current.child_by_field_name("function")
         if fn is None or fn.type != "member_expression":
             return None, None
         prop = _property(fn)
-        if prop == "route":
-            args = argument_nodes(current)
-            path = _route_path(args[0]) if args else None
+        args = argument_nodes(current)
+        if prop == "route" and len(args) == 1:
+            path = _route_path(args[0])
             return path, simple_name(fn.child_by_field_name("object"))
-        if prop not in ROUTE_METHODS:
-            return None, None
+        if prop not in ROUTE_METHODS or len(args) >= 2 and _route_path(args[0]) is not None:
+            return None, None  # `app.get('/a', h).post(…)`: a route with its own path
         current = fn.child_by_field_name("object")
         if current is None:
             return None, None
     return None, None
+
+
+def _chain(receiver: Node) -> tuple[str | None, str]:
+    """``(router, prefix)`` of a call chain's receiver: the identifier it starts from, else the variable
+    the whole chain is assigned to (``const api = new Hono().get(…)``); the ``basePath('/x')`` calls of
+    the chain before this point joined as the prefix."""
+    prefix: list[str] = []
+    current = receiver
+    while current.type == "call_expression":
+        fn = current.child_by_field_name("function")
+        if fn is None or fn.type != "member_expression" or _property(fn) not in _CHAIN_PROPERTIES:
+            break
+        if _property(fn) == "basePath":
+            args = argument_nodes(current)
+            path = _route_path(args[0]) if args else None
+            if path is not None:
+                prefix.append(path)
+        current = fn.child_by_field_name("object")
+    joined = "".join(p.rstrip("/") for p in reversed(prefix))
+    if current.type in ("identifier", "member_expression", "this"):
+        return simple_name(current), joined
+    return _assigned_name(receiver), joined
+
+
+def _assigned_name(node: Node) -> str | None:
+    """The variable (or ``export const``) a call chain containing ``node`` is assigned to."""
+    top = node
+    while top.parent is not None and top.parent.type in ("call_expression", "member_expression", "await_expression"):
+        top = top.parent
+    parent = top.parent
+    if parent is not None and parent.type == "variable_declarator" and parent.child_by_field_name("value") == top:
+        name = parent.child_by_field_name("name")
+        if name is not None and name.type == "identifier":
+            return text_of(name)
+    return None
+
+
+def base_path(call: Node, fn: Node) -> tuple[str, str] | None:
+    """``const app = new Hono().basePath('/api')`` → ``("app", "/api")``: the prefix of ``app``'s routes."""
+    if _property(fn) != "basePath":
+        return None
+    parent = call.parent
+    if parent is None or parent.type != "variable_declarator" or parent.child_by_field_name("value") != call:
+        return None
+    router, prefix = _chain(call)
+    return (router, prefix) if router else None
 
 
 def _mount_target(node: Node) -> tuple[str | None, str | None]:
@@ -173,23 +228,31 @@ def routes_from_call(call: Node, fn: Node) -> list[Route]:
         return []
     if prop == "route" and len(args) == 1 and args[0].type == "object":
         return _fastify_route_object(args[0], line, simple_name(receiver))
+    if prop == "route" and len(args) == 2:  # Hono: app.route('/books', books)
+        path = _route_path(args[0])
+        target, spec = _mount_target(args[1])
+        if path is None or not (target or spec):
+            return []
+        router, prefix = _chain(receiver)
+        return [Route(method="USE", path=path, line=line, router=router, target=target, target_spec=spec,
+                      match="prefix", prefix=prefix or None)]
     if prop not in ROUTE_METHODS:
         return []
     if receiver.type == "call_expression":
         path, router = _chained_route_path(receiver)
-        if path is None or prop == "use":
-            return []
-        return [Route(method=prop.upper(), path=path, line=line, router=router)]
+        if path is not None:
+            return [] if prop == "use" else [Route(method=prop.upper(), path=path, line=line, router=router)]
     if len(args) < 2:
         return []
     path = _route_path(args[0])
     if path is None:
         return []
-    router = simple_name(receiver)
+    router, prefix = _chain(receiver)
     if prop == "use":
         target, spec = _mount_target(args[-1])
-        return [Route(method="USE", path=path, line=line, router=router, target=target, target_spec=spec, match="prefix")]
-    return [Route(method=prop.upper(), path=path, line=line, router=router)]
+        return [Route(method="USE", path=path, line=line, router=router, target=target, target_spec=spec,
+                      match="prefix", prefix=prefix or None)]
+    return [Route(method=prop.upper(), path=path, line=line, router=router, prefix=prefix or None)]
 
 
 def _infer_method(node: Node) -> str:

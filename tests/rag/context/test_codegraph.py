@@ -130,3 +130,50 @@ def test_symbols_listing_for_the_cli(graph):
 def test_graph_from_a_single_unresolved_file():
     graph = CodeGraph({"x.js": parse_source("x.js", "import a from 'a';\nexport const b = () => a();\n")})
     assert graph.dependencies("x.js") == [] and graph.paths == ["x.js"]
+
+
+def test_hono_chains_route_mounts_and_base_paths():
+    """Hono: routes chained on `new Hono()` (its RPC style), `app.route('/prefix', sub)` mounts (also
+    chained) and `basePath('/api')`, on a variable or in the chain; Express `app.get(…).post(…)` too."""
+    graph = _graph_of({
+        "src/index.ts": (
+            "import { Hono } from 'hono';\n"
+            "import books from './books';\n"
+            "import { authors } from './authors';\n"
+            "const app = new Hono().basePath('/api');\n"
+            "app.get('/health', (c) => c.text('ok'));\n"
+            "const routes = app.route('/books', books).route('/authors', authors);\n"
+            "export default app;\n"
+        ),
+        "src/books.ts": (
+            "import { Hono } from 'hono';\n"
+            "const books = new Hono()\n"
+            "  .get('/', (c) => c.json([]))\n"
+            "  .post('/', (c) => c.json({}, 201))\n"
+            "  .get('/:id', (c) => c.json({}));\n"
+            "export default books;\n"
+        ),
+        "src/authors.ts": (
+            "import { Hono } from 'hono';\n"
+            "export const authors = new Hono().basePath('/v2').get('/', h).delete('/:id', h);\n"
+        ),
+        "src/legacy.js": "app.get('/a', h).post('/b', h);\n",
+    })
+    assert sorted((r.path, r.line, r.method, r.route, r.router) for r in graph.routes()) == [
+        ("src/authors.ts", 2, "DELETE", "/api/authors/v2/:id", "authors"),
+        ("src/authors.ts", 2, "GET", "/api/authors/v2", "authors"),
+        ("src/books.ts", 3, "GET", "/api/books", "books"),
+        ("src/books.ts", 4, "POST", "/api/books", "books"),
+        ("src/books.ts", 5, "GET", "/api/books/:id", "books"),
+        ("src/index.ts", 5, "GET", "/api/health", "app"),
+        ("src/index.ts", 6, "USE", "/api/authors", "app"),
+        ("src/index.ts", 6, "USE", "/api/books", "app"),
+        ("src/legacy.js", 1, "GET", "/a", "app"),
+        ("src/legacy.js", 1, "POST", "/b", "app"),
+    ]
+
+
+def test_express_route_chain_keeps_its_path():
+    graph = _graph_of({"app.js": "router.route('/users/:id').get(show).put(update);\n"})
+    assert sorted((r.method, r.route, r.router) for r in graph.routes()) == [
+        ("GET", "/users/:id", "router"), ("PUT", "/users/:id", "router")]
