@@ -60,3 +60,18 @@ def test_unknown_package_attributes_still_raise() -> None:
     code = "import rag, bot; print(rag.search.lexical.rank_chunks.__name__, bot.slack.render.escape.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["rank_chunks", "escape"]
+
+
+def test_every_module_exports_only_names_it_has() -> None:
+    """``rag.store.queries.__all__`` listed ``chunk_ids_paths_texts``, a function removed long before:
+    ``from rag.store.queries import *`` raised ``AttributeError``. Every listed name of every module must
+    resolve (lazy exports through a module ``__getattr__`` included)."""
+    import importlib
+    import pkgutil
+
+    missing = []
+    for package in (rag, bot, commands):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            module = importlib.import_module(info.name)
+            missing += [f"{info.name}.{name}" for name in getattr(module, "__all__", ()) if not hasattr(module, name)]
+    assert missing == []

@@ -36,7 +36,6 @@ Grammars: ``.js .jsx .mjs .cjs`` use tree-sitter-javascript (JSX included);
 """
 from __future__ import annotations
 
-import functools
 import logging
 import posixpath
 from collections.abc import Iterable, Mapping
@@ -103,27 +102,6 @@ JS_EXTENSIONS = frozenset(ext for ext, name in EXTENSION_LANGUAGES.items() if na
 RESOLVE_EXTENSIONS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx")
 # TypeScript's ESM convention: `import './x.js'` may name `x.ts`.
 _TS_SOURCE_FOR = {".js": (".ts", ".tsx"), ".jsx": (".tsx",), ".mjs": (".mts",), ".cjs": (".cts",)}
-
-
-@functools.lru_cache(maxsize=None)
-def _compiled(name: str) -> tuple[Language, Query]:
-    """The grammar and its compiled query for ``name``, built once per process.
-
-    Compiling a query costs 30-70 ms (measured here: javascript 30, typescript and tsx 70), so
-    every :class:`JsParser` of a process (one per engine, per ``parse_source`` call, per indexing
-    worker) shares them: ``Language`` and ``Query`` are read-only once built (each run gets its
-    own ``QueryCursor``); ``Parser`` objects keep parse state and stay per instance.
-    """
-    language = Language(_language_capsule(name))
-    return language, Query(language, _query_source(name))
-
-
-def warm_grammars(paths: Iterable[str]) -> None:
-    """Build the grammars and queries the files at ``paths`` need now (:func:`_compiled`), e.g. before
-    an indexing pool forks its workers: they inherit them instead of each compiling its own, and this
-    process has them for the small updates it parses itself."""
-    for language in {language_for_path(path) for path in paths} - {None}:
-        _compiled(language)
 
 
 def warm_grammars(paths: Iterable[str]) -> None:

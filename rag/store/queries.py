@@ -19,7 +19,7 @@ __all__ = [
     "CANDIDATE_COLUMNS", "MAX_IDS_PER_STATEMENT",
     "count_chunks", "count_fts_matches", "bm25_candidates", "bm25_top_ids", "scored_chunks", "chunks_by_id", "chunk_ids_of_paths", "first_chunks_of",
     "file_paths", "stored_structures", "image_paths", "chunk_lines", "has_file",
-    "chunk_ids_paths_texts", "chunk_embedding_rows", "has_model_vectors", "content_versions",
+    "chunk_embedding_rows", "has_model_vectors", "content_versions",
     "files_by_size", "chunk_symbols", "bm25_chunks_of", "stored_chunks_of", "file_copies", "all_file_rows", "all_chunk_rows",
 ]
 
