@@ -181,11 +181,11 @@ def sources_text(sources: Sequence, *, web_url: str | None, commit: str | None, 
     text = messages.sources_label()
     unique = list({(s.path, s.start, s.end): s for s in sources}.values())  # first-seen order
     links = list(dict.fromkeys(source_link(s, web_url=web_url, commit=commit) for s in unique))
-    for shown, link in enumerate(links):  # an issue's chunks share one link (#12 title (state))
+    for shown, piece in enumerate(links):  # an issue's chunks share one link (#12 title (state))
         separator = " " if shown == 0 else " · "
-        if len(text) + len(separator) + len(link) > MAX_SECTION_CHARS - 20:
+        if len(text) + len(separator) + len(piece) > MAX_SECTION_CHARS - 20:
             return f"{text} · +{len(links) - shown} more"
-        text += separator + link
+        text += separator + piece
     return text
 
 
