@@ -21,7 +21,9 @@ file gives that file's routes the prefix; when the target is a router of the
 same file, that router's routes get it. Mounts chain (``/api`` + ``/v1`` +
 ``/users``); a router mounted at two prefixes yields one route per prefix. The
 mounts themselves are routes too (method ``USE``, their own full prefix), as in
-the seed, which listed ``use`` among the route methods.
+the seed, which listed ``use`` among the route methods. A route ``/`` under a prefix is
+the prefix itself in JavaScript (``/api``, as Express matches it) and keeps its slash in
+Python (``/api/``: Flask, FastAPI and Starlette append the path to the prefix).
 """
 from __future__ import annotations
 
@@ -129,10 +131,12 @@ class _Mount:
     child_router: str | None  # None: every router-bound route of the child file
 
 
-def _join(prefix: str, path: str) -> str:
+def _join(prefix: str, path: str, *, keep_slash: bool = False) -> str:
+    """``path`` under ``prefix``. A route ``"/"`` there is the prefix itself (Express, Fastify), or with
+    ``keep_slash`` the prefix and its slash (Flask, FastAPI, Starlette append the path: ``/items/``)."""
     if not prefix:
         return path
-    if path in ("", "/"):
+    if path == "" or (path == "/" and not keep_slash):
         return prefix
     return prefix.rstrip("/") + "/" + path.lstrip("/")
 
@@ -418,11 +422,14 @@ class CodeGraph:
 
         hits: list[tuple[RouteHit, str]] = []
         for path in sorted(self._structures):
+            python = self._structures[path].language == "python"
             for route in self._structures[path].routes:
-                own = _join(route.prefix or "", route.path)
+                keep_slash = python and route.method != "USE"
+                own = _join(route.prefix or "", route.path, keep_slash=keep_slash)
                 outer = prefixes(path, route.router, 0) if route.source == "call" else [""]
                 for prefix in outer:
-                    hit = RouteHit(path=path, line=route.line, method=route.method, route=_join(prefix, own),
+                    hit = RouteHit(path=path, line=route.line, method=route.method,
+                                   route=_join(prefix, own, keep_slash=keep_slash),
                                    router=route.router.split("@", 1)[0] if route.router else None,
                                    match=route.match, source=route.source, handler=route.handler)
                     hits.append((hit, route.path))

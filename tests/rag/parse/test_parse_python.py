@@ -357,3 +357,49 @@ def test_definition_ends_at_its_last_statement_not_trailing_comments():
         ("f", 1, 3), ("g", 8, 9)]
     chained = CodeParser().parse("x.py", "class S:\n    a = b = _fail\n").definitions
     assert [(d.name, d.kind, d.start) for d in chained] == [("S", "class", 1), ("a", "field", 2), ("b", "field", 2)]
+
+
+def test_root_route_under_a_prefix_keeps_its_slash():
+    """Flask, FastAPI and Starlette append a route's path to its prefix: ``"/"`` under ``/items``
+    is served at ``/items/`` (``/items`` redirects there); an empty path is the prefix itself."""
+    fastapi = (
+        "from fastapi import APIRouter, FastAPI\n"
+        "router = APIRouter(prefix='/items')\n"
+        "@router.get('/')\n"
+        "def list_items(): ...\n"
+        "@router.get('')\n"
+        "def bare(): ...\n"
+        "admin = APIRouter()\n"
+        "@admin.post('/')\n"
+        "def update_admin(): ...\n"
+        "app = FastAPI()\n"
+        "app.include_router(router, prefix='/api')\n"
+        "app.include_router(admin, prefix='/admin')\n"
+        "@app.get('/')\n"
+        "def root(): ...\n"
+    )
+    flask = (
+        "import flask\n"
+        "bp = flask.Blueprint('bp', __name__, url_prefix='/bp')\n"
+        "@bp.route('/')\n"
+        "def index(): ...\n"
+    )
+    starlette = (
+        "from starlette.routing import Mount, Route, Router\n"
+        "app = Router([Mount('/users', routes=[Route('/', endpoint=users), Route('/me', endpoint=me)])])\n"
+    )
+    parser = CodeParser()
+    graph = CodeGraph({path: parser.parse(path, source) for path, source in
+                       (("api.py", fastapi), ("views.py", flask), ("routing.py", starlette))})
+    assert sorted((r.method, r.route, r.path, r.line) for r in graph.routes()) == [
+        ("GET", "/", "api.py", 13),
+        ("GET", "/api/items", "api.py", 5),
+        ("GET", "/api/items/", "api.py", 3),
+        ("GET", "/bp/", "views.py", 3),
+        ("GET", "/users/", "routing.py", 2),
+        ("GET", "/users/me", "routing.py", 2),
+        ("POST", "/admin/", "api.py", 8),
+        ("USE", "/admin", "api.py", 12),
+        ("USE", "/api", "api.py", 11),
+        ("USE", "/users", "routing.py", 2),
+    ]
