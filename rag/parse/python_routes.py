@@ -14,8 +14,9 @@ it does for Express):
   method name, ``handler`` the decorated function.
 * **calls** ``app.add_url_rule("/x", view_func=v, methods=[…])`` (Flask; a
   ``View.as_view()`` without ``methods`` → ``ANY``), ``app.add_api_route("/x", v,
-  methods=[…])``, ``app.add_websocket_route("/ws", v)`` and Starlette's
-  ``Route("/x", v, methods=[…])`` / ``WebSocketRoute("/ws", v)``.
+  methods=[…])``, ``app.add_websocket_route("/ws", v)``, ``app.add_route("/x", v,
+  methods=[…])`` (Starlette; aiohttp's ``router.add_route("GET", "/x", v)`` names the
+  method first) and Starlette's ``Route("/x", v, methods=[…])`` / ``WebSocketRoute("/ws", v)``.
 * **mounts** (method ``USE``, ``match="prefix"``, ``target`` the mounted router):
   ``app.register_blueprint(bp, url_prefix="/api")``, ``app.include_router(r,
   prefix="/api")`` (no prefix → ``/``), ``app.mount("/static", sub)`` and
@@ -209,6 +210,8 @@ def routes_from_call(call: Node, callee: str, context: RouteContext) -> list[Rou
             view = keywords.get("endpoint", positional[1] if len(positional) > 1 else None)
             methods = ["WEBSOCKET"] if method == "add_websocket_route" else _methods(keywords, ["GET"])
         return [Route(method=m, path=path, line=line, router=router, handler=_handler(view)) for m in methods]
+    if router is not None and method == "add_route":
+        return _add_route(line, router, positional, keywords)
     if method in ("Route", "WebSocketRoute", "Mount") and (not receiver or receiver.endswith("routing")):
         return _starlette(call, method, positional, keywords, context)
     if callee in context.django:
@@ -216,6 +219,25 @@ def routes_from_call(call: Node, callee: str, context: RouteContext) -> list[Rou
     if method in _DJANGO_ROUTE_FUNCTIONS and receiver.endswith("urls"):
         return _django(call, method, positional, keywords, context)
     return []
+
+
+def _add_route(line: int, router: str, positional: list[Node], keywords: dict[str, Node]) -> list[Route]:
+    """Starlette's ``app.add_route("/x", endpoint, methods=[…])`` (no ``methods`` → ``GET``) or aiohttp's
+    ``router.add_route("GET", "/x", handler)`` (``"*"`` → ``ANY``), told apart by the first argument."""
+    first = string_value(positional[0]) if positional else None
+    if first is not None and not first.startswith("/") and len(positional) > 1:  # aiohttp: the method first
+        path = string_value(positional[1])
+        if path is None or not path.startswith("/"):
+            return []
+        view = positional[2] if len(positional) > 2 else keywords.get("handler")
+        methods = ["ANY" if first == "*" else first.upper()]
+        return [Route(method=m, path=path, line=line, router=router, handler=_handler(view)) for m in methods]
+    path = string_value(_path_argument(positional, keywords, "path"))
+    if path is None or not path.startswith("/"):
+        return []
+    view = keywords.get("endpoint", keywords.get("route", positional[1] if len(positional) > 1 else None))
+    methods = _methods(keywords, ["GET"])
+    return [Route(method=m, path=path, line=line, router=router, handler=_handler(view)) for m in methods]
 
 
 def _starlette(call: Node, kind: str, positional: list[Node], keywords: dict[str, Node],

@@ -44,7 +44,8 @@ __all__ = [
 # 8: also when the signature's `<` ends its line.
 # 9: `import.meta.env`, `Deno.env` and `Bun.env` are read like `process.env`.
 # 10: Hono route chains, `app.route(prefix, sub)` mounts and `basePath` prefixes.
-PARSE_VERSION = 10
+# 11: Python `add_route` calls (Starlette `app.add_route("/x", v)`, aiohttp `router.add_route("GET", "/x", v)`).
+PARSE_VERSION = 11
 
 MODULE_SYSTEMS = ("esm", "commonjs", "mixed", "unknown")
 

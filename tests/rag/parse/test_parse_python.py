@@ -403,3 +403,22 @@ def test_root_route_under_a_prefix_keeps_its_slash():
         ("USE", "/api", "api.py", 11),
         ("USE", "/users", "routing.py", 2),
     ]
+
+
+def test_add_route_calls_are_routes():
+    """Starlette's ``app.add_route(path, endpoint, methods=…)`` (FastAPI's docs mount GraphQL so) and aiohttp's
+    ``router.add_route(method, path, handler)``."""
+    source = (
+        "app.add_route('/graphql', GraphQLApp(schema=schema))\n"
+        "inner.add_route('/inner', endpoint=homepage, methods=['GET', 'POST'])\n"
+        "app.router.add_route('DELETE', '/items/{id}', delete_item)\n"
+        "app.router.add_route('*', '/any', views.any_method)\n"
+        "app.add_route(path, endpoint)\n"
+    )
+    routes = [(r.method, r.path, r.line, r.router, r.handler) for r in CodeParser().parse("app.py", source).routes]
+    assert routes == [
+        ("GET", "/graphql", 1, "app", None),
+        ("GET", "/inner", 2, "inner", "homepage"), ("POST", "/inner", 2, "inner", "homepage"),
+        ("DELETE", "/items/{id}", 3, "app.router", "delete_item"),
+        ("ANY", "/any", 4, "app.router", "views.any_method"),
+    ]
