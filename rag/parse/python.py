@@ -322,9 +322,11 @@ def extract_python(matches, *, path: str, has_error: bool) -> FileStructure:
 
     aliases = env_aliases(out.imports, constants=module_constants(captured.constants))
     routes = route_context(out.imports)
-    readers = {name for call, _fn in captured.calls
-               if call.parent is not None and call.parent.type == "assignment"
-               and (name := reader_names(call.parent, aliases)) is not None}
+    readers: dict[str, list[tuple[int, str]]] = {}  # reader variable → (start byte, env prefix) of each binding
+    for call, _fn in captured.calls:
+        if call.parent is not None and call.parent.type == "assignment" \
+                and (binding := reader_names(call.parent, aliases)) is not None:
+            readers.setdefault(binding[0], []).append((call.start_byte, binding[1]))
     call_sites: list[tuple[int, str, int]] = []
     for call, fn in captured.calls:
         callee = _callee(fn)

@@ -11,16 +11,20 @@ Recognised reads (each an :class:`~rag.parse.records.EnvVar` at the line of its 
   (``Config(environ=os.environ)``, ``dict(os.environ)``, ``os.environ.copy()``): a dynamic read
   of every variable (name ``*``, expression ``os.environ``);
 * the same through aliases bound by the file's imports: ``import os as _os``,
-  ``from os import environ [as env]``, ``from os import getenv``. A bare
+  ``from os import environ [as env]``, ``from os import getenv``, Starlette's
+  ``from starlette.config import environ`` (``os.environ`` behind a guard). A bare
   ``environ`` that was *not* imported from ``os`` is not the environment (WSGI's
   ``environ`` dict is the common case), so it is never read as one;
 * command-line options bound to a variable: ``envvar="X"`` (or a list) on any call —
   ``@click.option("--token", envvar="API_TOKEN")``, ``typer.Option(envvar=…)``;
 * test setup naming variables: ``monkeypatch.setenv("X", …)`` / ``delenv("X")``,
   ``monkeypatch.setitem(os.environ, "X", …)``, ``mock.patch.dict(os.environ, {"X": …})``;
-* django-environ / environs readers: ``env = environ.Env()`` or ``env = Env()``
-  (``Env`` imported from ``environ``/``environs``), then ``env("X")`` and
-  ``env.str("X", default=…)`` / ``env.int("X", 5)``;
+* env readers: ``env = environ.Env()`` or ``env = Env()`` (django-environ, environs),
+  ``config = Config(".env")`` (Starlette's ``starlette.config.Config``; its literal
+  ``env_prefix=`` goes before each name), ``AutoConfig()``/``Config(…)`` of python-decouple,
+  each only when imported from that module; then ``env("X")``, ``env.str("X", default=…)``,
+  ``config.get("X", cast=int)``; python-decouple's ready-made ``config("X", cast=…)``
+  (``from decouple import config``) is one itself;
 * pydantic settings classes (``class S(BaseSettings)``, pydantic v1's and
   pydantic-settings' v2 API, and classes of the same file deriving from one): each
   annotated field is read from ``<env_prefix><FIELD>`` (upper-cased, since pydantic
@@ -59,7 +63,12 @@ __all__ = ["EnvAliases", "env_aliases", "module_constants", "env_from_call", "en
 _MAX_EXPRESSION_CHARS = 120
 _ENVIRON_METHODS = frozenset({"get", "setdefault", "pop"})
 _CONVERTERS = frozenset({"int", "float", "str", "bool"})
-_ENV_READER_MODULES = ("environ", "environs")
+# Module → the reader classes it defines (a call binds a reader) and its ready-made readers.
+_ENV_READER_CLASSES = {"environ": ("Env",), "environs": ("Env",), "starlette.config": ("Config",),
+                       "decouple": ("Config", "AutoConfig")}
+_ENV_READER_INSTANCES = {"decouple": ("config",)}
+# Importable names of os.environ itself (Starlette's guard refuses writes after a read, and passes them on).
+_ENVIRON_ALIASES = frozenset({"os.environ", "starlette.config.environ"})
 _SETTINGS_BASE = "BaseSettings"
 # Reader methods that take no variable name.
 _READER_NON_READS = frozenset({"read_env", "prefixed", "dump", "seal", "expand_vars"})
@@ -76,12 +85,14 @@ def _patches_mapping(callee: str) -> bool:
 
 @dataclass(slots=True)
 class EnvAliases:
-    """Dotted names that mean ``os.environ``, ``os.getenv`` and the ``Env`` reader class in one file,
-    and its module-level string constants (name → value, :func:`module_constants`)."""
+    """Dotted names that mean ``os.environ``, ``os.getenv``, the env reader classes and the imported
+    readers (python-decouple's ``config``) in one file, and its module-level string constants (name →
+    value, :func:`module_constants`)."""
 
     environ: set[str] = field(default_factory=set)
     getenv: set[str] = field(default_factory=set)
     reader_classes: set[str] = field(default_factory=set)
+    reader_instances: set[str] = field(default_factory=set)
     constants: dict[str, str] = field(default_factory=dict)
 
     def is_environ(self, name: str | None) -> bool:
@@ -116,26 +127,36 @@ def env_aliases(imports: Iterable[Import], *, constants: dict[str, str] | None =
                     if name == "os" or item.spec == "os":
                         aliases.environ.add(f"{name}.environ")
                         aliases.getenv.add(f"{name}.getenv")
-            elif item.spec in _ENV_READER_MODULES:
-                aliases.reader_classes.update(f"{name}.Env" for name in item.names)
+            elif item.spec in _ENV_READER_CLASSES:
+                for name in item.names:
+                    # `import starlette.config` binds `starlette`; `import decouple as d` binds `d`.
+                    module = item.spec if name == item.spec.split(".", 1)[0] else name
+                    aliases.reader_classes.update(f"{module}.{c}" for c in _ENV_READER_CLASSES[item.spec])
+                    aliases.reader_instances.update(f"{module}.{r}" for r in _ENV_READER_INSTANCES.get(item.spec, ()))
         elif item.kind == "from" and item.names:
-            if item.spec == "os.environ":
+            module, _, member = item.spec.rpartition(".")
+            if item.spec in _ENVIRON_ALIASES:
                 aliases.environ.update(item.names)
             elif item.spec == "os.getenv":
                 aliases.getenv.update(item.names)
-            elif item.spec in (f"{m}.Env" for m in _ENV_READER_MODULES):
+            elif member in _ENV_READER_CLASSES.get(module, ()):
                 aliases.reader_classes.update(item.names)
+            elif member in _ENV_READER_INSTANCES.get(module, ()):
+                aliases.reader_instances.update(item.names)
     return aliases
 
 
-def reader_names(assignment: Node, aliases: EnvAliases) -> str | None:
-    """The variable an ``env = environ.Env(...)`` assignment binds, else ``None``."""
+def reader_names(assignment: Node, aliases: EnvAliases) -> tuple[str, str] | None:
+    """``(variable, env_prefix)`` of an ``env = environ.Env(...)`` / ``config = Config(env_prefix="APP_")``
+    assignment (the prefix a literal ``env_prefix=``, else ``""``), else ``None``."""
     left = assignment.child_by_field_name("left")
     right = assignment.child_by_field_name("right")
     if left is None or right is None or left.type != "identifier" or right.type != "call":
         return None
     callee = dotted_name(right.child_by_field_name("function"))
-    return text_of(left) if callee is not None and callee in aliases.reader_classes else None
+    if callee is None or callee not in aliases.reader_classes:
+        return None
+    return text_of(left), string_value(call_arguments(right)[1].get("env_prefix")) or ""
 
 
 def _fallback_default(read: Node) -> str | None:
@@ -194,8 +215,10 @@ def _dict_keys(positional: list[Node], keywords: dict[str, Node]) -> list[EnvVar
     return found + [EnvVar(name=name, line=line_of(node)) for name, node in keywords.items() if name != "clear"]
 
 
-def env_from_call(call: Node, callee: str, aliases: EnvAliases, readers: set[str]) -> list[EnvVar]:
-    """The env reads a call makes (``os.getenv``, ``os.environ.get``, an ``Env`` reader, a test's
+def env_from_call(call: Node, callee: str, aliases: EnvAliases,
+                  readers: dict[str, list[tuple[int, str]]]) -> list[EnvVar]:
+    """The env reads a call makes (``os.getenv``, ``os.environ.get``, an env reader (``readers``: the file's
+    reader variables → ``(start byte, env prefix)`` of each binding, :func:`reader_names`), a test's
     ``monkeypatch.setenv``/``setitem(os.environ, …)``/``patch.dict(os.environ, …)``), maybe none."""
     receiver, _, method = callee.rpartition(".")
     if method == "update" and aliases.is_environ(receiver) and not _shadowed(call, receiver):
@@ -214,13 +237,17 @@ def env_from_call(call: Node, callee: str, aliases: EnvAliases, readers: set[str
 
 
 def _env_call(call: Node, callee: str, receiver: str, method: str, aliases: EnvAliases,
-              readers: set[str]) -> EnvVar | None:
+              readers: dict[str, list[tuple[int, str]]]) -> EnvVar | None:
+    prefix = ""
     if callee in aliases.getenv or (method in _ENVIRON_METHODS and aliases.is_environ(receiver)):
         if _shadowed(call, callee.split(".", 1)[0] if "." not in receiver else receiver):
             return None
         kind = "environ"
-    elif callee in readers or (receiver in readers and method not in _READER_NON_READS and not method.startswith("_")):
-        kind = "reader"
+    elif callee in readers or callee in aliases.reader_instances:
+        kind, prefix = "reader", _reader_prefix(readers.get(callee), call)
+    elif (receiver in readers or receiver in aliases.reader_instances) and method not in _READER_NON_READS \
+            and not method.startswith("_"):
+        kind, prefix = "reader", _reader_prefix(readers.get(receiver), call)
     else:
         return None
     positional, keywords = call_arguments(call)
@@ -232,7 +259,19 @@ def _env_call(call: Node, callee: str, receiver: str, method: str, aliases: EnvA
     default = literal_text(default_node)
     if default is None and default_node is None and kind == "environ":
         default = _fallback_default(call)
-    return _read(positional[0], default, aliases.constants)
+    found = _read(positional[0], default, aliases.constants)
+    if prefix and not found.dynamic:
+        found.name = prefix + found.name
+    return found
+
+
+def _reader_prefix(bindings: list[tuple[int, str]] | None, call: Node) -> str:
+    """The env prefix of the reader a call uses: its name's last binding before the call (a test module
+    binds ``config`` once per test, each its own way), else its first; ``""`` for an imported reader."""
+    if not bindings:
+        return ""
+    before = [prefix for start, prefix in sorted(bindings) if start < call.start_byte]
+    return before[-1] if before else min(bindings)[1]
 
 
 _SCOPE_TYPES = frozenset({"function_definition", "lambda"})

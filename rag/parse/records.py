@@ -45,7 +45,8 @@ __all__ = [
 # 9: `import.meta.env`, `Deno.env` and `Bun.env` are read like `process.env`.
 # 10: Hono route chains, `app.route(prefix, sub)` mounts and `basePath` prefixes.
 # 11: Python `add_route` calls (Starlette `app.add_route("/x", v)`, aiohttp `router.add_route("GET", "/x", v)`).
-PARSE_VERSION = 11
+# 12: Python env readers of Starlette (`Config`, `environ`) and python-decouple (`config`, `AutoConfig`).
+PARSE_VERSION = 12
 
 MODULE_SYSTEMS = ("esm", "commonjs", "mixed", "unknown")
 

@@ -422,3 +422,50 @@ def test_add_route_calls_are_routes():
         ("DELETE", "/items/{id}", 3, "app.router", "delete_item"),
         ("ANY", "/any", 4, "app.router", "views.any_method"),
     ]
+
+
+def test_starlette_config_and_decouple_readers():
+    """Starlette's ``Config`` (``config = Config(".env")``, then ``config("X", cast=…)``; ``env_prefix=``
+    names ``<prefix>X``; its ``environ`` guards ``os.environ``) and python-decouple's ``config("X")`` / ``AutoConfig()`` read the environment."""
+    starlette = (
+        "from starlette.config import Config\n"
+        "config = Config('.env')\n"
+        "DEBUG = config('DEBUG', cast=bool, default=False)\n"
+        "DATABASE_URL = config('DATABASE_URL')\n"
+        "TIMEOUT = config.get('TIMEOUT', cast=int)\n"
+        "prefixed = Config(env_prefix='APP_')\n"
+        "HOST = prefixed('HOST')\n"
+        "from starlette.config import environ\n"
+        "environ['TESTING'] = 'True'\n"   # os.environ behind Starlette's guard
+    )
+    decouple = (
+        "import decouple\n"
+        "from decouple import config, AutoConfig, Csv\n"
+        "SECRET_KEY = config('SECRET_KEY')\n"
+        "ALLOWED = config('ALLOWED_HOSTS', cast=Csv(), default='localhost')\n"
+        "local = AutoConfig(search_path='/srv')\n"
+        "PORT = local('PORT', default=8000, cast=int)\n"
+        "MODE = decouple.config('MODE')\n"
+    )
+    tests = (  # each test binds its own `config`: a prefix is the one of the binding before the read
+        "from starlette.config import Config\n"
+        "def test_plain():\n"
+        "    config = Config(environ={'A': '1'})\n"
+        "    config('A')\n"
+        "def test_prefix():\n"
+        "    config = Config(environ={}, env_prefix='APP_')\n"
+        "    config('B')\n"
+    )
+    unrelated = "from myapp import config\nclass Config: ...\nc = Config()\nconfig('X')\nc('Y')\n"
+    parser = CodeParser()
+    found = {path: [(e.name, e.line, e.default) for e in parser.parse(path, source).env_vars]
+             for path, source in (("app/settings.py", starlette), ("site/settings.py", decouple),
+                                  ("tests/test_config.py", tests), ("other.py", unrelated))}
+    assert found == {
+        "app/settings.py": [("DEBUG", 3, "False"), ("DATABASE_URL", 4, None), ("TIMEOUT", 5, None),
+                            ("APP_HOST", 7, None), ("TESTING", 9, None)],
+        "site/settings.py": [("SECRET_KEY", 3, None), ("ALLOWED_HOSTS", 4, "'localhost'"), ("PORT", 6, "8000"),
+                             ("MODE", 7, None)],
+        "tests/test_config.py": [("A", 4, None), ("APP_B", 7, None)],
+        "other.py": [],
+    }
