@@ -29,7 +29,7 @@ Example::
 """
 from __future__ import annotations
 
-import json
+import json5
 import logging
 import posixpath
 from collections.abc import Mapping
@@ -50,54 +50,9 @@ def is_config_path(path: str) -> bool:
     return name.endswith(".json") and name.startswith(("tsconfig", "jsconfig"))
 
 
-def _strip_jsonc(text: str) -> str:
-    """``text`` without comments and trailing commas (JSONC → JSON); strings are kept as written."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        char = text[i]
-        if char == '"':
-            end = i + 1
-            while end < n and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            out.append(text[i:end + 1])
-            i = end + 1
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-        else:
-            out.append(char)
-            i += 1
-    joined = "".join(out)
-    # Trailing commas: a ',' whose next non-blank character closes an object or array. Strings were
-    # kept whole above, so scan again skipping them.
-    result: list[str] = []
-    i, n = 0, len(joined)
-    while i < n:
-        char = joined[i]
-        if char == '"':
-            end = i + 1
-            while end < n and joined[end] != '"':
-                end += 2 if joined[end] == "\\" else 1
-            result.append(joined[i:end + 1])
-            i = end + 1
-            continue
-        if char == ",":
-            following = joined[i + 1:].lstrip()
-            if following[:1] in ("}", "]"):
-                i += 1
-                continue
-        result.append(char)
-        i += 1
-    return "".join(result)
-
-
 def _load(path: str, text: str) -> dict | None:
-    try:
-        data = json.loads(_strip_jsonc(text))
+    try:  # tsconfig.json is JSONC (comments, trailing commas): JSON5 reads it
+        data = json5.loads(text)
     except ValueError as exc:
         logger.debug("config %s is not JSON (%s); its path aliases are ignored", path, exc)
         return None
