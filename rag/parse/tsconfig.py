@@ -29,11 +29,12 @@ Example::
 """
 from __future__ import annotations
 
-import json5
 import logging
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+import json5
 
 __all__ = ["CONFIG_NAMES", "PathAliases", "is_config_path"]
 

@@ -373,7 +373,8 @@ class Retriever:
                 log.warning("stored structure of %s is skipped (%s); it is re-parsed on the next full index",
                             path, exc)
         known = queries.file_paths(conn, ordered=False)
-        configs = {path: _indexed_text(conn, path) for path in known if is_config_path(path)}
+        configs = {path: queries.joined_lines(conn, path, 1, 1 << 31) or ""
+                   for path in known if is_config_path(path)}
         resolve_imports(decoded, known_paths=known, aliases=PathAliases.from_configs(configs))
         return decoded
 
@@ -409,11 +410,3 @@ class Retriever:
             cache.repository_names = repository_names(read_manifests(self.repo_root))
         return cache.repository_names
 
-
-def _indexed_text(conn: sqlite3.Connection, path: str) -> str:
-    """The indexed text of ``path`` joined from its chunks (where they overlap, the first chunk's line)."""
-    lines: dict[int, str] = {}
-    for first, text in queries.chunk_lines(conn, path, 1, 1 << 31):
-        for offset, line in enumerate(text.split("\n")):
-            lines.setdefault(first + offset, line)
-    return "\n".join(lines[n] for n in sorted(lines))

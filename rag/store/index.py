@@ -612,17 +612,12 @@ class Index:
             KeyError: ``path`` is not indexed.
         """
         with self.read() as conn:
-            rows = queries.chunk_lines(conn, path, start, end)
-        if not rows:
-            with self.read() as conn:
+            text = queries.joined_lines(conn, path, start, end)
+            if text is None:
                 if not queries.has_file(conn, path):
                     raise KeyError(path)
-            return ""
-        lines: dict[int, str] = {}
-        for first, text in rows:
-            for offset, line in enumerate(text.split("\n")):
-                lines.setdefault(first + offset, line)
-        return "\n".join(lines[n] for n in range(start, end + 1) if n in lines)
+                return ""
+        return text
 
     def copy_count(self) -> int:
         """Number of files recorded as copies of another indexed file (``file_copies``)."""

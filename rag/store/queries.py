@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 __all__ = [
     "CANDIDATE_COLUMNS", "MAX_IDS_PER_STATEMENT",
     "count_chunks", "count_fts_matches", "bm25_candidates", "bm25_top_ids", "scored_chunks", "chunks_by_id", "chunk_ids_of_paths", "first_chunks_of",
-    "file_paths", "stored_structures", "image_paths", "chunk_lines", "has_file",
+    "file_paths", "stored_structures", "image_paths", "chunk_lines", "joined_lines", "has_file",
     "chunk_embedding_rows", "has_model_vectors", "content_versions",
     "files_by_size", "chunk_symbols", "bm25_chunks_of", "stored_chunks_of", "file_copies", "all_file_rows", "all_chunk_rows",
 ]
@@ -188,6 +188,20 @@ def chunk_lines(conn: sqlite3.Connection, path: str, start: int, end: int) -> li
         "SELECT start, text FROM chunks WHERE path=? AND end>=? AND start<=? ORDER BY start",
         (path, start, end),
     ).fetchall()
+
+
+def joined_lines(conn: sqlite3.Connection, path: str, start: int, end: int) -> str | None:
+    """Indexed text of ``path`` lines ``start..end`` (1-based, inclusive), joined from its chunks (where
+    they overlap, the first chunk's copy of a line wins; lines past the end are absent); ``None`` when no
+    chunk of ``path`` overlaps them."""
+    rows = chunk_lines(conn, path, start, end)
+    if not rows:
+        return None
+    lines: dict[int, str] = {}
+    for first, text in rows:
+        for offset, line in enumerate(text.split("\n")):
+            lines.setdefault(first + offset, line)
+    return "\n".join(lines[n] for n in sorted(lines) if start <= n <= end)
 
 
 def has_file(conn: sqlite3.Connection, path: str) -> bool:
