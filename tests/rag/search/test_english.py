@@ -1,0 +1,72 @@
+"""rag.search.english and the abstention it drives: a question naming jargon the repository never mentions."""
+from __future__ import annotations
+
+import gzip
+from dataclasses import replace
+
+import pytest
+from repo_helpers import indexed_engine, result_paths
+
+from rag.search.english import COMMON_ZIPF, WORDS_FILE, common_words, is_common_word, is_rare_word
+from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY
+
+FILES = {
+    "src/client.js": (
+        "// Sends requests for the client.\n"
+        "function retryRequest(config, attempt) {\n"
+        "  // retry failed requests after a fixed delay, at most three times\n"
+        "  if (attempt < 3) return setTimeout(() => sendRequest(config, attempt + 1), 500);\n"
+        "  throw new Error('request failed');\n"
+        "}\n"
+        "function sendRequest(config, attempt) { return fetch(config.url).catch(() => retryRequest(config, attempt)); }\n"
+        "module.exports = { retryRequest, sendRequest };\n"
+    ),
+    "README.md": "# Demo client\n\nThe client retries failed requests after a fixed delay.\n",
+}
+
+
+def test_the_packaged_word_list_is_sorted_lowercase_ascii_and_holds_everyday_words():
+    words = gzip.decompress(WORDS_FILE.read_bytes()).decode("ascii").split("\n")
+    assert words[-1] == "" and words[:-1] == sorted(set(words[:-1]))
+    assert all(w.isascii() and w.isalpha() and w.islower() for w in words[:-1])
+    assert 40_000 < len(common_words()) < 60_000 and COMMON_ZIPF == 2.5
+    assert {"decide", "whole", "bounce", "request", "throttle", "circuit"} <= common_words()
+
+
+@pytest.mark.parametrize("word, rare", [
+    ("backoff", True), ("websocket", True), ("troff", True), ("cooldown", True), ("localstorage", True),
+    ("cron", True),                       # short: no misspelling check (iron, crown are one edit away)
+    ("decide", False), ("whole", False), ("throttle", False),
+    ("clobber", True), ("retries", False), ("multiplexes", False),    # inflections: the base decides
+    ("reqeust", False), ("requets", False),   # one edit from "request(s)": maybe a misspelling
+    ("8441", False), ("es5", False), ("gère", False),   # numbers, identifiers, non-ASCII: not judged
+    ("x" * 25, False), ("q" * 10_000, False),          # not words (and no 54 × 10,000 misspellings built)
+])
+def test_is_rare_word(word, rare):
+    assert is_rare_word(word) is rare
+
+
+def test_inflection_bases_make_a_word_common():
+    assert "multiplexes" not in common_words() and is_common_word("multiplexes")   # multiplex
+    assert is_common_word("tweaked") and not is_common_word("clobbering")
+
+
+def test_a_question_naming_absent_jargon_abstains_however_well_its_other_words_match(tmp_path):
+    with indexed_engine(tmp_path, FILES) as engine:
+        answered = "Where does the client retry failed requests?"
+        assert "src/client.js" in result_paths(engine.retrieve(answered))
+        # every word but "backoff" matches the retry code; "backoff" is rare English and absent: not here
+        assert engine.retrieve("Where does the client retry failed requests with exponential backoff?") == []
+        # switched off, the same question is answered by its other words
+        engine.retriever.policy = replace(DEFAULT_RETRIEVAL_POLICY, abstain_rare_absent=False)
+        assert engine.retrieve("Where does the client retry failed requests with exponential backoff?")
+
+
+def test_a_misspelling_a_named_symbol_or_a_mostly_unknown_question_is_not_taken_for_absent_jargon(tmp_path):
+    with indexed_engine(tmp_path, FILES) as engine:
+        # "requets": absent and not English, but one edit from "requests"
+        assert "src/client.js" in result_paths(engine.retrieve("Where does the client retry failed requets?"))
+        # names a symbol the repository defines: about the repository, whatever else it says
+        assert "src/client.js" in result_paths(engine.retrieve("How does retryRequest handle an iframe's requests?"))
+        # more rare absent words than known ones: another language or garbled, not a missing feature
+        assert "src/client.js" in result_paths(engine.retrieve("retry zorbix blintaq"))
