@@ -402,6 +402,11 @@ class Engine:
             source.repo = self.name
         return sources
 
+    def absent_terms(self, question: str) -> list[str]:
+        """Words of ``question`` that occur nowhere in the index, as the question spells them (at most
+        five): why it got no sources (:meth:`rag.search.retriever.Retriever.absent_terms`)."""
+        return self.retriever.absent_terms(question)
+
     def retrieve_images(self, question: str, *, limit: int = 6) -> list[ImageHit]:
         """Images whose path tokens match the question, ``[]`` when none do
         (:meth:`rag.search.retriever.Retriever.retrieve_images`)."""

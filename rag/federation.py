@@ -161,6 +161,21 @@ class FederatedEngine:
         return replace(source, path=qualify(name, source.path), repo=name,
                        repo_path=None if source.path.startswith(DOC_PREFIX) else source.path)
 
+    def absent_terms(self, question: str) -> list[str]:
+        """Words of ``question`` that no repository of the set mentions (each member's
+        :meth:`rag.engine.Engine.absent_terms`, in the first one's order). A repository whose index
+        cannot be read is logged and left out; when none can be, ``[]``."""
+        found: list[list[str]] = []
+        for name, engine in self.members.items():
+            try:
+                found.append(engine.absent_terms(question))
+            except Exception as exc:  # noqa: BLE001 - one broken index must not cost the others
+                log.warning("absent-word check in %s failed (%s)", name, type(exc).__name__)
+        if not found:
+            return []
+        elsewhere = [{w.lower() for w in words} for words in found[1:]]
+        return [w for w in found[0] if all(w.lower() in other for other in elsewhere)]
+
     def retrieve_images(self, question: str, *, limit: int = 6) -> list[ImageHit]:
         """Images of every repository whose path matches, paths qualified, best score first."""
         hits: list[ImageHit] = []

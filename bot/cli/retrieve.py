@@ -43,15 +43,17 @@ def retrieve_cmd(question, repo, index_path, limit, kind, batch, as_json) -> Non
             return
         sources = engine.retrieve(question, limit=limit, kind=kind)
         images = engine.retrieve_images(question)
+        absent = [] if sources else engine.absent_terms(question)
         if not sources:
             note_if_nothing_indexed(engine)
     finally:
         engine.close()
     if as_json:
-        emit({"sources": [s.to_json() for s in sources], "images": [i.to_json() for i in images]})
+        emit({"sources": [s.to_json() for s in sources], "images": [i.to_json() for i in images],
+              "absent_terms": absent})
         return
     if not sources:
-        click.echo("No matching sources.")
+        click.echo("No matching sources." + (f" No indexed file mentions {', '.join(absent)}." if absent else ""))
     for s in sources:
         click.echo(printable(f"{s.score:7.3f}  {s.path}:{s.start}-{s.end}" + (f"  # {s.heading}" if s.heading else ""),
                              one_line=True))

@@ -92,6 +92,8 @@ class AnswerEngine(Protocol):
 
     def retrieve_images(self, question: str, *, limit: int = 6) -> list[ImageHit]: ...
 
+    def absent_terms(self, question: str) -> list[str]: ...
+
     def pack_context(self, question: str, *, sources: list[Source], budget_tokens: int = DEFAULT_CONTEXT_BUDGET_TOKENS,
                      with_code: bool = True) -> PackedContextLike: ...
 
@@ -123,6 +125,9 @@ class AnswerResult:
         cut_off: on the ``fallback`` path, what the model had written (redacted) when its stream failed or
             its deadline passed; ``answer`` then begins with it, followed by the local answer. ``None``
             otherwise.
+        absent_terms: when retrieval found nothing, the question's words no indexed file mentions
+            (:meth:`rag.engine.Engine.absent_terms`; words of letters only, so a pasted token is never
+            echoed), named in the answer.
     """
 
     question: str
@@ -145,6 +150,7 @@ class AnswerResult:
     grounding: CitationCheck | None = None
     tool_budget: dict | None = None
     cut_off: str | None = None
+    absent_terms: list[str] = field(default_factory=list)
 
     @property
     def shown_sources(self) -> list[Source]:
@@ -191,6 +197,7 @@ class AnswerResult:
             "grounding": self.grounding.to_json() if self.grounding is not None else None,
             "tool_budget": self.tool_budget,
             "cut_off": self.cut_off,
+            "absent_terms": self.absent_terms,
             "shown_sources": [{"path": s.path, "start": s.start, "end": s.end} for s in self.shown_sources],
         }
 
@@ -310,6 +317,11 @@ async def answer_question(
     except Exception as exc:  # an index problem must not cost the user the rest of the answer
         log.warning("retrieval failed", exc_info=True)
         result.error, result.failure_stage = f"repository search failed: {_one_line(exc)}", "retrieval"
+    if not result.sources and not result.failure_stage:  # why nothing matched: the words no file mentions
+        try:
+            result.absent_terms = await run(engine.absent_terms, search)
+        except Exception:  # an extra: the answer stands without it
+            log.warning("absent-word check failed", exc_info=True)
     result.timings_ms["retrieval"] = _ms(t0)
     files = list(dict.fromkeys(s.path for s in result.sources))
     await recorder.add(
@@ -344,11 +356,13 @@ async def answer_question(
     if config is None:
         result.mode = "local"
         result.context["text"] = packed.text
-        result.answer = local_answer(result.sources, command=command, command_id=_id(result))
+        result.answer = local_answer(result.sources, command=command, command_id=_id(result),
+                                     absent=result.absent_terms)
     elif not config.enabled:
         result.mode = "no_key"
         await recorder.add("ai", "skipped", "No model configured (AI_API_KEY is not set)")
-        result.answer = local_answer(result.sources, reason=NO_KEY_REASON, command=command, command_id=_id(result))
+        result.answer = local_answer(result.sources, reason=NO_KEY_REASON, command=command, command_id=_id(result),
+                                     absent=result.absent_terms)
     else:
         evidence = [(item.path, item.start, item.end) for item in packed.items]
         # Earlier answers' citations were checked when given; citing them again is grounded.
@@ -403,7 +417,7 @@ async def _model_answer(result: AnswerResult, recorder: ActivityRecorder, config
     """The ``ai`` path, falling back to the local answer with a one-line reason on any failure."""
     result.model = config.model
     state = LoopState(build_messages(result.question, context_text, command=command, command_id=_id(result),
-                                     history=history))
+                                     history=history, absent=result.absent_terms))
     t0 = time.perf_counter()
     reason = None
     try:
@@ -436,10 +450,10 @@ async def _model_answer(result: AnswerResult, recorder: ActivityRecorder, config
         result.cut_off = written
         result.answer = written + "\n\n" + local_answer(
             result.sources, reason=f"The model's answer was cut off: {reason}.", command=command,
-            command_id=_id(result), tool_results=state.tool_results)
+            command_id=_id(result), tool_results=state.tool_results, absent=result.absent_terms)
         return
     result.answer = local_answer(result.sources, reason=f"No model answer: {reason}.", command=command,
-                                 command_id=_id(result), tool_results=state.tool_results)
+                                 command_id=_id(result), tool_results=state.tool_results, absent=result.absent_terms)
 
 
 def _log_request(result: AnswerResult, *, top_k: int, kind: str | None) -> None:

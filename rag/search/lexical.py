@@ -39,7 +39,7 @@ from rag.text import index_text, light_stem, light_stems, synonyms_of
 from rag.types import Source
 
 __all__ = ["STREAMS", "RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "FUSED_HARD_SCORE", "rank_chunks",
-           "fuse_streams", "diversify", "Depth", "focus_line", "explicit_paths", "intent_prior", "chunk_prior",
+           "fuse_streams", "diversify", "Depth", "focus_line", "explicit_paths", "intent_prior", "chunk_prior", "absent_terms",
            "is_link_list", "DOC_TYPES", "META_TERMS",
            "LOW_VALUE_DIRS"]
 
@@ -253,6 +253,23 @@ def _document_frequencies(conn: sqlite3.Connection, terms: list[str], cache: dic
             cache[term] = _phrase_frequency(conn, fts_expression([term]), cache)
         out[term] = cache[term]
     return out
+
+
+def absent_terms(conn: sqlite3.Connection, query: Query, *, cache: dict,
+                 meta_terms: frozenset[str] = frozenset()) -> list[str]:
+    """The question's topical terms that no indexed chunk contains (nor any of their synonyms), in the
+    question's order: the words that tell a user why nothing matched. Meta words (:data:`META_TERMS`) and
+    ``meta_terms`` (the repository's own names) are left out, as in :class:`Evidence`.
+
+    Args:
+        conn: a read connection of the index.
+        query: the analysed question (:func:`rag.search.query.analyze`).
+        cache: the per-generation cache of :func:`rank_chunks` (``idf_cache``): counts are shared.
+    """
+    topical = [t for t in query.terms if t not in META_TERMS]
+    terms = [t for t in topical if t not in meta_terms] or topical
+    counts = _document_frequencies(conn, terms, cache)
+    return [t for t in terms if counts[t] == 0]
 
 
 def _phrase_frequency(conn: sqlite3.Connection, phrase: str, cache: dict) -> int:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sqlite3
 import threading
 from collections import Counter
@@ -51,6 +52,7 @@ from rag.parse.parser import FileStructure, resolve_imports
 from rag.parse.tsconfig import PathAliases, is_config_path
 from rag.errors import ProviderError
 from rag.providers.rerank import Reranker
+from rag.secrets import REDACTED, redact_text
 from rag.search import lexical
 from rag.search.lexical import DEFAULT_RETRIEVAL_POLICY, RetrievalPolicy
 from rag.search.item_quota import limit_items
@@ -68,12 +70,16 @@ from rag.store.index import Index
 from rag.text import index_text, light_stem
 from rag.types import ImageHit, Source
 
-__all__ = ["MAX_QUESTION_CHARS", "GenerationCache", "Retriever"]
+__all__ = ["MAX_QUESTION_CHARS", "MAX_ABSENT_TERMS", "MAX_SHOWN_WORD_CHARS", "GenerationCache", "Retriever"]
 
 log = logging.getLogger(__name__)
 
 MAX_QUESTION_CHARS = 4000
 """Questions are cut to this many characters before retrieval."""
+MAX_ABSENT_TERMS = 5
+"""At most this many absent words are named to the user (:meth:`Retriever.absent_terms`)."""
+MAX_SHOWN_WORD_CHARS = 24
+"""Longer runs of letters are never named to the user (:meth:`Retriever.absent_terms`): not words."""
 
 
 @dataclass(slots=True)
@@ -286,6 +292,35 @@ class Retriever:
         for source in sources:
             source.focus = lexical.focus_line(source.text, source.start, query)
         return sources
+
+    def absent_terms(self, question: str, *, limit: int = MAX_ABSENT_TERMS) -> list[str]:
+        """Words of ``question`` that occur nowhere in the index (:func:`rag.search.lexical.absent_terms`),
+        spelled as the question writes them (``localStorage``, not the index term ``localstorage``), without
+        repeats, at most ``limit``: why a question got no sources. These words are shown to the user, and a
+        credential pasted into a question must not be echoed into a channel: words are taken from the
+        question with its credentials redacted (:func:`rag.secrets.redact_text`), and only whole words of
+        letters, at most :data:`MAX_SHOWN_WORD_CHARS` of them, are named. ``[]`` for an empty question.
+
+        Raises:
+            IndexUnavailableError: the index cannot be read.
+        """
+        question = (question or "")[:MAX_QUESTION_CHARS]
+        query = analyze(question)
+        if not query.terms:
+            return []
+        with self.index.read() as conn:
+            cache = self._cache_for(conn)
+            terms = lexical.absent_terms(conn, query, cache=cache.idf, meta_terms=self._repository_names(cache))
+        shown = redact_text(question)[0].replace(REDACTED, " ")  # a pasted credential's pieces are never named
+        spelled: dict[str, str] = {}
+        for term in terms:
+            match = re.search(rf"(?<![A-Za-z0-9_]){re.escape(term)}(?![A-Za-z0-9_])", shown, re.IGNORECASE)
+            if match is None:  # only inside a credential, or a piece of a longer word ("web" of "WebSocket")
+                continue
+            word = match.group(0)
+            if word.isascii() and word.isalpha() and len(word) <= MAX_SHOWN_WORD_CHARS:
+                spelled.setdefault(word.lower(), word)
+        return list(spelled.values())[:limit]
 
     def retrieve_images(self, question: str, *, limit: int = 6) -> list[ImageHit]:
         """Images whose path tokens match the question, best first; ``[]`` when none do.

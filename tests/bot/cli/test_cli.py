@@ -189,7 +189,7 @@ def test_retrieve_json_shape(repo, index_path):
     result = run_repo(repo, index_path, "retrieve", "database connection pool", "--json")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
-    assert set(data) == {"sources", "images"}
+    assert set(data) == {"sources", "images", "absent_terms"}
     assert data["sources"][0]["path"] == "src/db/pool.js"
     for s in data["sources"]:
         assert set(s) == SOURCE_KEYS
@@ -212,9 +212,11 @@ def test_retrieve_images_in_json(repo, index_path):
 
 def test_retrieve_nothing_matches(repo, index_path):
     result = run_repo(repo, index_path, "retrieve", "sourdough bread with rye flour", "--json")
-    assert json.loads(result.stdout) == {"sources": [], "images": []}
+    assert json.loads(result.stdout) == {"sources": [], "images": [],
+                                         "absent_terms": ["sourdough", "bread", "rye", "flour"]}
     text = run_repo(repo, index_path, "retrieve", "sourdough bread with rye flour")
-    assert text.exit_code == 0 and text.stdout.strip() == "No matching sources."
+    assert text.exit_code == 0
+    assert text.stdout.strip() == "No matching sources. No indexed file mentions sourdough, bread, rye, flour."
 
 
 @pytest.mark.parametrize(("kind", "suffixes"), [("documentation", (".md",)), ("test", (".test.js",)), ("source", (".js",))])
@@ -291,7 +293,7 @@ def test_retrieve_batch_with_a_non_object_line_is_one_error_line(repo, index_pat
 def test_hostile_questions_through_the_cli(repo, index_path, question):
     result = run_repo(repo, index_path, "retrieve", "--json", "--", question)
     assert result.exit_code == 0, result.stderr
-    assert set(json.loads(result.stdout)) == {"sources", "images"}
+    assert set(json.loads(result.stdout)) == {"sources", "images", "absent_terms"}
 
 
 # -- ask -------------------------------------------------------------------------------------------
@@ -317,7 +319,8 @@ def test_ask_json(repo, index_path):
 def test_ask_with_no_match_says_so(repo, index_path):
     result = run_repo(repo, index_path, "ask", "--no-ai", "how do I bake sourdough bread?")
     assert result.exit_code == 0
-    assert result.stdout.strip().endswith("This is not documented in the repository.")
+    assert result.stdout.strip().endswith("This is not documented in the repository.\n"
+                                          "No indexed file mentions `bake`, `sourdough` or `bread`.")
 
 
 SECRET_QUESTIONS = [

@@ -148,6 +148,35 @@ async def test_plain_answer(engine, server, caplog):
 
 # -- citations --------------------------------------------------------------------------------
 
+ABSENT_QUESTION = "Does the deploy webhook retry a failed request with exponential backoff?"
+
+
+async def test_no_sources_names_the_words_no_indexed_file_mentions(engine):
+    result = await answer_question(ABSENT_QUESTION, engine=engine, with_ai=False)
+    assert result.sources == [] and result.absent_terms == ["retry", "failed", "exponential", "backoff"]
+    assert result.answer.splitlines() == [NOT_DOCUMENTED,
+                                          "No indexed file mentions `retry`, `failed`, `exponential` or `backoff`."]
+    assert result.to_json()["absent_terms"] == result.absent_terms
+    answered = await answer_question(QUESTION, engine=engine, with_ai=False)
+    assert answered.sources and answered.absent_terms == [] and "No indexed file" not in answered.answer
+
+
+async def test_the_model_is_told_which_words_no_indexed_file_mentions(engine, server):
+    server.script(text_reply(NOT_DOCUMENTED))
+    result = await answer_question(ABSENT_QUESTION, engine=engine, model=model_for(server))
+    assert result.mode == "ai" and result.sources == []
+    user = server.requests[0]["messages"][-1]["content"]
+    assert user.endswith("</repository_context>\n\nThe repository search found nothing for this question; no indexed "
+                         "file mentions `retry`, `failed`, `exponential` or `backoff`.")
+
+
+async def test_a_pasted_credential_is_never_named_as_an_absent_word(engine):
+    result = await answer_question(f"Why is {PLANTED} refused with a backoff?", engine=engine, with_ai=False)
+    assert result.sources == [] and result.absent_terms == ["refused", "backoff"]
+    named = result.answer.split("No indexed file mentions", 1)[1]
+    assert "xoxb" not in named and "AbCd" not in named and "112233" not in named
+
+
 async def test_the_sources_shown_are_the_ones_the_answer_cites(engine, server, caplog):
     answer = "It compares an HMAC of the body in constant time (src/webhook.js:4-7)."
     server.script(text_reply(answer))
@@ -472,7 +501,8 @@ async def test_missing_key_explains_and_lists_sources(engine, monkeypatch):
 
 async def test_nothing_found_without_a_model(engine):
     result = await answer_question("quantum chromodynamics lattice gauge", engine=engine, with_ai=False)
-    assert result.sources == [] and result.answer == NOT_DOCUMENTED
+    assert result.sources == [] and result.answer == (
+        f"{NOT_DOCUMENTED}\nNo indexed file mentions `quantum`, `chromodynamics`, `lattice` or `gauge`.")
 
 
 # -- validation, commands, history ------------------------------------------------------------

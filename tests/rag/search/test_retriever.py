@@ -339,3 +339,31 @@ def test_a_python_module_named_by_its_dotted_name_is_a_named_file(tmp_path):
         sources = engine.retrieve("Which files import shop.sessions?")
         # the dependants first (the structure's hard boost), then the module itself
         assert sorted(s.path for s in sources[:2]) == ["src/shop/app.py", "src/shop/cart/__init__.py"]
+
+
+def test_absent_terms_are_the_questions_words_no_chunk_holds_as_the_question_spells_them(tmp_path):
+    with indexed_engine(tmp_path, FILES) as engine:
+        words = engine.absent_terms("Does connectPool keep a localStorage cache, or use WebSocket and Redis?")
+        # in the question's order and spelling; connectPool is indexed, "use" is a meta word
+        assert words == ["localStorage", "cache", "WebSocket", "Redis"]
+        assert engine.absent_terms("Where does connectPool return the DB_HOST?") == []
+        many = engine.absent_terms("alpha bravo charlie delta echo foxtrot golf")
+        assert many == ["alpha", "bravo", "charlie", "delta", "echo"]   # MAX_ABSENT_TERMS
+        assert engine.absent_terms("") == [] and engine.absent_terms("?!") == []
+
+
+def test_absent_terms_never_name_digits_long_runs_or_a_pasted_credential(tmp_path):
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    with indexed_engine(tmp_path, FILES) as engine:
+        assert engine.absent_terms(f"Why is {token} refused by sessionstore 8441 " + "z" * 30 + "?") == [
+            "refused", "sessionstore"]
+
+
+def test_a_federated_set_names_only_the_words_no_repository_mentions(tmp_path):
+    from rag.federation import FederatedEngine
+
+    web = {"src/cart.js": "// keeps the cart in localStorage\nfunction saveCart(cart) { return cart; }\n"}
+    with indexed_engine(tmp_path / "api", FILES) as api, indexed_engine(tmp_path / "web", web) as other:
+        federated = FederatedEngine({"api": api, "web": other})
+        assert api.absent_terms("localStorage or Redis?") == ["localStorage", "Redis"]
+        assert federated.absent_terms("localStorage or Redis?") == ["Redis"]
