@@ -59,6 +59,7 @@ from rag.search.item_quota import limit_items
 from rag.search.query import Query, analyze
 from rag.search.rerank import rerank_candidates
 from rag.search.doc_links import link_from_docs
+from rag.search.english import common_words
 from rag.search.source_lead import lead_with_sources
 from rag.search.structure import CallerTable, SymbolTable, caller_table, structure_bonus, symbol_table
 from rag.search.copies import prefer_sources
@@ -368,8 +369,10 @@ class Retriever:
 
     def warm(self) -> int:
         """Build the structures, the code graph and the symbol table of the committed generation
-        now (each once: a no-op when already built), and load its vectors when there is a vector
-        stream (0.6-1 s at 100k chunks); returns that generation."""
+        now (each once: a no-op when already built), load its vectors when there is a vector
+        stream (0.6-1 s at 100k chunks) and the common English words of the abstention
+        (:func:`rag.search.english.common_words`, ~20 ms once per process); returns that generation."""
+        common_words()
         with self.index.read() as conn:
             cache = self._cache_for(conn)
             self._graph(conn, cache)

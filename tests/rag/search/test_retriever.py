@@ -291,8 +291,12 @@ def test_the_code_graph_is_built_once_per_generation_for_concurrent_questions_an
 
 
 def test_warm_builds_the_current_generation_once(tmp_path):
+    from rag.search.english import common_words
+
+    common_words.cache_clear()
     with indexed_engine(tmp_path, FILES) as engine:
         assert engine.warm() == engine.generation
+        assert common_words.cache_info().currsize == 1   # the abstention's word list is loaded too
         assert engine.warm() == engine.generation
         assert engine.retriever.builds == {"structures": 1, "graph": 1, "symbols": 1}
 
