@@ -35,9 +35,10 @@ DEFAULT_STEP_LINES = 40
 DEFAULT_MAX_CHARS = 3500
 DEFAULT_MAX_LINES = 60
 DEFAULT_MERGE_LINES = 60
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3
 """Bump when the chunking rules change: an index built by another version is rebuilt
-(the engine compares it with :meth:`ChunkPolicy.signature`). 2: symbol and section chunks."""
+(the engine compares it with :meth:`ChunkPolicy.signature`). 2: symbol and section chunks. 3: an inline
+source map's payload is elided from the chunked text (:func:`rag.ingest.prepare.elide_inline_source_map`)."""
 
 _MD_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 _MARKDOWN_TYPES = frozenset({"md", "markdown", "mdx", "rst"})

@@ -696,7 +696,9 @@ def update_copies(conn: sqlite3.Connection, *, repo_root: Path | None, updates: 
     for u in updates:
         last = max(u.chunks, key=lambda c: (c.end, c.start), default=None)
         tail = "\n".join(last.text.split("\n")[-5:]) if last is not None else ""
-        listed = map_sources(u.path, tail, repo_root) if "sourceMappingURL" in tail else []
+        inline = getattr(u, "map_sources", None)  # an inline map, read before its payload was elided
+        listed = inline if inline is not None else (
+            map_sources(u.path, tail, repo_root) if "sourceMappingURL" in tail else [])
         blob = u.fingerprint if getattr(u, "fingerprint", None) is not None else file_fingerprint(u)
         conn.execute("INSERT INTO file_fingerprints (path, lines, map_sources) VALUES (?,?,?)",
                      (u.path, blob, json.dumps(listed) if listed else None))

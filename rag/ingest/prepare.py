@@ -6,8 +6,10 @@ For one walked file :func:`prepare_file` runs, in order (DESIGN.md §3):
    (:func:`stat_unchanged`, git's racy-clean rule);
 1. read the bytes (an ``OSError`` → skipped as ``unreadable``);
 2. hash them (BLAKE2b-128, hex): the same hash as the indexed version → :class:`Unchanged`;
-3. decode (:func:`rag.ingest.walk.decode_text`; not text → skipped as ``binary``); a
-   file that is mostly very long lines is data or generated code, not something to read
+3. decode (:func:`rag.ingest.walk.decode_text`; not text → skipped as ``binary``); an inline
+   source map's payload (the base64 of a ``//# sourceMappingURL=data:…`` last line) is elided
+   from the text, its listed sources kept for copy detection (:func:`elide_inline_source_map`);
+   a file that is mostly very long lines is data or generated code, not something to read
    (a 150 KB one-line JSON, a bundle without ``.min`` in its name): skipped as
    ``data_file``, or ``minified`` for code types (:func:`is_long_line_file`);
 4. redact secrets (:func:`rag.secrets.redact_secrets`), then the literal values of the
@@ -39,6 +41,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy, chunk_file, split_lines
+from rag.ingest.copies import map_sources
 from rag.ingest.symbol_chunks import SymbolSpan
 from rag.ingest.walk import classify_kind, decode_text, read_regular_file
 from rag.parse.parser import PARSEABLE_EXTENSIONS, CodeParser, FileStructure
@@ -47,7 +50,7 @@ from rag.store.index import FileRow, FileUpdate
 from rag.types import Chunk, WalkedFile
 
 __all__ = ["MAX_SECRET_FILE_BYTES", "Prepared", "Unchanged", "Skipped", "StructureParser",
-           "chunk_symbol_text", "content_hash", "file_kind", "is_long_line_file", "prepare_file", "secret_literals",
+           "chunk_symbol_text", "content_hash", "file_kind", "is_long_line_file", "elide_inline_source_map", "ELIDED_MAP", "prepare_file", "secret_literals",
            "stat_unchanged", "symbol_spans", "RACY_WINDOW_NS"]
 
 MAX_SECRET_FILE_BYTES = 256 * 1024
@@ -61,6 +64,33 @@ LONG_LINE_FILE_MIN_CHARS = 20_000
 LONG_LINE_SHARE = 0.5
 """A file whose long lines hold more than this share of its characters is data."""
 _CODE_TYPES = frozenset({"js", "mjs", "cjs", "jsx", "ts", "tsx", "mts", "cts", "css", "scss", "py"})
+
+
+_INLINE_MAP = re.compile(r"(?P<head>\s*(?://|/\*)\s*[#@]\s*sourceMappingURL=data:[^,\s]*,)(?P<payload>\S+?)"
+                         r"(?P<tail>\s*\*/)?\s*$")
+ELIDED_MAP = "…"
+"""What an inline source map's payload becomes in the indexed text (:func:`elide_inline_source_map`)."""
+
+
+def elide_inline_source_map(text: str) -> tuple[str, str | None]:
+    """``(text, comment)``: ``text`` with the payload of its inline source map elided, and the original
+    ``//# sourceMappingURL=data:…`` (or CSS ``/*# … */``) comment; ``(text, None)`` without one.
+
+    Transpilers (Babel, TypeScript with ``inlineSourceMap``, esbuild) end a compiled file with its
+    source map as a base64 ``data:`` URL on one line, often most of the file: superagent 10.1.1's
+    ``lib/node/index.js`` is 70% map, so the whole module was skipped as minified
+    (:func:`is_long_line_file`), and in a smaller file the base64 was indexed as words and embedded.
+    Only the last non-blank line is looked at (where the comment belongs); its payload becomes
+    :data:`ELIDED_MAP`, so the line numbers stay the file's. The comment is returned for
+    :func:`rag.ingest.copies.map_sources`.
+    """
+    end = len(text.rstrip())
+    start = text.rfind("\n", 0, end) + 1
+    match = _INLINE_MAP.match(text, start, end)
+    if match is None:
+        return text, None
+    line = text[start:end]
+    return text[:start] + match.group("head") + ELIDED_MAP + (match.group("tail") or "") + text[end:], line
 
 
 def is_long_line_file(text: str) -> bool:
@@ -301,6 +331,7 @@ def prepare_file(
     text = decode_text(data)
     if text is None:
         return Skipped("binary")
+    text, inline_map = elide_inline_source_map(text)
     if is_long_line_file(text):
         return Skipped("minified" if wf.file_type in _CODE_TYPES else "data_file")
     text, redactions = redact_secrets(text, file_type=wf.file_type)
@@ -316,5 +347,6 @@ def prepare_file(
     chunk_symbols = chunk_symbol_text(structure, chunks) if structure is not None else None
     update = FileUpdate(wf.path, wf.size, wf.mtime_ns, digest, wf.file_type, kind, len(split_lines(text)),
                         redactions, chunks, structure.to_json() if structure is not None else None, chunk_symbols,
-                        ctime_ns=wf.ctime_ns, ino=wf.ino, seen_ns=wf.seen_ns)
+                        ctime_ns=wf.ctime_ns, ino=wf.ino, seen_ns=wf.seen_ns,
+                        map_sources=map_sources(wf.path, inline_map, None) if inline_map is not None else None)
     return Prepared(update, parse_seconds, tuple(problems))

@@ -528,7 +528,10 @@ def _utf8_name(rel: str) -> bool:
 
 
 def _looks_minified(path: str, *, head_bytes: int = 8192, max_line: int = 1000) -> bool:
-    """Whether the file's first ``head_bytes`` hold a line longer than ``max_line`` characters.
+    """Whether the file's first ``head_bytes`` hold a line longer than ``max_line`` characters, an
+    inline source map's comment (``//# sourceMappingURL=data:…``, :data:`_INLINE_MAP_LINE`) aside: a
+    short compiled module ends in one, and the indexer elides its payload
+    (:func:`rag.ingest.prepare.elide_inline_source_map`).
 
     Read only for candidates in build-output directories (rare), so the walk stays
     stat-only elsewhere. An unreadable file is not minified (the indexer reports it).
@@ -538,7 +541,11 @@ def _looks_minified(path: str, *, head_bytes: int = 8192, max_line: int = 1000) 
             head = fh.read(head_bytes)
     except OSError:
         return False
-    return any(len(line) > max_line for line in head.split(b"\n"))
+    return any(len(line) > max_line and not _INLINE_MAP_LINE.match(line) for line in head.split(b"\n"))
+
+
+_INLINE_MAP_LINE = re.compile(rb"\s*(?://|/\*)\s*[#@]\s*sourceMappingURL=data:")
+"""The start of an inline source map's comment line (bytes)."""
 
 
 def _stem(name: str) -> str:

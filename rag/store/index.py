@@ -233,6 +233,10 @@ class FileUpdate:
             else ``None``: the writer serialises ``structure``. A worker's result carries only this
             (``structure`` is then ``None``): one string pickles and unpickles in a fraction of the
             time of the nested records, and the writer has no JSON left to encode.
+        map_sources: the repository paths its inline source map lists
+            (:func:`rag.ingest.prepare.elide_inline_source_map`: the map is no longer in its chunks), ``[]``
+            when it lists none here, ``None`` without an inline map (the update reads a map comment from the
+            last chunk, :func:`rag.ingest.copies.update_copies`).
     """
 
     path: str
@@ -252,6 +256,7 @@ class FileUpdate:
     ctime_ns: int = 0
     ino: int = 0
     seen_ns: int = 0
+    map_sources: list[str] | None = None
 
 
 def structure_text(structure: dict | None) -> str | None:

@@ -222,6 +222,32 @@ def test_source_maps_inline_and_beside(tmp_path):
 
 
 
+def test_a_compiled_file_mostly_made_of_its_inline_source_map_is_indexed_with_the_map_elided(tmp_path):
+    """superagent 10.1.1's ``lib/node/index.js`` ends in a Babel source map that is 70% of the file: the whole
+    module was skipped as minified. The payload is now elided from the indexed text (line numbers kept) and
+    the sources it lists still make the file a copy."""
+    from rag.ingest.prepare import ELIDED_MAP
+
+    code = "".join(f"function handler{i}(request) {{ return request.send({i}); }}\n" for i in range(120))
+    listed = {"version": 3, "sources": ["../src/handlers.ts"], "mappings": "AAAA;" * 9000}
+    payload = base64.b64encode(json.dumps(listed).encode()).decode()
+    compiled = code + f"//# sourceMappingURL=data:application/json;charset=utf-8;base64,{payload}\n"
+    assert len(payload) > 0.5 * len(compiled)   # mostly map: skipped as minified before
+    files = {"out/app.js": compiled, "src/handlers.ts": code.replace("(request)", "(request: Req)"),
+             "dist/small.js": "a();\n/*# sourceMappingURL=data:application/json;base64," + payload[:40] + " */\n",
+             "lib/node/index.js": compiled.replace("handler", "agent")}   # outside build output: the indexer's check
+    with indexed_engine(tmp_path, files) as engine:
+        assert set(engine.indexed_paths()) == set(files)
+        lines = engine.read_lines("out/app.js", 1, 200).split("\n")
+        assert len(lines) == 121 and lines[60] == code.split("\n")[60]
+        assert lines[120] == f"//# sourceMappingURL=data:application/json;charset=utf-8;base64,{ELIDED_MAP}"
+        assert engine.read_lines("dist/small.js", 2, 2) == f"/*# sourceMappingURL=data:application/json;base64,{ELIDED_MAP} */"
+        with engine.index.read() as conn:
+            copies = dict(((p, s), r) for p, s, r in conn.execute("SELECT path, source, reason FROM file_copies"))
+        assert copies.get(("out/app.js", "src/handlers.ts")) == "source_map"   # named by the map only
+        assert [s.path for s in engine.retrieve("handler request send", limit=3)][0] == "src/handlers.ts"
+
+
 def test_a_source_map_nested_too_deeply_does_not_fail_the_index(tmp_path):
     """A ``.map`` of ``[[[[…`` past Python's recursion limit: the whole index build failed with
     ``indexing failed: RecursionError``; it is a map that cannot be read, like ``{not json``."""
