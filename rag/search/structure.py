@@ -64,10 +64,10 @@ __all__ = ["DEPENDANTS_INTENT", "USERS_INTENT", "DEPENDENCIES_OF", "IMPORT_VERB"
 DEPENDANTS_INTENT = re.compile(
     r"\b(import(s|ed|ing)?|requires?|depend(s|ing|ants|ents)?|break|fail to load|need to change|"
     r"were (deleted|removed)|(is|was|were|got) removed|uses? of|who uses)\b", re.I)
-# "Which files use / call / extend X (of a named file)?" — with FILE_LIST and a named file: its dependants.
+# "Which files use / call / extend / load X (of a named file)?" — with FILE_LIST and a named file: its dependants.
 USERS_INTENT = re.compile(
     r"\b(use[sd]?|using|call(s|ed|ing)?|invok(e|es|ed|ing)|instantiat(e|es|ed|ing)|extend(s|ed|ing)?|"
-    r"subclass(es|ed|ing)?|reference[sd]?)\b", re.I)
+    r"subclass(es|ed|ing)?|reference[sd]?|load(s|ed|ing)?|pull(s|ed|ing)? in)\b", re.I)
 # The named file does the importing: "does FILE import", "FILE requires", "imported by FILE",
 # "dependencies of FILE", "FILE's imports" (FILE stands for the mention, see file_is_subject).
 _IMPORTING = r"(?:imports?|requires?|uses?|depends? on|loads?|needs?|pulls? in|calls? into)"
