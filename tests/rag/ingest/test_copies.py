@@ -209,6 +209,25 @@ def test_near_duplicate_build_output_and_pkg_info():
                      ("dist/vendored-parts.js", "docs/parts.js", "contained", 1)]
 
 
+def test_the_near_identical_twin_of_a_bundle_holds_what_the_bundle_holds():
+    """zod 3.23.8: ``lib/index.umd.js`` holds ``lib/types.js`` (CommonJS lines) and is a near-duplicate of the ES
+    module bundle ``lib/index.mjs``, whose ``export`` syntax keeps it under the containment share; the ES bundle,
+    a source by the rules before, led the answers over the module it holds."""
+    types = [f"function parseType{i}(input) {{ return check(input, 'kind {i}'); }}" for i in range(30)]
+    errors = [f"const issue{i} = makeIssue('code {i}', path);" for i in range(12)]
+    esm_only = [f"export {{ parseType{i} as exported{i} }};" for i in range(4)]
+    umd = fingerprint_lines([*types, *errors, "(function (global, factory) { factory(exports); })"])
+    mjs = fingerprint_lines([*types[:28], *errors, *esm_only])   # line Jaccard 40 / 47 with the UMD bundle
+    fingerprints = {"lib/types.js": fingerprint_lines(types), "lib/errors.js": fingerprint_lines(errors),
+                    "lib/index.umd.js": umd, "lib/index.mjs": mjs}
+    found = [(r.path, r.source, r.reason) for r in detect_copies(fingerprints, {})]
+    assert ("lib/index.umd.js", "lib/index.mjs", "near_duplicate") in found
+    assert ("lib/index.umd.js", "lib/types.js", "contained") in found
+    assert {(s, reason) for p, s, reason in found if p == "lib/index.mjs"} == {
+        ("lib/types.js", "bundle_twin"), ("lib/errors.js", "bundle_twin")}
+    assert not any(p in ("lib/types.js", "lib/errors.js") for p, _, _ in found)
+
+
 def test_source_maps_inline_and_beside(tmp_path):
     inline = base64.b64encode(json.dumps({"sources": ["webpack://widgets/./src/widget.ts"]}).encode()).decode()
     tail = f"x();\n//# sourceMappingURL=data:application/json;charset=utf-8;base64,{inline}"
