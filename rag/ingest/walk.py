@@ -13,8 +13,8 @@ Contract (DESIGN.md section 3, "Walk"):
   read only when they are regular files, a leading BOM dropped;
 * build-output directories (:data:`OUTPUT_DIRS`: ``dist``, ``build``, ``out``)
   are read last, and only for code that exists nowhere else: a JS/TS file there
-  is kept unless a file with the same stem (``Observable`` of
-  ``Observable.d.ts``) was found outside them or earlier in them (one compiled
+  is kept unless a file of the same module (:func:`_module_key`: ``dist/esm/core/index.js``
+  of ``src/core/index.ts``) was found outside them or earlier in them (one compiled
   copy), it is a bundler's chunk of code found outside them (``resolveHTTPResponse-2fc435bb.mjs``
   of ``src/http/resolveHTTPResponse.ts``, :data:`_HASHED_CHUNK_RE`), it is typings next to
   their code, or it is a single-file bundle
@@ -365,7 +365,7 @@ class _Walker:
         self.problems: list[tuple[str, str]] = []
         self.total_bytes = 0
         self.deferred: list[tuple[str, str, int, list[tuple[str, GitIgnoreSpec]]]] = []
-        self.output_stems: set[str] | None = None  # set while reading build-output directories
+        self.output_keys: set[str] | None = None  # module keys (_module_key), set while reading build output
         self.source_stems: frozenset[str] = frozenset()  # stems of the code found outside them
         self.siblings: set[str] = set()  # lower-case names in the directory being read
         self.started_ns = time.time_ns()  # every file's seen_ns: its stat was taken after this
@@ -440,7 +440,7 @@ class _Walker:
                         self.skip("ignored")
                     elif depth + 1 > self.policy.max_depth:
                         self.skip("max_depth")
-                    elif entry.name.lower() in OUTPUT_DIRS and self.output_stems is None:
+                    elif entry.name.lower() in OUTPUT_DIRS and self.output_keys is None:
                         self.deferred.append((entry.path, rel + "/", depth + 1, levels))
                     else:
                         subdirs.append((entry.path, rel + "/", False))
@@ -477,20 +477,21 @@ class _Walker:
         if _MINIFIED_RE.search(lower):
             self.skip("minified")
             return
-        if self.output_stems is not None:
+        if self.output_keys is not None:
             stem = _stem(name)
+            key = _module_key(rel, output=True)
             typings_of_code = lower.endswith(DECLARATIONS) and any(
                 f"{stem}.{ext}" in self.siblings for ext in ("js", "mjs", "cjs"))
             bundle = _BUNDLE_RE.search(rel) is not None
             chunk_of_source = _unhashed_stem(name) in self.source_stems  # dist/x-2fc435bb.mjs of src/x.ts
-            if is_image or file_type not in _OUTPUT_CODE_TYPES or stem in self.output_stems or typings_of_code \
+            if is_image or file_type not in _OUTPUT_CODE_TYPES or key in self.output_keys or typings_of_code \
                     or bundle or chunk_of_source:
                 self.skip("build_output")
                 return
             if _looks_minified(entry.path):  # hashed bundles (out/_next/static/chunks/main-3f2a.js)
                 self.skip("minified")
                 return
-            self.output_stems.add(stem)  # one compiled copy (dist/cjs/x.js, not also dist/esm/x.js)
+            self.output_keys.add(key)  # one compiled copy (dist/cjs/x.js, not also dist/esm/x.js)
         if is_image:
             self.images.append(rel)
             return
@@ -553,6 +554,36 @@ def _stem(name: str) -> str:
     return name.split(".", 1)[0].lower()
 
 
+_SOURCE_DIRS = frozenset({"src", "source", "sources", "lib"})
+"""Folders a package keeps its code under, cut from a module key (:func:`_module_key`)."""
+_VARIANT_DIRS = frozenset({"cjs", "esm", "es", "es5", "es6", "es2015", "es2017", "es2020", "mjs", "commonjs",
+                           "module", "modules", "node", "browser", "types", "typings", "legacy", "modern",
+                           *_SOURCE_DIRS, *OUTPUT_DIRS})
+"""Folders that name a build's format or target (``dist/cjs/``, ``dist/esm/``, ``build/legacy/``) rather than a
+module: leading ones are dropped from a module key, so two formats of one module share it."""
+
+
+def _module_key(rel: str, *, output: bool) -> str:
+    """The module a code file stands for, for the walker's one-compiled-copy rule: its path, lower-case,
+    without extensions, cut after the build-output folder (``output``) or after its last source folder
+    (:data:`_SOURCE_DIRS`), then without leading format folders (:data:`_VARIANT_DIRS`):
+    ``dist/esm/core/index.js`` → ``core/index``, ``src/core/index.ts`` → ``core/index``, ``index.js`` → ``index``.
+
+    Before, the key was the file's stem alone, so in got 14.4.5 ``dist/source/index.js`` claimed ``index`` and
+    ``dist/source/core/index.js`` (its request class) and ``dist/source/as-promise/index.js`` were skipped as its
+    copies: every ``folder/index.js`` of a compiled-only package after the first."""
+    parts = rel.lower().split("/")
+    folders = parts[:-1]
+    marks = OUTPUT_DIRS if output else _SOURCE_DIRS
+    cut = next((i for i in range(len(folders)) if folders[i] in marks), None) if output else \
+        next((i for i in reversed(range(len(folders))) if folders[i] in marks), None)
+    if cut is not None:
+        folders = folders[cut + 1:]
+    while folders and folders[0] in _VARIANT_DIRS:
+        folders = folders[1:]
+    return "/".join([*folders, _stem(parts[-1])])
+
+
 def _unhashed_stem(name: str) -> str | None:
     """The stem of a bundler's chunk name without its hash (:data:`_HASHED_CHUNK_RE`):
     ``resolveHTTPResponse-2fc435bb.mjs`` → ``resolvehttpresponse``; ``None`` for other names.
@@ -592,10 +623,10 @@ def walk(root: Path, policy: WalkPolicy = DEFAULT_WALK_POLICY, *, should_stop=No
         raise RepoNotFoundError(f"Repository path does not exist or is not a directory: {root_str}")
     walker = _Walker(os.path.abspath(root_str), policy, should_stop)
     walker.walk_dir(walker.root, "", 0, [])
-    # Build output last: only code whose stem appears nowhere outside it.
-    walker.output_stems = {_stem(f.path.rsplit("/", 1)[-1]) for f in walker.files
-                           if f.file_type in _OUTPUT_CODE_TYPES}
-    walker.source_stems = frozenset(walker.output_stems)
+    # Build output last: only code whose module (_module_key) appears nowhere outside it.
+    code = [f.path for f in walker.files if f.file_type in _OUTPUT_CODE_TYPES]
+    walker.output_keys = {_module_key(path, output=False) for path in code}
+    walker.source_stems = frozenset(_stem(path.rsplit("/", 1)[-1]) for path in code)
     for abs_dir, rel_dir, depth, levels in walker.deferred:
         walker.walk_dir(abs_dir, rel_dir, depth, levels)
     walker.files.sort(key=lambda f: f.path)

@@ -163,6 +163,23 @@ def test_a_package_that_ships_only_compiled_code_is_indexed(tmp_path: Path) -> N
     assert paths(tmp_path) == ["README.md", "dist/index.js", "dist/types.d.ts", "dist/v4.js", "package.json"]
 
 
+def test_modules_of_one_name_in_different_folders_of_a_compiled_only_package_are_all_read(tmp_path: Path) -> None:
+    """got 14.4.5 ships only ``dist/source/``: its ``index.js`` claimed the stem ``index``, and
+    ``core/index.js`` (the request class) and ``as-promise/index.js`` were skipped as its compiled copies."""
+    make_tree(tmp_path, {
+        "dist/source/index.js": "x", "dist/source/types.js": "x", "dist/source/index.d.ts": "x",
+        "dist/source/core/index.js": "x", "dist/source/core/index.d.ts": "x",
+        "dist/source/as-promise/index.js": "x", "dist/source/as-promise/types.js": "x",
+        "dist/esm/core/index.js": "x",      # another format of core/index, read first: the one copy kept
+        "lib/helpers/parse.js": "x", "dist/helpers/parse.js": "x",   # compiled copy of code outside dist/
+    })
+    report = walk(tmp_path)
+    assert [f.path for f in report.files] == [
+        "dist/esm/core/index.js", "dist/source/as-promise/index.js", "dist/source/as-promise/types.js",
+        "dist/source/index.js", "dist/source/types.js", "lib/helpers/parse.js"]
+    assert report.skipped == {"build_output": 4}   # 2 declarations, dist/source/core/index.js, dist/helpers/parse.js
+
+
 def test_ignored_build_output_stays_ignored(tmp_path: Path) -> None:
     make_tree(tmp_path, {".gitignore": "dist/\n", "dist/only.js": "x", "src/a.js": "x"})
     report = walk(tmp_path)
