@@ -559,15 +559,16 @@ _SOURCE_DIRS = frozenset({"src", "source", "sources", "lib"})
 _VARIANT_DIRS = frozenset({"cjs", "esm", "es", "es5", "es6", "es2015", "es2017", "es2020", "mjs", "commonjs",
                            "module", "modules", "node", "browser", "types", "typings", "legacy", "modern",
                            *_SOURCE_DIRS, *OUTPUT_DIRS})
-"""Folders that name a build's format or target (``dist/cjs/``, ``dist/esm/``, ``build/legacy/``) rather than a
-module: leading ones are dropped from a module key, so two formats of one module share it."""
+"""Folders that name a build's format or target (``dist/cjs/``, ``dist/query/esm/``, ``build/legacy/``) rather than
+a module: they are dropped from a module key, so two formats of one module share it."""
 
 
 def _module_key(rel: str, *, output: bool) -> str:
     """The module a code file stands for, for the walker's one-compiled-copy rule: its path, lower-case,
     without extensions, cut after the build-output folder (``output``) or after its last source folder
-    (:data:`_SOURCE_DIRS`), then without leading format folders (:data:`_VARIANT_DIRS`):
-    ``dist/esm/core/index.js`` → ``core/index``, ``src/core/index.ts`` → ``core/index``, ``index.js`` → ``index``.
+    (:data:`_SOURCE_DIRS`), then without format folders (:data:`_VARIANT_DIRS`, wherever they sit):
+    ``dist/esm/core/index.js`` → ``core/index``, ``dist/query/cjs/index.js`` → ``query/index``,
+    ``src/core/index.ts`` → ``core/index``, ``index.js`` → ``index``.
 
     Before, the key was the file's stem alone, so in got 14.4.5 ``dist/source/index.js`` claimed ``index`` and
     ``dist/source/core/index.js`` (its request class) and ``dist/source/as-promise/index.js`` were skipped as its
@@ -579,9 +580,7 @@ def _module_key(rel: str, *, output: bool) -> str:
         next((i for i in reversed(range(len(folders))) if folders[i] in marks), None)
     if cut is not None:
         folders = folders[cut + 1:]
-    while folders and folders[0] in _VARIANT_DIRS:
-        folders = folders[1:]
-    return "/".join([*folders, _stem(parts[-1])])
+    return "/".join([*(f for f in folders if f not in _VARIANT_DIRS), _stem(parts[-1])])
 
 
 def _unhashed_stem(name: str) -> str | None:

@@ -172,12 +172,13 @@ def test_modules_of_one_name_in_different_folders_of_a_compiled_only_package_are
         "dist/source/as-promise/index.js": "x", "dist/source/as-promise/types.js": "x",
         "dist/esm/core/index.js": "x",      # another format of core/index, read first: the one copy kept
         "lib/helpers/parse.js": "x", "dist/helpers/parse.js": "x",   # compiled copy of code outside dist/
+        "src/query/index.ts": "x", "dist/query/cjs/index.js": "x",   # a format folder inside: still its copy
     })
     report = walk(tmp_path)
     assert [f.path for f in report.files] == [
         "dist/esm/core/index.js", "dist/source/as-promise/index.js", "dist/source/as-promise/types.js",
-        "dist/source/index.js", "dist/source/types.js", "lib/helpers/parse.js"]
-    assert report.skipped == {"build_output": 4}   # 2 declarations, dist/source/core/index.js, dist/helpers/parse.js
+        "dist/source/index.js", "dist/source/types.js", "lib/helpers/parse.js", "src/query/index.ts"]
+    assert report.skipped == {"build_output": 5}   # 2 declarations, the copies of core/index, helpers/parse, query/index
 
 
 def test_ignored_build_output_stays_ignored(tmp_path: Path) -> None:
