@@ -72,3 +72,28 @@ def test_vector_matrix_uses_the_screen_above_its_threshold():
     assert vm._codes is not None and VectorMatrix(("a",), matrix[:1])._codes is None
     query = unit_rows(1, 16, seed=9)[0]
     assert [key for key, _ in vm.top_k(query, k=30)] == [f"h{i}" for i in reference(matrix, query, 30)]
+
+
+def test_kth_largest_is_the_full_partitions_value_for_any_order():
+    # the sampled threshold finds the same value whether the top is spread out, sorted to the end or
+    # the start (where a strided sample misses it), or heavily tied
+    from rag.store.vector_screen import kth_largest
+
+    rng = np.random.default_rng(5)
+    for trial in range(400):
+        n = int(rng.integers(1, 4000))
+        k = int(rng.integers(1, n + 1))
+        values = rng.standard_normal(n)
+        values = [values, np.sort(values), np.sort(values)[::-1].copy(), np.round(values, 1)][trial % 4]
+        assert kth_largest(values, k) == np.partition(values, n - k)[n - k]
+
+
+def test_kth_largest_partitions_only_the_values_above_the_sampled_threshold(monkeypatch):
+    from rag.store.vector_screen import kth_largest
+
+    values = np.random.default_rng(6).standard_normal(100_000)
+    sizes: list[int] = []
+    partition = np.partition
+    monkeypatch.setattr(vector_screen.np, "partition", lambda a, kth: (sizes.append(len(a)), partition(a, kth))[1])
+    assert kth_largest(values, 50) == partition(values, len(values) - 50)[len(values) - 50]
+    assert max(sizes) < 5_000   # a 3,125-value sample, then the few hundred values above its threshold
