@@ -41,7 +41,7 @@ from rag.types import Source
 __all__ = ["STREAMS", "RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "FUSED_HARD_SCORE", "rank_chunks",
            "fuse_streams", "diversify", "Depth", "focus_line", "explicit_paths", "intent_prior", "chunk_prior", "absent_terms",
            "is_link_list", "DOC_TYPES", "META_TERMS",
-           "LOW_VALUE_DIRS"]
+           "LOW_VALUE_DIRS", "PathTraits", "path_traits"]
 
 DOC_TYPES = frozenset({"md", "markdown", "mdx", "rst", "txt"})
 """File types of prose (documentation)."""
@@ -310,7 +310,8 @@ def rank_chunks(
         query: the analysed question.
         policy: knobs.
         kind: keep only chunks of this kind (``documentation``, ``source``, ``config``, ``example``, ``test``, ``types``).
-        idf_cache: per-generation cache (mutated): term → chunk document frequency, path → stems.
+        idf_cache: per-generation cache (mutated): term → chunk document frequency, path → stems and
+            :class:`PathTraits`.
         total_chunks: number of chunks in the index (for IDF).
         symbol_files: path → score bonus from the code structure (files defining a
             symbol the question names, dependants of a named file, ...); such files
@@ -365,6 +366,7 @@ def rank_chunks(
     versions = {t: pattern for t in topical if (pattern := version_pattern(t)) is not None}
     for t in versions:
         needles[t] = ()
+    needle_items = [(t, needles[t]) for t in topical]
     path_cache: dict[str, tuple[float, set[str]]] = {}
     priors: dict[tuple[str, str, str], float] = {}
     signals: dict[int, tuple[float, float, int]] = {}  # id(candidate) → (path coverage, evidence coverage, evident terms)
@@ -377,7 +379,12 @@ def rank_chunks(
             if c.path not in path_cache:
                 path_cache[c.path] = _path_match(c.path, topical, stems, path_idf, path_total, cache)
             path_cov, matched_path = path_cache[c.path]
-            matched = {t for t in topical if any(n in padded for n in needles[t])}
+            matched = set()  # in topical order, as a comprehension would add them (the set's order sums the IDFs)
+            for t, term_needles in needle_items:
+                for needle in term_needles:
+                    if needle in padded:
+                        matched.add(t)
+                        break
             if versions:
                 matched |= {t for t, pattern in versions.items()
                             if pattern.search(c.text) or (c.heading and pattern.search(c.heading))}
@@ -387,7 +394,11 @@ def rank_chunks(
             signals[id(c)] = (path_cov, sum(idf[t] for t in evident) / evidence_total, len(evident))
             prior_key = (c.path, c.kind, c.file_type)
             if prior_key not in priors:
-                priors[prior_key] = intent_prior(c, query)
+                traits_key = ("__traits__", c.path)
+                traits = cache.get(traits_key)
+                if traits is None:
+                    traits = cache[traits_key] = path_traits(c.path)
+                priors[prior_key] = intent_prior(c, query, traits=traits)
             c.prior = chunk_prior(c, query, file_prior=priors[prior_key])
         return batch
 
@@ -558,7 +569,42 @@ def chunk_prior(c: Candidate, query: Query, *, file_prior: float | None = None) 
     return prior * LINK_LIST_PRIOR if is_link_list(c) else prior
 
 
-def intent_prior(c: Candidate, query: Query) -> float:
+@dataclass(frozen=True, slots=True)
+class PathTraits:
+    """What a path alone says to :func:`intent_prior` (the same for every question, so kept per index
+    generation by :func:`rank_chunks`: :func:`path_traits` costs a dozen regular-expression searches,
+    and a question measures ~250 candidates of ~200 files).
+
+    Attributes:
+        low_value: in a tests, benchmarks, fixtures or examples folder (:data:`LOW_VALUE_DIRS`).
+        doc_folder: in a top-level documentation folder (:func:`rag.ingest.walk.in_doc_folder`).
+        declarations: a declaration file by name (``.d.ts`` …, :data:`rag.ingest.walk.DECLARATIONS`).
+        manifest: a package or build manifest (:func:`rag.ingest.manifests.is_manifest`).
+        build_output: in a ``dist/`` folder.
+        changelog: a changelog, history, release notes or migration guide by name.
+        project_doc: the index in :data:`_PROJECT_DOCS` of the first kind of community file the path
+            is (licence, code of conduct, …), ``-1`` for none.
+    """
+
+    low_value: bool
+    doc_folder: bool
+    declarations: bool
+    manifest: bool
+    build_output: bool
+    changelog: bool
+    project_doc: int
+
+
+def path_traits(path: str) -> PathTraits:
+    """The :class:`PathTraits` of ``path``."""
+    project_doc = next((i for i, (files, _asks) in enumerate(_PROJECT_DOCS) if files.search(path)), -1)
+    return PathTraits(low_value=bool(LOW_VALUE_DIRS.search(path)), doc_folder=in_doc_folder(path),
+                      declarations=path.lower().endswith(DECLARATIONS), manifest=is_manifest(path),
+                      build_output=bool(_BUILD_OUTPUT.search(path)), changelog=bool(_CHANGELOG.search(path)),
+                      project_doc=project_doc)
+
+
+def intent_prior(c: Candidate, query: Query, *, traits: PathTraits | None = None) -> float:
     """The intent prior of chunk ``c`` for ``query``: a multiplier in (0, 1.5] of its lexical score
     and its cosine: tests, examples and the documentation's sample code × 0.55 unless the question
     asks for tests; declarations (kind ``types``: ``.d.ts`` and sources declaring only types) × 0.7
@@ -566,17 +612,19 @@ def intent_prior(c: Candidate, query: Query) -> float:
     by name, the ``source`` intent: prose and ``dist/`` output × :data:`SOURCE_DOC_PRIOR`); changelogs up for release
     questions and down (:data:`CHANGELOG_PRIOR`) for the others; community files down
     (:data:`PROJECT_DOC_PRIOR`) unless the question is about what the file is about (a licence
-    question keeps ``LICENSE``)."""
+    question keeps ``LICENSE``). ``traits``: :func:`path_traits` of ``c.path`` when known already."""
+    if traits is None:
+        traits = path_traits(c.path)
     intents = query.intents
     factor = 1.0
     is_doc = c.file_type in DOC_TYPES
-    low_value = c.kind == "test" or bool(LOW_VALUE_DIRS.search(c.path)) or (  # the documentation's sample code:
-        c.kind == "example" and in_doc_folder(c.path))  # rag.ingest.walk.classify_kind
+    low_value = c.kind == "test" or traits.low_value or (  # the documentation's sample code:
+        c.kind == "example" and traits.doc_folder)  # rag.ingest.walk.classify_kind
     if low_value and "test" not in intents:
         factor *= 0.55
-    if (c.kind == "types" or c.path.lower().endswith(DECLARATIONS)) and "types" not in intents:
+    if (c.kind == "types" or traits.declarations) and "types" not in intents:
         factor *= 0.7
-    if is_manifest(c.path):  # manifests match many words but answer only questions about themselves
+    if traits.manifest:  # manifests match many words but answer only questions about themselves
         factor *= 1.25 if "config" in intents else 0.7
     if is_doc:
         if "docs" in intents or "release" in intents:
@@ -589,18 +637,16 @@ def intent_prior(c: Candidate, query: Query) -> float:
             factor *= BEHAVIOUR_DOC_PRIOR
     elif "location" in intents and c.kind == "source":
         factor *= 1.1
-    if "source" in intents and _BUILD_OUTPUT.search(c.path):
+    if "source" in intents and traits.build_output:
         factor *= SOURCE_DOC_PRIOR
-    if _CHANGELOG.search(c.path):
+    if traits.changelog:
         if "release" in intents:
             factor *= 1.3
         elif is_doc:  # a changelog is prose; code about history or migrations is code
             factor *= CHANGELOG_PRIOR
-    for files, asks in _PROJECT_DOCS if is_doc or c.kind in ("documentation", "config") else ():  # not code
-        if files.search(c.path):
-            if not asks.search(query.text):
-                factor *= PROJECT_DOC_PRIOR
-            break
+    if traits.project_doc >= 0 and (is_doc or c.kind in ("documentation", "config")):  # not code
+        if not _PROJECT_DOCS[traits.project_doc][1].search(query.text):
+            factor *= PROJECT_DOC_PRIOR
     return factor
 
 

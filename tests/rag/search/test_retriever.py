@@ -31,6 +31,30 @@ def test_the_engine_delegates_to_one_retriever_that_fills_typed_cache_fields(tmp
         assert engine.code_graph() is cache.graph is engine.code_graph()
 
 
+def test_path_traits_are_kept_per_generation_and_give_the_same_prior(tmp_path):
+    from rag.search.lexical import Candidate, intent_prior, path_traits
+
+    files = {**FILES, "LICENSE": "MIT License\nPermission is hereby granted to deal in the pool\n",
+             "test/db.test.js": "const { connectPool } = require('../src/db');\ntest('pool', connectPool);\n",
+             "CHANGELOG.md": "# Changes\n\n## 1.1\n\nThe pool starts lazily.\n"}
+    with indexed_engine(tmp_path, files) as engine:
+        engine.retrieve("How does the database pool start?")
+        idf = engine.retriever._cache.idf
+        kept = {key[1]: value for key, value in idf.items() if isinstance(key, tuple) and key[0] == "__traits__"}
+        assert {"test/db.test.js", "CHANGELOG.md", "src/db.js"} <= set(kept)
+        assert kept["test/db.test.js"].low_value and kept["CHANGELOG.md"].changelog and not kept["src/db.js"].low_value
+    assert path_traits("LICENSE").project_doc == 0 and path_traits("docs/examples/pool.js").doc_folder
+    for question in ("How does the pool start?", "Which licence covers the pool?", "What changed in the pool release?",
+                     "Where are the tests of the pool?", "Which source file defines the pool?"):
+        query = analyze(question)
+        for path, kind, file_type in (("LICENSE", "documentation", "txt"), ("test/db.test.js", "test", "js"),
+                                      ("CHANGELOG.md", "documentation", "md"), ("dist/db.js", "source", "js"),
+                                      ("docs/examples/pool.js", "example", "js"), ("package.json", "config", "json"),
+                                      ("types/pool.d.ts", "types", "ts")):
+            c = Candidate(1, path, 1, 2, file_type, kind, None, "pool", 0.0)
+            assert intent_prior(c, query, traits=path_traits(path)) == intent_prior(c, query)
+
+
 def test_an_update_through_another_engine_replaces_the_cache(tmp_path):
     with indexed_engine(tmp_path, FILES) as engine:
         engine.retrieve("connectPool")
@@ -207,6 +231,21 @@ def test_the_file_a_question_names_is_the_importer_or_the_imported_one_by_its_wo
                 "If lib/retry.js were deleted, which other source files would fail to load?"]
     assert all(file_is_subject(q, "lib/retry.js") for q in subject)
     assert not any(file_is_subject(q, "lib/retry.js") for q in imported)
+
+
+def test_a_question_without_an_import_verb_compiles_no_pattern_for_the_file_it_names(monkeypatch):
+    import re
+
+    from rag.search import structure
+
+    searched: list[str] = []
+    search = re.search
+    monkeypatch.setattr(structure.re, "search", lambda pattern, *a, **k: (searched.append(pattern), search(pattern, *a, **k))[1])
+    for question in ("What does lib/retry.js do?", "How does lib/retry.js work?", "Where is lib/retry.js?"):
+        assert not file_is_subject(question, "lib/retry.js")
+    assert searched == []
+    assert file_is_subject("Which modules does lib/retry.js import?", "lib/retry.js") and searched
+    assert not file_is_subject("Where is lib/retry.js used?", "lib/retry.js")  # a verb: the forms decide
 
 
 def test_a_question_about_what_a_file_imports_gets_its_dependencies_not_its_dependants(tmp_path):
