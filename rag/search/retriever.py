@@ -199,7 +199,9 @@ class Retriever:
             # Lexical evidence decides abstention (cosines of answerable and unanswerable questions
             # overlap), but a long description worded unlike the code is answered when the vectors'
             # best chunk clearly stands out of its neighbours (Evidence.abstain).
-            if not cands or (abstain and evidence.abstain(policy, vector_z=top_zscore(all_hits) if all_hits else None)):
+            # The vectors' z-score can only overrule an abstention (Evidence.abstain): computed only then.
+            if not cands or (abstain and evidence.abstain(policy) and evidence.abstain(
+                    policy, vector_z=top_zscore(all_hits) if all_hits else None)):
                 return []
             pinned = {c.id for c in cands if c.score >= lexical.HARD_BOOST}  # before fusion rescales scores
             pool = list(cands)

@@ -275,6 +275,21 @@ def test_vector_neighbours_alone_do_not_overrule_abstention(repo, open_engine, s
     assert ANSWER in paths(engine.retrieve(PARAPHRASE))   # a real outlier still answers
 
 
+def test_the_vectors_z_score_is_computed_only_when_it_could_overrule_an_abstention(repo, open_engine, server,
+                                                                                     monkeypatch):
+    from rag.search import retriever
+
+    engine = open_engine(repo, embeddings=provider(server))
+    engine.update()
+    engine.embed_pending()
+    computed: list[int] = []
+    monkeypatch.setattr(retriever, "top_zscore", lambda hits: computed.append(len(hits)) or top_zscore(hits))
+    assert ANSWER in paths(engine.retrieve(PARAPHRASE))          # a description BM25 matches weakly: asked
+    assert len(computed) == 1
+    assert engine.retrieve("Where is rejectOversize defined?")  # clear lexical evidence: nothing to overrule
+    assert len(computed) == 1
+
+
 def test_a_vector_outlier_does_not_overrule_abstention_on_a_short_question(repo, open_engine, server):
     """Issue 15: a question of few topical words that BM25 abstains on names what it asks about; the
     chunk that stands out of the vectors' neighbours is the closest topic, not evidence of an answer."""
