@@ -538,6 +538,8 @@ _PROJECT_DOCS = tuple((re.compile(rf"(^|/)({files})([-.][\w.-]*)?$", re.I), re.c
     ("funding|backers|sponsors", r"fund\w*|backers?|sponsors?|donat\w*"),
 ))
 """Community files (path pattern) and the words of a question about them."""
+_ANY_PROJECT_DOC = re.compile("|".join(f"(?:{files.pattern})" for files, _asks in _PROJECT_DOCS), re.I)
+"""Matches a path exactly when one of :data:`_PROJECT_DOCS`' path patterns does."""
 PROJECT_DOC_PRIOR = 0.5
 """The prior of a project's community files (licence, code of conduct, contributing guide, security
 policy, authors, sponsors; at the top or in ``docs/``) unless the question is about such things: long
@@ -597,7 +599,9 @@ class PathTraits:
 
 def path_traits(path: str) -> PathTraits:
     """The :class:`PathTraits` of ``path``."""
-    project_doc = next((i for i, (files, _asks) in enumerate(_PROJECT_DOCS) if files.search(path)), -1)
+    project_doc = -1
+    if _ANY_PROJECT_DOC.search(path):  # one search for the many paths that are none of them
+        project_doc = next(i for i, (files, _asks) in enumerate(_PROJECT_DOCS) if files.search(path))
     return PathTraits(low_value=bool(LOW_VALUE_DIRS.search(path)), doc_folder=in_doc_folder(path),
                       declarations=path.lower().endswith(DECLARATIONS), manifest=is_manifest(path),
                       build_output=bool(_BUILD_OUTPUT.search(path)), changelog=bool(_CHANGELOG.search(path)),

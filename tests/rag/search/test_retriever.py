@@ -55,6 +55,18 @@ def test_path_traits_are_kept_per_generation_and_give_the_same_prior(tmp_path):
             assert intent_prior(c, query, traits=path_traits(path)) == intent_prior(c, query)
 
 
+def test_a_community_file_is_found_by_the_one_combined_pattern_exactly_when_by_its_own():
+    from rag.search.lexical import _ANY_PROJECT_DOC, _PROJECT_DOCS, path_traits
+
+    paths = ["LICENSE", "licenses/MIT.txt", "docs/CODE_OF_CONDUCT.md", "CONTRIBUTING.rst", "SECURITY.md",
+             "support.md", "AUTHORS", "FUNDING.yml", "NOTICE-3rd-party.txt", "src/license.js", "lib/notices/a.js",
+             "docs/sponsors.md", "src/contributors/list.js", "README.md", "copying.txt", "src/index.js"]
+    for path in paths:
+        own = next((i for i, (files, _asks) in enumerate(_PROJECT_DOCS) if files.search(path)), -1)
+        assert bool(_ANY_PROJECT_DOC.search(path)) == (own >= 0)
+        assert path_traits(path).project_doc == own
+
+
 def test_an_update_through_another_engine_replaces_the_cache(tmp_path):
     with indexed_engine(tmp_path, FILES) as engine:
         engine.retrieve("connectPool")
