@@ -502,10 +502,10 @@ def _path_match(path: str, terms: list[str], stems: dict[str, set[str]], path_id
     score = 0.0
     matched: set[str] = set()
     for t in terms:
-        if stems[t] & base_stems:
+        if not stems[t].isdisjoint(base_stems):
             score += path_idf[t]
             matched.add(t)
-        elif stems[t] & dir_stems:
+        elif not stems[t].isdisjoint(dir_stems):
             score += 0.5 * path_idf[t]
             matched.add(t)
     return score / total, matched
