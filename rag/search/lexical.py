@@ -575,7 +575,8 @@ def chunk_prior(c: Candidate, query: Query, *, file_prior: float | None = None) 
 class PathTraits:
     """What a path alone says to :func:`intent_prior` (the same for every question, so kept per index
     generation by :func:`rank_chunks`: :func:`path_traits` costs a dozen regular-expression searches,
-    and a question measures ~250 candidates of ~200 files).
+    and a question measures ~250 candidates of ~150 files). Measured on this machine (1,000 paths, a
+    loaded 2-core machine): :func:`intent_prior` 11-27 µs per path computing the traits, 0.24 µs given them.
 
     Attributes:
         low_value: in a tests, benchmarks, fixtures or examples folder (:data:`LOW_VALUE_DIRS`).

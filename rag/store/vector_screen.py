@@ -13,7 +13,7 @@ module reads a quarter of that, and still returns the exact top ``k``:
    kernels (exact integers: at most 127² × dim, far below 2⁵³), so ``a = s·t·(c·c_q)`` is the
    dot product of the two quantised vectors, and by Cauchy-Schwarz
    ``|x·q − a| ≤ ‖x‖·δ + e·‖t·c_q‖`` — a bound per row.
-3. **Exact top k.** The ``k``-th largest lower bound ``τ`` is a lower bound of the ``k``-th
+3. **Exact top k.** The ``k``-th largest lower bound ``τ`` (:func:`kth_largest`) is a lower bound of the ``k``-th
    largest true score, so a row whose upper bound is below ``τ`` has ``k`` rows strictly above
    it and cannot be in the top ``k``. The remaining rows (a few hundred of 100k for
    MiniLM-like and random unit vectors) are rescored exactly, in float64, and ranked by

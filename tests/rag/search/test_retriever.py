@@ -245,19 +245,28 @@ def test_the_file_a_question_names_is_the_importer_or_the_imported_one_by_its_wo
     assert not any(file_is_subject(q, "lib/retry.js") for q in imported)
 
 
-def test_a_question_without_an_import_verb_compiles_no_pattern_for_the_file_it_names(monkeypatch):
+def test_a_form_is_compiled_with_the_mention_only_when_its_words_are_in_the_question(monkeypatch):
     import re
 
     from rag.search import structure
 
+    questions = ["What does lib/retry.js do?", "How does lib/retry.js work?", "Where is lib/retry.js used?",
+                 "Which modules does lib/retry.js import?", "What is required by `lib/retry.js`?",
+                 "What are lib/retry.js's dependencies?", "Which functions are called from lib/retry.js?",
+                 "List the dependencies of lib/retry.js", "Which files does 'lib/retry.js' itself require?",
+                 "Which files import lib/retry.js?", "Which modules call retry from lib/retry.js?",
+                 "Does the module LIB/RETRY.JS directly pull in the timer?", "lib/retry.js uses what?",
+                 "Which files use lib/retry.js?", "Imports in the file lib/retry.js"]
+    every_form = [any(re.search(form.replace("{file}", r"[`'\"]?" + re.escape("lib/retry.js") + r"[`'\"]?"), q, re.I)
+                      for form in structure._SUBJECT_FORMS) for q in questions]
+    assert [file_is_subject(q, "lib/retry.js") for q in questions] == every_form   # the same answers
     searched: list[str] = []
     search = re.search
     monkeypatch.setattr(structure.re, "search", lambda pattern, *a, **k: (searched.append(pattern), search(pattern, *a, **k))[1])
-    for question in ("What does lib/retry.js do?", "How does lib/retry.js work?", "Where is lib/retry.js?"):
+    for question in ("What does lib/retry.js do?", "How does lib/retry.js work?", "Where is lib/retry.js used?"):
         assert not file_is_subject(question, "lib/retry.js")
-    assert searched == []
-    assert file_is_subject("Which modules does lib/retry.js import?", "lib/retry.js") and searched
-    assert not file_is_subject("Where is lib/retry.js used?", "lib/retry.js")  # a verb: the forms decide
+    assert searched == []    # no form's words in them: nothing compiled for the mention
+    assert file_is_subject("Which modules does lib/retry.js import?", "lib/retry.js") and len(searched) == 1
 
 
 def test_a_question_about_what_a_file_imports_gets_its_dependencies_not_its_dependants(tmp_path):
