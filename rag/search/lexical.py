@@ -41,7 +41,7 @@ from rag.types import Source
 __all__ = ["STREAMS", "RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "FUSED_HARD_SCORE", "rank_chunks",
            "fuse_streams", "diversify", "Depth", "focus_line", "explicit_paths", "intent_prior", "chunk_prior", "absent_terms",
            "is_link_list", "DOC_TYPES", "META_TERMS",
-           "LOW_VALUE_DIRS", "PathTraits", "path_traits"]
+           "LOW_VALUE_DIRS", "PathTraits", "path_traits", "path_tables"]
 
 DOC_TYPES = frozenset({"md", "markdown", "mdx", "rst", "txt"})
 """File types of prose (documentation)."""
@@ -357,6 +357,8 @@ def rank_chunks(
     evidence_terms = [t for t in topical if t not in meta_terms] or topical
     evidence_total = sum(idf[t] for t in evidence_terms) or 1.0
     path_idf = _path_idf(query.terms, known_paths or [], cache)
+    if idf_cache is not None:  # a generation's cache: every path's traits and stems, once
+        path_tables(known_paths or [], cache)
     path_total = sum(path_idf[t] for t in topical) or 1.0
     stems = {t: _term_stems(t) for t in query.terms}
     # A chunk's ``stems`` column is its distinct stems, space-joined: a stem is one of them when
@@ -457,6 +459,24 @@ def rank_chunks(
     structural_answer = bool(answer)
     return cands, Evidence(best_cov, len(missing) / len(evidence_terms), bool(explicit) or structural_answer,
                            best_matched, len(evidence_terms), rare_absent, bool(symbol_files))
+
+
+def path_tables(paths: Sequence[str], cache: dict) -> None:
+    """Fill ``cache`` (a generation's, as :func:`rank_chunks`' ``idf_cache``) with every path's
+    :class:`PathTraits` and file-name and folder stems, once per generation, so a question looks them up
+    instead of computing them for each new path among its candidates (~150 files a question, 17 µs each:
+    2.5 ms of a question on the synthetic 102k-chunk index). Measured on this machine: 0.27 s once for its
+    15,725 paths (0.20 s traits, 0.06 s stems), 7 ms for eslint's 425 files;
+    :meth:`rag.search.retriever.Retriever.warm` builds them after each update, with the code graph."""
+    key = ("__path_tables__", len(paths))
+    if key in cache:
+        return
+    for path in paths:
+        if ("__traits__", path) not in cache:
+            cache[("__traits__", path)] = path_traits(path)
+        if ("__pathstems__", path) not in cache:
+            cache[("__pathstems__", path)] = _path_stems(path)
+    cache[key] = True
 
 
 def _path_idf(terms: list[str], paths: list[str], cache: dict) -> dict[str, float]:

@@ -370,15 +370,20 @@ class Retriever:
             return self._cache
 
     def warm(self) -> int:
-        """Build the structures, the code graph and the symbol table of the committed generation
-        now (each once: a no-op when already built), load its vectors when there is a vector
-        stream (0.6-1 s at 100k chunks) and the common English words of the abstention
-        (:func:`rag.search.english.common_words`, ~20 ms once per process); returns that generation."""
+        """Build the structures, the code graph, the symbol table and every path's traits and stems
+        (:func:`rag.search.lexical.path_tables`) of the committed generation now (each once: a no-op when
+        already built), load its vectors when there is a vector stream (0.6-1 s at 100k chunks) and the
+        common English words of the abstention (:func:`rag.search.english.common_words`, ~20 ms once per
+        process); returns that generation."""
         common_words()
         with self.index.read() as conn:
             cache = self._cache_for(conn)
             self._graph(conn, cache)
             self._symbols(conn, cache)
+            if cache.paths is None:
+                cache.paths = queries.file_paths(conn)
+                cache.total_chunks = queries.count_chunks(conn)
+            lexical.path_tables(cache.paths, cache.idf)
             if self.vectors is not None:
                 self.vectors.matrix_of(conn)
             return cache.generation

@@ -55,6 +55,19 @@ def test_path_traits_are_kept_per_generation_and_give_the_same_prior(tmp_path):
             assert intent_prior(c, query, traits=path_traits(path)) == intent_prior(c, query)
 
 
+def test_every_path_s_traits_and_stems_are_built_once_per_generation_by_a_question_or_warm(tmp_path):
+    files = {**FILES, "docs/unrelated.md": "# Nothing\n\nNothing here matches.\n"}
+    with indexed_engine(tmp_path, files) as engine:
+        engine.warm()
+        idf = engine.retriever._cache.idf
+        paths = engine.retriever._cache.paths
+        assert all(("__traits__", p) in idf and ("__pathstems__", p) in idf for p in paths)
+    with indexed_engine(tmp_path / "second", files) as engine:
+        engine.retrieve("Where is connectPool defined?")   # a question builds them for every path, not only its own
+        idf = engine.retriever._cache.idf
+        assert ("__traits__", "docs/unrelated.md") in idf and ("__pathstems__", "docs/unrelated.md") in idf
+
+
 def test_a_community_file_is_found_by_the_one_combined_pattern_exactly_when_by_its_own():
     from rag.search.lexical import _ANY_PROJECT_DOC, _PROJECT_DOCS, path_traits
 
