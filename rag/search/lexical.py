@@ -40,6 +40,7 @@ from rag.types import Source
 
 __all__ = ["STREAMS", "RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "FUSED_HARD_SCORE", "rank_chunks",
            "fuse_streams", "diversify", "Depth", "focus_line", "explicit_paths", "intent_prior", "chunk_prior", "absent_terms",
+           "PROGRAM_NAME_WORDS",
            "is_link_list", "DOC_TYPES", "META_TERMS",
            "LOW_VALUE_DIRS", "PathTraits", "path_traits", "path_tables"]
 
@@ -202,7 +203,8 @@ class Evidence:
         closest topic). Not when the structure stream ties the question to files (it names a symbol
         the repository defines: "how does ``isPlainObject`` handle an iframe's objects?"), nor when
         such words are more than half of the topical ones (a question in another language, or
-        garbled). Measured on the six eval sets with MiniLM: abstention on ``none`` questions
+        garbled); a program's name of three words or more (``fetchUserById``) is never such a word
+        (:data:`PROGRAM_NAME_WORDS`). Measured on the six eval sets with MiniLM: abstention on ``none`` questions
         8 → 17 of 35, one answerable question of 266 lost (:mod:`rag.search.english`).
         """
         if self.explicit_path:
@@ -253,6 +255,24 @@ def _document_frequencies(conn: sqlite3.Connection, terms: list[str], cache: dic
             cache[term] = _phrase_frequency(conn, fts_expression([term]), cache)
         out[term] = cache[term]
     return out
+
+
+PROGRAM_NAME_WORDS = 3
+"""An identifier of at least this many words (``getUserById``, ``parse_http_headers``) is a program's own name, not the
+name of a feature: absent from the index, it may be misremembered (``fetchUserById`` for ``getUserById``), and the
+question is left to the other evidence rather than abstained on (:meth:`Evidence.abstain`); a name of one or two
+words (``WebSocket``, ``localStorage``) names a feature."""
+
+
+def _program_names(query: Query) -> set[str]:
+    """The index terms (lower-case, joined: ``getuserbyid``) of the question's identifiers of at least
+    :data:`PROGRAM_NAME_WORDS` words."""
+    names = set()
+    for identifier in query.identifiers:
+        words = index_text(identifier).split()
+        if len(words) > PROGRAM_NAME_WORDS:  # the joined form, then each word
+            names.add(words[0])
+    return names
 
 
 def absent_terms(conn: sqlite3.Connection, query: Query, *, cache: dict,
@@ -455,7 +475,8 @@ def rank_chunks(
                     c.score = min(c.score, floor - 0.01)
     cands.sort(key=lambda c: c.score, reverse=True)
     missing = [t for t in evidence_terms if dfs[t] == 0]
-    rare_absent = sum(1 for t in missing if is_rare_word(t)) if policy.abstain_rare_absent else 0
+    rare_absent = (sum(1 for t in missing if is_rare_word(t) and t not in _program_names(query))
+                   if policy.abstain_rare_absent else 0)
     structural_answer = bool(answer)
     return cands, Evidence(best_cov, len(missing) / len(evidence_terms), bool(explicit) or structural_answer,
                            best_matched, len(evidence_terms), rare_absent, bool(symbol_files))

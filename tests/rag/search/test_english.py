@@ -70,3 +70,7 @@ def test_a_misspelling_a_named_symbol_or_a_mostly_unknown_question_is_not_taken_
         assert "src/client.js" in result_paths(engine.retrieve("How does retryRequest handle an iframe's requests?"))
         # more rare absent words than known ones: another language or garbled, not a missing feature
         assert "src/client.js" in result_paths(engine.retrieve("retry zorbix blintaq"))
+        # a misremembered program name (three words or more) is no feature's name: the other words decide
+        assert "src/client.js" in result_paths(engine.retrieve("How does fetchRequestAgain retry failed requests?"))
+        # a feature's name of one or two words still is (WebSocket, localStorage)
+        assert engine.retrieve("Where does the client retry failed requests over a WebSocket?") == []
