@@ -575,11 +575,9 @@ def _module_key(rel: str, *, output: bool) -> str:
     copies: every ``folder/index.js`` of a compiled-only package after the first."""
     parts = rel.lower().split("/")
     folders = parts[:-1]
-    marks = OUTPUT_DIRS if output else _SOURCE_DIRS
-    cut = next((i for i in range(len(folders)) if folders[i] in marks), None) if output else \
-        next((i for i in reversed(range(len(folders))) if folders[i] in marks), None)
-    if cut is not None:
-        folders = folders[cut + 1:]
+    marks = [i for i, folder in enumerate(folders) if folder in (OUTPUT_DIRS if output else _SOURCE_DIRS)]
+    if marks:  # after the first build-output folder, or after the last source folder
+        folders = folders[(marks[0] if output else marks[-1]) + 1:]
     return "/".join([*(f for f in folders if f not in _VARIANT_DIRS), _stem(parts[-1])])
 
 

@@ -475,8 +475,10 @@ def rank_chunks(
                     c.score = min(c.score, floor - 0.01)
     cands.sort(key=lambda c: c.score, reverse=True)
     missing = [t for t in evidence_terms if dfs[t] == 0]
-    rare_absent = (sum(1 for t in missing if is_rare_word(t) and t not in _program_names(query))
-                   if policy.abstain_rare_absent else 0)
+    rare_absent = 0
+    if policy.abstain_rare_absent and missing:
+        names = _program_names(query)
+        rare_absent = sum(1 for t in missing if t not in names and is_rare_word(t))
     structural_answer = bool(answer)
     return cands, Evidence(best_cov, len(missing) / len(evidence_terms), bool(explicit) or structural_answer,
                            best_matched, len(evidence_terms), rare_absent, bool(symbol_files))

@@ -180,9 +180,7 @@ class Retriever:
             pending = start_search(self.vectors if "vectors" in streams else None, conn, question,
                                    k=policy.stream_pool)
             cache = self._cache_for(conn)
-            if cache.paths is None:
-                cache.paths = queries.file_paths(conn)
-                cache.total_chunks = queries.count_chunks(conn)
+            self._fill_paths(conn, cache)
             copies = self._copies(conn, cache)
             if "lexical" not in streams:
                 return self._vectors_only(conn, pending.result(), copies, limit=limit, kind=kind, query=query)
@@ -380,13 +378,18 @@ class Retriever:
             cache = self._cache_for(conn)
             self._graph(conn, cache)
             self._symbols(conn, cache)
-            if cache.paths is None:
-                cache.paths = queries.file_paths(conn)
-                cache.total_chunks = queries.count_chunks(conn)
-            lexical.path_tables(cache.paths, cache.idf)
+            lexical.path_tables(self._fill_paths(conn, cache), cache.idf)
             if self.vectors is not None:
                 self.vectors.matrix_of(conn)
             return cache.generation
+
+    @staticmethod
+    def _fill_paths(conn: sqlite3.Connection, cache: GenerationCache) -> list[str]:
+        """The generation's indexed paths (``cache.paths``, with ``cache.total_chunks``), read once."""
+        if cache.paths is None:
+            cache.paths = queries.file_paths(conn)
+            cache.total_chunks = queries.count_chunks(conn)
+        return cache.paths
 
     def _once(self, cache: GenerationCache, name: str, build):
         """``cache.<name>``, built by ``build()`` under the cache's lock when still ``None`` (one
