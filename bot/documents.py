@@ -121,8 +121,12 @@ class DocumentService:
         return None
 
     def remove(self, doc_id: str) -> bool:
-        """Delete the document from every index holding it; ``True`` when one did."""
-        return any([self._store(each).remove(doc_id) for each in self.engines])
+        """Delete the document from every index holding it; ``True`` when one did. A global document
+        leaves a tombstone in every serving index, so a repository that was not serving, and still holds
+        it, loses it at the next :meth:`sync_shared` instead of copying it back."""
+        found = self.get(doc_id)
+        tombstone = found is not None and found.repo is None
+        return any([self._store(each).remove(doc_id, tombstone=tombstone) for each in self.engines])
 
     def clear(self, *, repo: str | None = None) -> int:
         """Delete documents: ``repo``'s own (its global copies stay, so the other repositories keep them
@@ -134,18 +138,26 @@ class DocumentService:
 
     def sync_shared(self) -> int:
         """Copy global documents into the serving repositories that lack them (a repository that was
-        down when one was added); returns how many copies were written."""
+        down when one was added), and delete the ones another repository's index has a tombstone for
+        (deleted while this one was down); returns how many copies were written."""
         shared: dict[str, Document] = {}
         held: dict[str, set[str]] = {}
+        deleted: set[str] = set()
         for each in self.engines:
-            docs = [d for d in self._store(each).list() if d.shared]
+            store = self._store(each)
+            docs = [d for d in store.list() if d.shared]
             held[each] = {d.id for d in docs}
+            deleted |= store.tombstones()
             for doc in docs:
                 shared.setdefault(doc.id, doc)
+        for each in self.engines:
+            for doc_id in sorted(held[each] & deleted):
+                self._store(each).remove(doc_id)
+                log.info("global document %s deleted from %s too (deleted elsewhere while it was down)", doc_id, each)
         written = 0
         for each in self.engines:
             for doc_id, doc in shared.items():
-                if doc_id not in held[each]:
+                if doc_id not in held[each] and doc_id not in deleted:
                     self._store(each).add(doc.title, doc.text, metadata=doc.metadata, doc_id=doc_id, shared=True,
                                           created_at=doc.created_at)
                     written += 1

@@ -28,6 +28,7 @@ id and one citation, ``doc:<id>``.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import sqlite3
 import time
@@ -39,7 +40,7 @@ from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy, chunk_text
 from rag.secrets import LiteralRedactor, redact_secrets, redact_text
 from rag.store.index import Index, delete_chunks, insert_chunks
 
-__all__ = ["DOC_PREFIX", "DEFAULT_MAX_CHARS", "MAX_TITLE_CHARS", "PREVIEW_CHARS", "Document", "DocumentError",
+__all__ = ["DOC_PREFIX", "DEFAULT_MAX_CHARS", "MAX_TITLE_CHARS", "TITLE_CONTROL", "PREVIEW_CHARS", "Document", "DocumentError",
            "DocumentTooLargeError", "DocumentWriteError", "DocumentStore", "document_path", "new_document_id"]
 
 DOC_PREFIX = "doc:"
@@ -49,6 +50,10 @@ MAX_TITLE_CHARS = 200
 MAX_METADATA_BYTES = 8 * 1024
 PREVIEW_CHARS = 100
 _ID_CHARS = set("0123456789abcdef")
+TITLE_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""What a title may not hold once its whitespace is folded: the C0 and C1 controls and DEL (a terminal
+obeys escape sequences) and the text-direction controls (a right-to-left override makes ``gnp.exe`` read
+``exe.png``; Unicode TR 9, as in the "Trojan Source" attacks, CVE-2021-42574). Joiners stay (emoji)."""
 
 
 class DocumentError(UserError):
@@ -201,12 +206,17 @@ class DocumentStore:
 
         Raises:
             DocumentTooLargeError: ``text`` is over the cap.
-            DocumentError: an empty text or title, a title over 200 characters, metadata that is not a
+            DocumentError: an empty text or title, a title over 200 characters or holding a control
+                character (:data:`TITLE_CONTROL`; whitespace folds to spaces), metadata that is not a
                 JSON object or is too large, a malformed ``doc_id``.
         """
         if not isinstance(title, str) or not title.strip():
             raise DocumentError("A document needs a title.")
-        title = " ".join(title.split())
+        title = " ".join(title.split())  # line breaks and tabs (str.split's whitespace) fold to spaces
+        control = TITLE_CONTROL.search(title)
+        if control is not None:
+            raise DocumentError(f"The title holds the control character U+{ord(control.group(0)):04X}; "
+                                "a title is one line of plain text.")
         if len(title) > MAX_TITLE_CHARS:
             raise DocumentError(f"The title is {len(title)} characters; the limit is {MAX_TITLE_CHARS}.")
         if not isinstance(text, str) or not text.strip():
@@ -237,6 +247,7 @@ class DocumentStore:
         doc = Document(doc_id, title, body, metadata, created, bool(shared), hits + title_hits + meta_hits)
         with self._write() as conn:
             delete_chunks(conn, path)
+            conn.execute("DELETE FROM document_tombstones WHERE id = ?", (doc_id,))  # stored again on purpose
             conn.execute("INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?)",
                          (doc.id, doc.title, doc.text, encoded, doc.created_at, int(doc.shared), doc.redactions))
             insert_chunks(conn, path, chunks)
@@ -263,30 +274,46 @@ class DocumentStore:
         with self.index.read() as conn:
             return conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
 
-    def remove(self, doc_id: str) -> bool:
-        """Delete a document and its chunks (one transaction); ``True`` when it existed."""
+    def remove(self, doc_id: str, *, tombstone: bool = False) -> bool:
+        """Delete a document and its chunks (one transaction); ``True`` when it existed.
+
+        A shared document leaves a tombstone (:meth:`tombstones`), and so does any id with
+        ``tombstone`` (a global document this index does not hold: the deletion is remembered for
+        the repositories that do)."""
         doc_id = doc_id.removeprefix(DOC_PREFIX)
         with self.index.read() as conn:
-            if conn.execute("SELECT 1 FROM documents WHERE id = ?", (doc_id,)).fetchone() is None:
-                return False
+            row = conn.execute("SELECT shared FROM documents WHERE id = ?", (doc_id,)).fetchone()
+        if row is None and not tombstone:
+            return False
         with self._write() as conn:
-            delete_chunks(conn, document_path(doc_id))
-            conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
-        return True
+            if row is not None:
+                delete_chunks(conn, document_path(doc_id))
+                conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+            if tombstone or row[0]:
+                conn.execute("INSERT OR REPLACE INTO document_tombstones VALUES (?, ?)", (doc_id, time.time()))
+        return row is not None
 
     def clear(self, *, shared: bool | None = None) -> list[str]:
         """Delete every document (``shared=False``: only this repository's own, ``True``: only the shared
-        ones) in one transaction; returns the ids deleted."""
+        ones) in one transaction, shared ones leaving tombstones; returns the ids deleted."""
         where = "" if shared is None else f"WHERE shared = {int(bool(shared))}"
         with self.index.read() as conn:
-            ids = [r[0] for r in conn.execute(f"SELECT id FROM documents {where}")]
-        if not ids:
+            rows = conn.execute(f"SELECT id, shared FROM documents {where}").fetchall()
+        if not rows:
             return []
+        removed_at = time.time()
         with self._write() as conn:
-            for doc_id in ids:
+            for doc_id, is_shared in rows:
                 delete_chunks(conn, document_path(doc_id))
                 conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
-        return ids
+                if is_shared:
+                    conn.execute("INSERT OR REPLACE INTO document_tombstones VALUES (?, ?)", (doc_id, removed_at))
+        return [doc_id for doc_id, _ in rows]
+
+    def tombstones(self) -> set[str]:
+        """The ids of shared documents deleted from this index (:meth:`remove`, :meth:`clear`)."""
+        with self.index.read() as conn:
+            return {r[0] for r in conn.execute("SELECT id FROM document_tombstones")}
 
 
 def _document(row) -> Document:

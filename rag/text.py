@@ -34,8 +34,8 @@ __all__ = [
 
 # A word: letters/digits/underscore/$ runs (identifiers and plain words alike).
 _WORD = re.compile(r"[A-Za-z0-9_$]+")
-# camelCase / PascalCase / ACRONYMWord / digit boundaries.
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# camelCase / PascalCase / ACRONYMWord / digit boundaries; a plural acronym (UUIDs, URLs, parseURLsFrom) is one word.
+_CAMEL = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 STOPWORDS: frozenset[str] = frozenset(
     """
@@ -97,7 +97,8 @@ def identifier_parts(token: str) -> list[str]:
 
     ``getUserById`` → ``[get, user, by, id]``; ``handle_request`` →
     ``[handle, request]``; ``HTTPServer2`` → ``[http, server, 2]``;
-    ``kRegisteredPlugins`` → ``[k, registered, plugins]``.
+    ``kRegisteredPlugins`` → ``[k, registered, plugins]``; ``parseURLsFrom`` → ``[parse, urls, from]``
+    (a plural acronym is one word, not ``UR`` + ``Ls``).
     """
     parts: list[str] = []
     for piece in re.split(r"[_$]+", token):

@@ -19,6 +19,7 @@ import asyncio
 import logging
 import time
 
+from rag.documents import TITLE_CONTROL
 from rag.errors import UserError
 from rag.federation import ALL
 
@@ -85,7 +86,7 @@ async def _thread(client, channel: str, root: str, fallback: dict) -> list[dict]
 
 def _title(messages: list[dict], channel_name: str | None) -> str:
     first = next(((m.get("text") or "").strip() for m in messages if (m.get("text") or "").strip()), "")
-    line = " ".join(first.splitlines()[0].split()) if first else "message"
+    line = " ".join(TITLE_CONTROL.sub("", first.splitlines()[0]).split()) if first else "message"
     if len(line) > TITLE_CHARS:
         line = line[: TITLE_CHARS - 1].rstrip() + "…"
     where = f"#{channel_name}" if channel_name else "Slack"

@@ -81,7 +81,7 @@ class CitationCheck:
         unsupported: the others.
         cited: what to present as the answer's sources: the retrieved sources a supported
             citation overlaps, then supported citations of other shown locations (code-context
-            entries) as sources without text, in citation order.
+            entries) as sources without text, cut to the lines shown, in citation order.
         declined: the answer opens with the "not documented" sentence and cites nothing supported.
     """
 
@@ -152,6 +152,14 @@ def _opens_with(answer: str, phrase: str) -> bool:
     return normal.startswith(re.sub(r"\s+", " ", phrase).strip().rstrip(".").lower())
 
 
+def _shown_part(citation: Citation, shown: Sequence[tuple[str, int, int]]) -> tuple[int, int]:
+    """The lines of a supported ``citation`` the model was shown: the cited range cut to the extent of
+    the shown locations it overlaps (a model citing ``route.js:88-400`` after seeing lines 80-95 links
+    88-95, never lines it did not see or past the file's end)."""
+    parts = [(a, b) for p, a, b in shown if citation.overlaps(p, a, b)]
+    return max(citation.start, min(a for a, _ in parts)), min(citation.end, max(b for _, b in parts))
+
+
 def check_citations(answer: str, *, sources: Sequence[Source], evidence: Iterable[tuple[str, int, int]],
                     declined_phrase: str) -> CitationCheck:
     """Check the citations of a model ``answer`` against what the model was shown.
@@ -184,8 +192,9 @@ def check_citations(answer: str, *, sources: Sequence[Source], evidence: Iterabl
             if i not in taken:
                 taken.add(i)
                 check.cited.append(sources[i])
-        if not hits:  # a code-context entry the model was shown: link the cited lines themselves
+        if not hits:  # a code-context entry the model was shown: link the cited lines it was shown
+            start, end = _shown_part(citation, shown)
             extension = citation.path.rsplit(".", 1)[-1] if "." in citation.path else ""
-            check.cited.append(Source(citation.path, citation.start, citation.end, 0.0, extension, "source", ""))
+            check.cited.append(Source(citation.path, start, end, 0.0, extension, "source", ""))
     check.declined = not check.supported and _opens_with(answer, declined_phrase)
     return check

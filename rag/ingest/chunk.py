@@ -35,10 +35,11 @@ DEFAULT_STEP_LINES = 40
 DEFAULT_MAX_CHARS = 3500
 DEFAULT_MAX_LINES = 60
 DEFAULT_MERGE_LINES = 60
-CHUNKER_VERSION = 3
+CHUNKER_VERSION = 4
 """Bump when the chunking rules change: an index built by another version is rebuilt
 (the engine compares it with :meth:`ChunkPolicy.signature`). 2: symbol and section chunks. 3: an inline
-source map's payload is elided from the chunked text (:func:`rag.ingest.prepare.elide_inline_source_map`)."""
+source map's payload is elided from the chunked text (:func:`rag.ingest.prepare.elide_inline_source_map`). 4: a
+plural acronym is one index term (``UUIDs``, not ``uui`` + ``ds``: :func:`rag.text.identifier_parts`)."""
 
 _MD_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 _MARKDOWN_TYPES = frozenset({"md", "markdown", "mdx", "rst"})

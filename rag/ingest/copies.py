@@ -27,7 +27,7 @@ the best we have and stays**):
    formats (fp-ts's ``lib/Option.js`` and ``es6/Option.js``; ``esm/x.mjs`` beside ``cjs/x.cjs``):
    JavaScript files under at least one build folder sharing their module path (build folders and
    the extension dropped), and likewise declarations; the one in a source folder (``lib/``), else
-   the shortest path, stands for the module, and each other one sharing at least
+   the best format (an ES module build over a CommonJS one), else the shortest path, stands for the module, and each other one sharing at least
    :data:`SIBLING_SHARE` of the smaller file's informative lines with it is its copy (two platforms'
    hand-written ``lib/node/index.js`` and ``lib/browser/index.js`` share a module path, not code).
 2. ``source_map`` — a file ending in a ``sourceMappingURL`` comment whose map (a ``data:``
@@ -78,7 +78,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag.ingest.walk import DECLARATIONS
+from rag.ingest.walk import DECLARATIONS, build_format_rank
 
 Fingerprint = array
 """A file's line fingerprint: sorted unique 64-bit line hashes, an ``array('Q')`` (stored as its bytes)."""
@@ -108,10 +108,10 @@ JS_OUTPUTS = (".js", ".jsx", ".mjs", ".cjs")
 SIBLING_SHARE = 0.5
 """Rule 1b: two builds of one module share at least this share of the smaller one's informative lines
 (a CommonJS and an ES module build differ in their import and export lines, not their bodies)."""
-COPY_RULES_VERSION = 4
+COPY_RULES_VERSION = 5
 """The version of the rules above, stored with the index (``copy_rules``): an update recomputes the
 copies of an index recorded by other rules, even when no file changed. 2: ``sibling_build``; 3: its
-builds share code (:data:`SIBLING_SHARE`); 4: ``bundle_twin``."""
+builds share code (:data:`SIBLING_SHARE`); 4: ``bundle_twin``; 5: rule 1b's stand-in by format."""
 NEAR_DUPLICATE_JACCARD = 0.8
 """Two files sharing at least this Jaccard share of their informative lines are near-identical."""
 CONTAINED_SHARE = 0.8
@@ -316,7 +316,9 @@ def _compiled(paths: tuple[str, ...]) -> dict[str, list[str]]:
 def _build_groups(paths: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
     """Rule 1b's candidates: the build outputs of ``paths`` (JavaScript, or declarations, under a build folder)
     grouped by module path, each group of two or more in the order its stand-in is chosen (the one in a
-    source folder, else the shortest path). Depends on the paths alone (kept per tuple of paths)."""
+    source folder, else the best format, :func:`rag.ingest.walk.build_format_rank`: an ES module build over a
+    CommonJS one, as the walk chooses, else the shortest path). Depends on the paths alone (kept per tuple of
+    paths)."""
     groups: dict[tuple[bool, str], list[str]] = defaultdict(list)
     for path in paths:
         declaration = path.lower().endswith(DECLARATIONS)
@@ -326,7 +328,8 @@ def _build_groups(paths: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
         keys = _stripped(key, OUTPUT_FOLDERS, repeat=True)
         if len(keys) > 1:  # under a build folder
             groups[(declaration, keys[-1].lower())].append(path)
-    return tuple(tuple(sorted(members, key=lambda p: (p.split("/", 1)[0].lower() not in SOURCE_FOLDERS, len(p), p)))
+    return tuple(tuple(sorted(members, key=lambda p: (p.split("/", 1)[0].lower() not in SOURCE_FOLDERS,
+                                                      build_format_rank(p), len(p), p)))
                  for members in groups.values() if len(members) > 1)
 
 

@@ -82,6 +82,7 @@ from rag.errors import RepoNotFoundError, UpdateCancelledError
 from rag.types import MAX_PROBLEMS, WalkedFile, WalkReport
 
 __all__ = [
+    "build_format_rank",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_FILES",
     "DEFAULT_MAX_FILE_BYTES",
@@ -366,6 +367,7 @@ class _Walker:
         self.total_bytes = 0
         self.deferred: list[tuple[str, str, int, list[tuple[str, GitIgnoreSpec]]]] = []
         self.output_keys: set[str] | None = None  # module keys (_module_key), set while reading build output
+        self.output_choices: dict[str, list[tuple[os.DirEntry, str, str]]] = {}  # module key → its compiled copies
         self.source_stems: frozenset[str] = frozenset()  # stems of the code found outside them
         self.siblings: set[str] = set()  # lower-case names in the directory being read
         self.started_ns = time.time_ns()  # every file's seen_ns: its stat was taken after this
@@ -491,7 +493,25 @@ class _Walker:
             if _looks_minified(entry.path):  # hashed bundles (out/_next/static/chunks/main-3f2a.js)
                 self.skip("minified")
                 return
-            self.output_keys.add(key)  # one compiled copy (dist/cjs/x.js, not also dist/esm/x.js)
+            # one compiled copy per module, chosen when the build output has been read (output_choices)
+            self.output_choices.setdefault(key, []).append((entry, rel, file_type))
+            return
+        self.take(entry, rel, file_type, is_image=is_image)
+
+    def choose_outputs(self) -> None:
+        """Keep one compiled copy of each module found only in build output: the one that best stands for
+        it (:func:`build_format_rank`, then the shorter path: ``dist/x.js`` over ``dist/cjs/x.js``,
+        ``dist/esm/x.js`` over ``dist/cjs/x.js``); the others are skipped as ``build_output``."""
+        for candidates in self.output_choices.values():
+            candidates.sort(key=lambda c: (build_format_rank(c[1]), len(c[1]), c[1]))
+            entry, rel, file_type = candidates[0]
+            self.take(entry, rel, file_type, is_image=False)
+            for _ in candidates[1:]:
+                self.skip("build_output")
+        self.output_choices.clear()
+
+    def take(self, entry: os.DirEntry, rel: str, file_type: str | None, *, is_image: bool) -> None:
+        """List a file the walk keeps (or an image), within the policy's caps."""
         if is_image:
             self.images.append(rel)
             return
@@ -581,6 +601,33 @@ def _module_key(rel: str, *, output: bool) -> str:
     return "/".join([*(f for f in folders if f not in _VARIANT_DIRS), _stem(parts[-1])])
 
 
+_ES_MODULE_DIRS = frozenset({"esm", "es", "es6", "es2015", "es2017", "es2020", "mjs", "module", "modules", "modern"})
+_COMMONJS_DIRS = frozenset({"cjs", "commonjs"})
+
+
+def build_format_rank(path: str) -> int:
+    """How well a compiled file stands for its module among its other builds (smaller is better): 0 in the
+    build's own layout (``dist/x.js``, ``dist/source/x.js``), 1 in an ES module folder (``dist/esm/``), 2 in
+    another format or target folder (``dist/browser/``, ``dist/types/``), 3 CommonJS (a ``cjs``/``commonjs``
+    folder, or ``.cjs``/``.cts``); the worst of its folders and extension counts.
+
+    An ES module build keeps the source's ``import``/``export`` lines and none of the CommonJS interop
+    (``Object.defineProperty(exports, "__esModule", …)``, ``__toCommonJS``), so it reads like the source and its
+    lines are where a reader of the package looks (hono 4.6.14 ships ``dist/x.js`` and ``dist/cjs/x.js``; the walk
+    kept the CommonJS copy, the first in name order). Used by the walk's one-compiled-copy rule and by
+    :mod:`rag.ingest.copies` (rule 1b), so both keep the same file."""
+    parts = path.lower().split("/")
+    rank = 3 if parts[-1].endswith((".cjs", ".cts")) else 0
+    for folder in parts[:-1]:
+        if folder in _COMMONJS_DIRS:
+            rank = 3
+        elif folder in _ES_MODULE_DIRS:
+            rank = max(rank, 1)
+        elif folder in _VARIANT_DIRS and folder not in _SOURCE_DIRS and folder not in OUTPUT_DIRS:
+            rank = max(rank, 2)
+    return rank
+
+
 def _unhashed_stem(name: str) -> str | None:
     """The stem of a bundler's chunk name without its hash (:data:`_HASHED_CHUNK_RE`):
     ``resolveHTTPResponse-2fc435bb.mjs`` → ``resolvehttpresponse``; ``None`` for other names.
@@ -626,6 +673,7 @@ def walk(root: Path, policy: WalkPolicy = DEFAULT_WALK_POLICY, *, should_stop=No
     walker.source_stems = frozenset(_stem(path.rsplit("/", 1)[-1]) for path in code)
     for abs_dir, rel_dir, depth, levels in walker.deferred:
         walker.walk_dir(abs_dir, rel_dir, depth, levels)
+    walker.choose_outputs()
     walker.files.sort(key=lambda f: f.path)
     walker.images.sort()
     logger.debug("walked %s: %d files, %d images, skipped %s",

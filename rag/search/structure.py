@@ -67,7 +67,8 @@ DEPENDANTS_INTENT = re.compile(
 # "Which files use / call / extend / load X (of a named file)?" — with FILE_LIST and a named file: its dependants.
 USERS_INTENT = re.compile(
     r"\b(use[sd]?|using|call(s|ed|ing)?|invok(e|es|ed|ing)|instantiat(e|es|ed|ing)|extend(s|ed|ing)?|"
-    r"subclass(es|ed|ing)?|reference[sd]?|load(s|ed|ing)?|pull(s|ed|ing)? in)\b", re.I)
+    r"subclass(es|ed|ing)?|reference[sd]?|load(s|ed|ing)?|pull(s|ed|ing)? in|"
+    r"(built|build(s|ing)?|based|rest(s|ing)?) (up )?on( top of)?|derived? from|inherit(s|ed|ing)? from)\b", re.I)
 # The named file does the importing: "does FILE import", "FILE requires", "imported by FILE",
 # "dependencies of FILE", "FILE's imports" (FILE stands for the mention, see file_is_subject).
 _IMPORTING = r"(?:imports?|requires?|uses?|depends? on|loads?|needs?|pulls? in|calls? into)"
@@ -104,7 +105,10 @@ IMPORT_OF = re.compile(
     r"\b(?:import(?:s|ed|ing)?|requir(?:e|es|ed|ing)|depend(?:s|ing)? on)\s*\(?\s*(?:from\s+)?(?:the\s+)?[`'\"]?"
     r"(?P<name>@?[A-Za-z_][\w.:-]*(?:/[\w.-]+)*)", re.I)
 # The question asks for a list of files: "Which files / modules …", "List the sources that …".
-FILE_LIST = re.compile(r"\b(which|what|list|find|show)\b[^?!]*?\b(files?|modules?|sources?|scripts?|places)\b", re.I)
+FILE_LIST = re.compile(r"\b(which|what|list|find|show)\b[^?!]*?\b(files?|modules?|sources?|scripts?|places|"
+                       r"classes|types|components|parts)\b", re.I)
+"""A question asking for a list of files, or of the code units they hold ("which schema types are built on
+top of …", "which classes extend …")."""
 SymbolTable = dict[str, dict[str, float]]
 """Symbol name → {path → weight}: 1.0 where it is defined, else 0.8 exported, else 0.6 an env var read."""
 CallerTable = dict[str, set[str]]

@@ -194,6 +194,14 @@ def m010_file_stat(conn: sqlite3.Connection) -> None:
         conn.execute(f"ALTER TABLE files ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0")
 
 
+@migration
+def m011_document_tombstones(conn: sqlite3.Connection) -> None:
+    """The ids of global (shared) documents deleted from this index: a repository that was not serving
+    when one was deleted still holds it, and :meth:`bot.documents.DocumentService.sync_shared` deletes it
+    there instead of copying it back to every repository."""
+    conn.execute("CREATE TABLE document_tombstones (id TEXT PRIMARY KEY, removed_at REAL NOT NULL)")
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 DOCUMENT_PATHS = "SELECT 'doc:' || id FROM documents UNION ALL SELECT path FROM github_items"
 """The chunk paths of the sources that are not files: stored documents, issues and pull requests

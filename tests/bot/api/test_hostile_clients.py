@@ -55,6 +55,26 @@ async def test_json_that_is_not_unicode_text_or_not_strict_json_is_a_400(make_bo
         assert (await listed.json()) == {"documents": []}
 
 
+async def test_a_title_with_control_or_direction_characters_is_a_400_naming_the_character(make_bot):
+    """A title is one line of plain text, shown in listings, Slack and the terminal. Whitespace runs were
+    folded but an escape sequence (ESC [ 31 m), a NUL or a right-to-left override (U+202E, which makes
+    "txt.exe" read "exe.txt") was stored and shown as given."""
+    bot = await make_bot(ADMIN_API_TOKEN=ADMIN_TOKEN)
+    auth = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    for title, named in (("\x1b[31mDeploy runbook", "U+001B"), ("Deploy\x00runbook", "U+0000"),
+                         ("Runbook \u202egnp.exe", "U+202E")):
+        async with bot.session.post(bot.base_url + "/api/documents", headers=auth,
+                                    json={"title": title, "text": "Roll back with the deploy tool."}) as response:
+            body = await response.json()
+            assert response.status == 400 and body["error"] == "bad_request", title
+            assert named in body["message"] and "title" in body["message"], body
+    async with bot.session.post(bot.base_url + "/api/documents", headers=auth,
+                                json={"title": "Deploy\trunbook\u0085 (v2) — ünïcode 👨‍👩‍👧", "text": "Roll back."}) as response:
+        assert response.status == 201
+    async with bot.session.get(bot.base_url + "/api/documents", headers=auth) as listed:
+        assert [d["title"] for d in (await listed.json())["documents"]] == ["Deploy runbook (v2) — ünïcode 👨‍👩‍👧"]
+
+
 async def test_secrets_in_a_documents_metadata_are_redacted_before_it_is_stored(make_bot, caplog):
     """The title and text were redacted, the metadata not: a token in it, or a password in its ``url``,
     came back from ``GET /api/documents`` and ``/api/documents/{id}``, and the url was the link posted in

@@ -82,6 +82,16 @@ def test_a_shown_code_context_entry_is_cited_as_its_own_lines():
     assert [(s.path, s.start, s.end, s.text) for s in check.cited] == [("lib/route.js", 88, 90, "")]
 
 
+def test_a_code_context_citation_reaching_past_what_was_shown_links_only_the_shown_lines():
+    # A model that cites lib/route.js:88-400 was shown lines 80-95 (a 95-line file, say): the source
+    # linked for it is the lines it was shown, never a range past them (or past the file's end).
+    check = check_citations("Registered in lib/route.js:88-400 and lib/route.js:70-82.",
+                            sources=[src("lib/a.js", 1, 60)],
+                            evidence=[("lib/a.js", 1, 60), ("lib/route.js", 80, 95)], declined_phrase=DECLINED)
+    assert [c.label() for c in check.supported] == ["lib/route.js:88-400", "lib/route.js:70-82"]
+    assert [(s.path, s.start, s.end) for s in check.cited] == [("lib/route.js", 88, 95), ("lib/route.js", 80, 82)]
+
+
 def test_only_an_answer_that_opens_with_the_phrase_and_cites_nothing_declines():
     sources = [src("lib/router.js", 10, 40)]
     evidence = shown(*sources)

@@ -170,15 +170,31 @@ def test_modules_of_one_name_in_different_folders_of_a_compiled_only_package_are
         "dist/source/index.js": "x", "dist/source/types.js": "x", "dist/source/index.d.ts": "x",
         "dist/source/core/index.js": "x", "dist/source/core/index.d.ts": "x",
         "dist/source/as-promise/index.js": "x", "dist/source/as-promise/types.js": "x",
-        "dist/esm/core/index.js": "x",      # another format of core/index, read first: the one copy kept
+        "dist/esm/core/index.js": "x",      # another format of core/index: the package's own layout is kept
         "lib/helpers/parse.js": "x", "dist/helpers/parse.js": "x",   # compiled copy of code outside dist/
         "src/query/index.ts": "x", "dist/query/cjs/index.js": "x",   # a format folder inside: still its copy
     })
     report = walk(tmp_path)
     assert [f.path for f in report.files] == [
-        "dist/esm/core/index.js", "dist/source/as-promise/index.js", "dist/source/as-promise/types.js",
+        "dist/source/as-promise/index.js", "dist/source/as-promise/types.js", "dist/source/core/index.js",
         "dist/source/index.js", "dist/source/types.js", "lib/helpers/parse.js", "src/query/index.ts"]
     assert report.skipped == {"build_output": 5}   # 2 declarations, the copies of core/index, helpers/parse, query/index
+
+
+def test_of_a_module_built_only_as_es_module_and_commonjs_the_es_module_build_is_kept(tmp_path: Path) -> None:
+    """hono 4.6.14 ships ``dist/x.js`` (ES modules) and ``dist/cjs/x.js``: the walk kept the first it read in
+    name order, ``dist/cjs/…`` (its CommonJS interop lines and all), for every module of the package."""
+    make_tree(tmp_path, {
+        "dist/middleware/csrf/index.js": "x", "dist/cjs/middleware/csrf/index.js": "x",
+        "dist/types/middleware/csrf/index.d.ts": "x",
+        "build/cjs/client.js": "x", "build/esm/client.js": "x", "build/browser/client.js": "x",
+        "out/util.cjs": "x", "out/util.mjs": "x",
+        "dist/cjs/only-commonjs.js": "x",   # one build: kept wherever it is
+    })
+    report = walk(tmp_path)
+    assert [f.path for f in report.files] == ["build/esm/client.js", "dist/cjs/only-commonjs.js",
+                                              "dist/middleware/csrf/index.js", "out/util.mjs"]
+    assert report.skipped == {"build_output": 5}
 
 
 def test_ignored_build_output_stays_ignored(tmp_path: Path) -> None:

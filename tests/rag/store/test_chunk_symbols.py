@@ -127,7 +127,7 @@ def test_m004_migrates_an_existing_index_and_the_next_update_rechunks_every_file
     index = Index(path)
     try:
         names = [r[0] for r in index.conn.execute("SELECT name FROM migrations ORDER BY rowid")]
-        assert "m009_chunk_symbol" in names and names[-1] == "m010_file_stat"
+        assert "m009_chunk_symbol" in names and names[-1] == "m011_document_tombstones"
         columns = [r[1] for r in index.conn.execute("PRAGMA table_info(chunks)")]
         assert "symbol" in columns and "header" in columns
         assert index.counts() == (0, 0)          # old windows dropped, nothing half-migrated
