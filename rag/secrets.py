@@ -35,7 +35,7 @@ Detected:
   ``pwd``, ``passphrase``, ``secret``, ``token``, ``credentials``, ``api_key``,
   ``private_key``, ``client_secret`` ...): ``password: 'x'``, ``const apiKey =
   "x"``, ``"password": "x"``, ``api_key: str = "x"``, ``token := "x"``,
-  ``'secret' => 'x'`` and, outside code files, unquoted values of a key that
+  ``'secret' => 'x'``, ``define('DB_PASSWORD', 'x')`` and, outside code files, unquoted values of a key that
   starts its line (YAML ``password: x``, ``.env`` ``SECRET=x``, Dockerfile ``ENV DB_PASSWORD=x``)
   or, when credential-shaped, anywhere in a line (prose ``set API_KEY=x in …``, a shell
   command's ``TOKEN=x cmd``, ``"X-Api-Key: x"``). The name must
@@ -73,11 +73,12 @@ __all__ = ["CODE_FILE_TYPES", "DETECT_SECRETS_DENYLISTS", "LiteralRedactor", "RE
 logger = logging.getLogger(__name__)
 
 REDACTED = "[REDACTED]"
-REDACTION_VERSION = 2
+REDACTION_VERSION = 3
 """Bump when the redaction rules find more: an index redacted by other rules is rebuilt (the
 engine compares it with the index's ``redaction`` meta value), so no stored chunk keeps a value
 the current rules would remove. 2: credential-shaped values inside a line or after a name and
-white space (``--secret-key v``, ``password is v``), ``mysql -p``, ``curl -u``, Docker's ``"auth"``."""
+white space (``--secret-key v``, ``password is v``), ``mysql -p``, ``curl -u``, Docker's ``"auth"``. 3: a quoted
+value after a quoted secret name and a comma (``define('DB_PASSWORD', 'v')``, ``setProperty("password", "v")``)."""
 
 # File types whose literals are always quoted: unquoted values are code there.
 CODE_FILE_TYPES: frozenset[str] = frozenset({
@@ -397,13 +398,14 @@ def _private_key_spans(text: str) -> tuple[list[_Span], int]:
 # --------------------------------------------------------------------------- keyword assignments
 
 # Matched on text.lower(): a secret word ending a name, optional closing quote/bracket,
-# an assignment (``=``, ``:``, ``:=``, ``=>``, or a Python annotation ``: str =``),
-# then a quoted literal or, outside code, one bare token (checked by _bare_value).
+# an assignment (``=``, ``:``, ``:=``, ``=>``, or a Python annotation ``: str =``) or, after a quoted
+# name, a comma (``define('DB_PASSWORD', 'v')``, ``setProperty("db.password", "v")``: then the value
+# must be quoted and credential-shaped, as a list of names is not), then a quoted literal or, outside code, one bare token (checked by _bare_value).
 _QUOTED = r"""(?:"(?P<dq>[^"\\\n]*(?:\\.[^"\\\n]*)*)"|'(?P<sq>[^'\\\n]*(?:\\.[^'\\\n]*)*)'|`(?P<bq>[^`\\$\n]*)`)"""
 _KEYWORD_HEAD = (
     r"(?P<kw>pass(?:word|wd|phrase)?|pwd|secret|token|key|credentials?)"
     r"""["'\]]{0,2}[ \t]*"""
-    r"(?:(?P<sep>:=|=>|=(?!=)|:(?![:=]))|(?P<ann>:[ \t]*[a-z_][\w.\[\], |]{0,40}?[ \t]*=(?!=)))[ \t]*"
+    r"(?:(?P<sep>:=|=>|=(?!=)|:(?![:=])|,(?<=[\"'],))|(?P<ann>:[ \t]*[a-z_][\w.\[\], |]{0,40}?[ \t]*=(?!=)))[ \t]*"
 )
 _KEYWORD_QUOTED_RE = re.compile(_KEYWORD_HEAD + _QUOTED)
 _KEYWORD_ANY_RE = re.compile(_KEYWORD_HEAD + r"(?:" + _QUOTED + r"""|(?P<bare>[^\s"'`]\S{0,255}))""")
@@ -535,6 +537,9 @@ def _keyword_spans(text: str, lowered: str, *, allow_bare: bool) -> list[_Span]:
         if group == "bare" and (qm := _KEYWORD_QUOTED_RE.match(lowered, m.start())):
             m, group = qm, next(g for g in ("dq", "sq", "bq") if qm.start(g) >= 0)  # x: str = "v"
             pos = m.end()
+        if group == "bare" and m.group("sep") == ",":  # a call's next argument: only a literal is a value
+            pos = m.start(group)
+            continue
         start, end = m.start(group), m.end(group)
         value = text[start:end]
         if group == "bare":
@@ -545,6 +550,8 @@ def _keyword_spans(text: str, lowered: str, *, allow_bare: bool) -> list[_Span]:
             end, value = bare
         if _is_placeholder(value) or (kind == "token" and not _credential_shaped(value)):
             continue
+        if m.group("sep") == "," and (not _credential_shaped(value) or _camel_identifier(value)):
+            continue  # ("username", "password", "message"): a list of names, not a name and its value
         if value.lower().replace("-", "_") == name.lower().replace("-", "_"):
             continue
         spans.append((start, end, REDACTED))

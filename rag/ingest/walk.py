@@ -144,10 +144,17 @@ TEXT_EXTENSIONS: frozenset[str] = frozenset({
     ".yml", ".yaml", ".toml", ".ini", ".cfg", ".conf", ".service",
     ".example", ".py", ".sh", ".bash",
     ".go", ".java", ".rs", ".rb",  # languages with a definitions-only parser (rag/parse/grammars.py)
+    # read as text only (line windows, no structure): other languages, schemas, components, docs, stubs
+    ".mdx", ".adoc", ".pyi",
+    ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cs", ".php", ".swift", ".kt", ".kts", ".scala", ".dart",
+    ".lua", ".ex", ".exs", ".erl", ".hrl", ".clj", ".hs", ".ml", ".pl", ".pm", ".r", ".jl", ".groovy", ".gradle",
+    ".vue", ".svelte", ".astro", ".sql", ".graphql", ".gql", ".proto", ".tf", ".hcl", ".nix",
+    ".zsh", ".fish", ".ps1", ".cmake", ".less", ".sass", ".properties",
 })
 IMAGE_EXTENSIONS: frozenset[str] = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg"})
 # Extension-less files that are text; value = WalkedFile.file_type.
-TEXT_FILENAMES: dict[str, str] = {"dockerfile": "dockerfile", "makefile": "makefile"}
+TEXT_FILENAMES: dict[str, str] = {"dockerfile": "dockerfile", "makefile": "makefile", "gemfile": "gemfile",
+                                   "rakefile": "rakefile", "jenkinsfile": "jenkinsfile", "procfile": "procfile"}
 
 SKIPPED_DIRS: frozenset[str] = frozenset({
     ".git", ".rag", "node_modules", "logs", "archive", ".vscode", "priv", "prompts",
@@ -751,7 +758,7 @@ def decode_text(data: bytes) -> str | None:
     return data.decode("cp1252", errors="replace")
 
 
-_DOC_TYPES = frozenset({"md", "markdown", "rst", "txt", "adoc"})
+_DOC_TYPES = frozenset({"md", "markdown", "mdx", "rst", "txt", "adoc"})
 _TEST_DIRS = frozenset({"test", "tests", "__tests__", "spec", "specs", "__mocks__"})
 _TEST_NAME_RE = re.compile(r"(?:\.(?:test|spec)\.[^/.]+|_test\.[^/.]+|^test_[^/]+\.py)\Z")
 _EXAMPLE_DIRS = frozenset({"example", "examples"})
@@ -765,7 +772,7 @@ KINDS_VERSION = 4
 whose files were classified by other rules is rebuilt. 2: code in documentation folders is
 ``example``; 3: TypeScript declarations, and sources declaring only types, are ``types``; 4: only
 top-level documentation folders, and only files where nothing outside the type definitions runs."""
-_CONFIG_TYPES = frozenset({"json", "yml", "yaml", "toml", "conf", "service", "ini", "cfg"})
+_CONFIG_TYPES = frozenset({"json", "yml", "yaml", "toml", "conf", "service", "ini", "cfg", "properties", "gradle"})
 
 
 def in_doc_folder(path: str) -> bool:
@@ -782,8 +789,9 @@ def classify_kind(path: str) -> str:
     a ``test``/``tests``/``__tests__``/``spec`` directory or a ``*.test.*``,
     ``*.spec.*``, ``*_test.*``, ``test_*.py`` name; ``.env.example``-style
     templates are ``config``; ``example``/``examples`` directories and
-    ``*.example`` files are ``example``; ``json yml yaml toml conf service ini``
-    are ``config``; TypeScript declarations (``.d.ts``, ``.d.mts``, ``.d.cts``) are ``types``;
+    ``*.example`` files are ``example``; ``json yml yaml toml conf service ini cfg properties gradle``
+    are ``config``; TypeScript declarations (``.d.ts``, ``.d.mts``, ``.d.cts``) and Python stubs (``.pyi``)
+    are ``types``;
     other files in a top-level documentation folder (:func:`in_doc_folder`: ``docs/``,
     ``docs_src/`` …) are ``example``; everything else is ``source``.
     """
@@ -800,7 +808,7 @@ def classify_kind(path: str) -> str:
         return "example"
     if ext in _CONFIG_TYPES:
         return "config"
-    if name.endswith(DECLARATIONS):
+    if name.endswith(DECLARATIONS) or ext == "pyi":  # TypeScript declarations, Python stubs
         return "types"
     if in_doc_folder(path):
         return "example"

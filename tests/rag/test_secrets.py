@@ -453,3 +453,32 @@ def test_redact_text_leaves_citations_and_prose_about_secrets_alone(text):
     from rag.secrets import redact_text
 
     assert redact_text(text) == (text, 0)
+
+
+@pytest.mark.parametrize(("text", "file_type", "secret"), [
+    # PHP's configuration constants (WordPress wp-config.php) and setters taking the name and the value
+    ("define( 'DB_PASSWORD', 'Xk9mP2vLq8zzW' );\n", "php", "Xk9mP2vLq8zzW"),
+    ("define('AUTH_KEY', 'q7#Lp2@Vx9!mK4$zT1&rB8^nC3*');\n", "php", "q7#Lp2@Vx9!mK4$zT1&rB8^nC3*"),
+    ('props.setProperty("db.password", "Xk9mP2vLq8zzW");\n', "java", "Xk9mP2vLq8zzW"),
+    ('val client = Client(apiKey = "sk_live_4eC39HqLyjWDarjtT1zdp7dc")\n', "kt", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+    ("spring.datasource.password=Xk9mP2vLq8zzW\n", "properties", "Xk9mP2vLq8zzW"),
+    ('  password = "Xk9mP2vLq8zzW"\n', "tf", "Xk9mP2vLq8zzW"),
+])
+def test_secrets_in_the_text_only_languages_are_redacted(text: str, file_type: str, secret: str) -> None:
+    """Files of C, PHP, Kotlin, Terraform, properties … are indexed as text (rag.ingest.walk): their secrets
+    are redacted like any other file's."""
+    redacted, count = redact_secrets(text, file_type=file_type)
+    assert secret not in redacted and count == 1 and redacted.count("\n") == text.count("\n")
+
+
+@pytest.mark.parametrize("text", [
+    "define( 'AUTH_KEY', 'put your unique phrase here' );\n",        # WordPress's placeholder
+    "$hash = hash_hmac(password, 'sha256');\n",                          # a name, then an argument
+    "define('DB_PASSWORD', getenv('DB_PASSWORD'));\n",
+    't("password", "Password")\n',
+    '@pytest.mark.parametrize(("username", "password", "message"), [])\n',   # lists of names
+    '"password": {"title": "Password", "type": "string"},\n',
+    "redact: ['password', 'creditCard', 'ssn']\n",
+])
+def test_a_secret_name_followed_by_an_argument_that_is_no_secret_stays(text: str) -> None:
+    assert redact_secrets(text, file_type="php") == (text, 0)

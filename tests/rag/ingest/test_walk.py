@@ -220,6 +220,25 @@ def test_secret_and_lock_files_are_skipped_anywhere(tmp_path: Path) -> None:
     assert report.skipped == {"secret": len(secrets), "lockfile": len(locks)}
 
 
+def test_a_polyglot_repository_is_searchable_beyond_the_parsed_languages(tmp_path: Path) -> None:
+    """Only the parsed languages and a few text types were read: a team's C, PHP, Kotlin, Lua, SQL migrations,
+    .proto and GraphQL schemas, Vue and Svelte components, .mdx docs and Python stubs were skipped as
+    ``unsupported_type``, so no question could find them. They are read as text (line windows, no structure)."""
+    files = ["native/codec.c", "native/codec.h", "native/pool.cpp", "web/index.php", "app/Main.kt", "app/App.swift",
+             "app/Program.cs", "scripts/rate.lua", "db/migrations/001_users.sql", "api/users.proto",
+             "api/schema.graphql", "ui/Cart.vue", "ui/Nav.svelte", "docs/guide.mdx", "docs/intro.adoc",
+             "stubs/client.pyi", "infra/main.tf", "build.gradle", "gradle.properties", "Gemfile", "Jenkinsfile"]
+    make_tree(tmp_path, {p: "x" for p in files} | {"data.bin": "x", "notes.xyz": "x"})
+    report = walk(tmp_path)
+    assert [f.path for f in report.files] == sorted(files)
+    assert report.skipped == {"unsupported_type": 2}
+    kinds = {p: classify_kind(p) for p in files}
+    assert kinds["docs/guide.mdx"] == kinds["docs/intro.adoc"] == "documentation"
+    assert kinds["stubs/client.pyi"] == "types"     # declarations, as .d.ts
+    assert kinds["gradle.properties"] == kinds["build.gradle"] == "config"
+    assert kinds["db/migrations/001_users.sql"] == kinds["ui/Cart.vue"] == kinds["native/codec.c"] == "source"
+
+
 def test_text_types_and_images(tmp_path: Path) -> None:
     text = ["a.js", "a.jsx", "a.mjs", "a.cjs", "a.json", "a.md", "a.css", "a.html", "a.yml", "a.service",
             "a.conf", "a.ts", "a.tsx", "a.py", "a.yaml", "a.toml", "a.txt", "a.sh", "a.rst", "a.ini",
