@@ -44,6 +44,12 @@ the best we have and stays**):
    the line where they differ. A derived-looking file that contains at least
    :data:`CONTAINED_SHARE` of another file's informative lines holds a copy of it
    (``PKG-INFO`` holding the README, a bundle holding a module).
+3c. ``contained``, by content alone: a JavaScript file holding at least :data:`CONTAINED_SHARE` of the
+   informative lines of :data:`BUNDLE_MIN_HELD` or more other, smaller JavaScript or TypeScript files is their
+   bundle whatever its name or folder (ejs 3.1.10 ships ``ejs.js``, lib/ browserified, at the package root
+   beside ``lib/ejs.js``; it led two of ejs's questions of ``eval/heldout-7.jsonl``). One file holding another
+   may be either's copy; holding several, it is the bundle. Documentation is never such a holder (a README
+   quoting two examples in full is not their copy).
 3b. ``bundle_twin`` — the near-duplicate source of a bundle (3) that holds other files
    (``contained`` or ``source_map``) holds them too, and is their copy when it looks derived itself
    (:func:`derived_rank`: in a build folder, a bundle's name; a hand-written twin stays a source): zod 3.23.8's ES module
@@ -86,7 +92,7 @@ Fingerprint = array
 __all__ = [
     "CopyRelation", "Fingerprint", "SharedLines", "update_copies", "detect_copies", "fingerprint_lines", "file_fingerprint", "derived_rank", "map_sources",
     "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "COPY_RULES_VERSION", "SIBLING_SHARE",
-    "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "MIN_LINE_CHARS",
+    "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "BUNDLE_MIN_HELD", "MIN_LINE_CHARS",
     "MAX_POSTINGS", "MIN_INFORMATIVE_LINES",
 ]
 
@@ -108,14 +114,16 @@ JS_OUTPUTS = (".js", ".jsx", ".mjs", ".cjs")
 SIBLING_SHARE = 0.5
 """Rule 1b: two builds of one module share at least this share of the smaller one's informative lines
 (a CommonJS and an ES module build differ in their import and export lines, not their bodies)."""
-COPY_RULES_VERSION = 5
+COPY_RULES_VERSION = 6
 """The version of the rules above, stored with the index (``copy_rules``): an update recomputes the
 copies of an index recorded by other rules, even when no file changed. 2: ``sibling_build``; 3: its
-builds share code (:data:`SIBLING_SHARE`); 4: ``bundle_twin``; 5: rule 1b's stand-in by format."""
+builds share code (:data:`SIBLING_SHARE`); 4: ``bundle_twin``; 5: rule 1b's stand-in by format; 6: rule 3c."""
 NEAR_DUPLICATE_JACCARD = 0.8
 """Two files sharing at least this Jaccard share of their informative lines are near-identical."""
 CONTAINED_SHARE = 0.8
 """A derived-looking file holding this share of another file's informative lines holds a copy of it."""
+BUNDLE_MIN_HELD = 2
+"""Rule 3c: a script holding :data:`CONTAINED_SHARE` of this many other scripts is their bundle."""
 MIN_LINE_CHARS = 8
 """Normalised lines shorter than this (non-space characters) are not informative."""
 MAX_POSTINGS = 8
@@ -383,6 +391,7 @@ def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[s
         relations[path] = [CopyRelation(path, source, "sibling_build", 0)]
     sizes = {p: len(f) for p, f in fingerprints.items()}
     near: dict[str, list[tuple[float, str, str]]] = defaultdict(list)
+    holds: dict[str, list[tuple[float, float, str, str]]] = defaultdict(list)  # rule 3c's candidates
     for (a, b), common in shared.items():
         na, nb = sizes[a], sizes[b]
         if min(na, nb) < MIN_INFORMATIVE_LINES:
@@ -396,6 +405,14 @@ def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[s
         for holder, held, n_held in ((a, b, nb), (b, a, na)):
             if common / n_held >= CONTAINED_SHARE and derived_rank(holder)[0] > derived_rank(held)[0]:
                 near[holder].append((common / sizes[holder], common / n_held, held, "contained"))
+            elif (common / n_held >= CONTAINED_SHARE and sizes[holder] > n_held
+                  and holder.lower().endswith(JS_OUTPUTS) and held.lower().endswith((*JS_OUTPUTS, *TS_SOURCES))):
+                holds[holder].append((common / sizes[holder], common / n_held, held, "contained"))
+    # 3c. A script holding most of the lines of two or more others is their bundle, whatever its name
+    # (ejs 3.1.10's browserified ejs.js, beside lib/ejs.js and lib/utils.js).
+    for holder, held in holds.items():
+        if len(held) >= BUNDLE_MIN_HELD:
+            near[holder].extend(held)
     copy_of = {(r.path, r.source) for rs in relations.values() for r in rs}
     for path in sorted(near):
         if path in relations:
@@ -412,12 +429,16 @@ def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[s
         twins = [r.source for r in found if r.reason == "near_duplicate"]
         held = [r for r in found if r.reason in ("contained", "source_map")]
         for twin in twins:
-            if twin in relations or not held or derived_rank(twin)[0] == 0:  # a hand-written twin stays a source
+            if not held or derived_rank(twin)[0] == 0:  # a hand-written twin stays a source
                 continue
-            inherited = [r for r in held if r.source != twin and (r.source, twin) not in copy_of]
+            own = relations.get(twin, [])
+            if any(r.reason != "contained" for r in own):  # compiled, source-mapped …: its sources are known
+                continue
+            have = {r.source for r in own}  # a bundle by its own content (3, 3c) also holds what its twin holds
+            inherited = [r for r in held if r.source != twin and r.source not in have and (r.source, twin) not in copy_of]
             if inherited:
-                relations[twin] = [CopyRelation(twin, r.source, "bundle_twin", i, r.similarity)
-                                   for i, r in enumerate(inherited)]
+                relations[twin] = [*own, *(CopyRelation(twin, r.source, "bundle_twin", len(own) + i, r.similarity)
+                                           for i, r in enumerate(inherited))]
     # A source that is itself a copy of the file it would stand for (a cycle of near-duplicates) loses:
     # the more derived one stays the copy.
     for path in list(relations):

@@ -12,10 +12,11 @@ Contract (DESIGN.md section 3, "Walk"):
 * a name that is not valid UTF-8 is skipped (``undecodable_name``); ignore files are
   read only when they are regular files, a leading BOM dropped;
 * build-output directories (:data:`OUTPUT_DIRS`: ``dist``, ``build``, ``out``)
-  are read last, and only for code that exists nowhere else: a JS/TS file there
+  are read last, and only for code that exists nowhere else: a JS/TS file there (or a
+  script a build copies as it is: Lua, SQL, GraphQL, Protocol Buffers, :data:`_OUTPUT_SCRIPT_TYPES`)
   is kept unless a file of the same module (:func:`_module_key`: ``dist/esm/core/index.js``
-  of ``src/core/index.ts``) was found outside them or earlier in them (one compiled
-  copy), it is a bundler's chunk of code found outside them (``resolveHTTPResponse-2fc435bb.mjs``
+  of ``src/core/index.ts``) was found outside them, or another build of it stands for it better
+  (one compiled copy, :func:`build_format_rank`: ``dist/x.js`` over ``dist/cjs/x.js``), it is a bundler's chunk of code found outside them (``resolveHTTPResponse-2fc435bb.mjs``
   of ``src/http/resolveHTTPResponse.ts``, :data:`_HASHED_CHUNK_RE`), it is typings next to
   their code, or it is a single-file bundle
   (``*.umd.js``, ``bundles/``); other files there are skipped
@@ -173,6 +174,9 @@ VENV_MARKER = "pyvenv.cfg"
 # Build output: read last, for code found nowhere else (see the module docstring).
 OUTPUT_DIRS: frozenset[str] = frozenset({"dist", "build", "out"})
 _OUTPUT_CODE_TYPES = frozenset({"js", "mjs", "cjs", "jsx", "ts", "tsx", "mts", "cts"})
+_OUTPUT_SCRIPT_TYPES = frozenset({"lua", "sql", "graphql", "gql", "proto"})
+"""Sources a build copies as they are (bullmq 5.34.0 ships its Redis Lua scripts only in ``dist/esm/commands/``
+and ``dist/cjs/commands/``): read from build output as its code is, one copy per module and type."""
 _MINIFIED_RE = re.compile(r"[.-]min\.(?:js|mjs|cjs|css)$", re.I)
 # Single-file bundles of the whole package (every module again, in one file).
 _BUNDLE_RE = re.compile(r"(^|/)bundles?/|\.(umd|bundle|iife)\.[mc]?js$", re.I)
@@ -488,13 +492,10 @@ class _Walker:
             return
         if self.output_keys is not None:
             stem = _stem(name)
-            key = _module_key(rel, output=True)
-            typings_of_code = lower.endswith(DECLARATIONS) and any(
-                f"{stem}.{ext}" in self.siblings for ext in ("js", "mjs", "cjs"))
+            key = _output_key(rel, file_type, output=True)
             bundle = _BUNDLE_RE.search(rel) is not None
             chunk_of_source = _unhashed_stem(name) in self.source_stems  # dist/x-2fc435bb.mjs of src/x.ts
-            if is_image or file_type not in _OUTPUT_CODE_TYPES or key in self.output_keys or typings_of_code \
-                    or bundle or chunk_of_source:
+            if is_image or key is None or key in self.output_keys or bundle or chunk_of_source:
                 self.skip("build_output")
                 return
             if _looks_minified(entry.path):  # hashed bundles (out/_next/static/chunks/main-3f2a.js)
@@ -508,12 +509,24 @@ class _Walker:
     def choose_outputs(self) -> None:
         """Keep one compiled copy of each module found only in build output: the one that best stands for
         it (:func:`build_format_rank`, then the shorter path: ``dist/x.js`` over ``dist/cjs/x.js``,
-        ``dist/esm/x.js`` over ``dist/cjs/x.js``); the others are skipped as ``build_output``."""
+        ``dist/esm/x.js`` over ``dist/cjs/x.js``); and its best declaration file too when that is larger
+        than the code (it declares more than the code implements: interfaces and option types with their
+        documentation, which compile to nothing — bullmq 5.34.0's ``interfaces/worker-options.js`` is
+        ``export {};``, its ``.d.ts`` documents every option — or an esbuild build stripped the comments the
+        declarations keep). The others are skipped as ``build_output``."""
+        def best(candidates):
+            return min(candidates, key=lambda c: (build_format_rank(c[1]), len(c[1]), c[1]), default=None)
+
         for candidates in self.output_choices.values():
-            candidates.sort(key=lambda c: (build_format_rank(c[1]), len(c[1]), c[1]))
-            entry, rel, file_type = candidates[0]
-            self.take(entry, rel, file_type, is_image=False)
-            for _ in candidates[1:]:
+            code = best([c for c in candidates if not c[1].lower().endswith(DECLARATIONS)])
+            declaration = best([c for c in candidates if c[1].lower().endswith(DECLARATIONS)])
+            if code is not None and declaration is not None and not (
+                    declaration[0].stat(follow_symlinks=False).st_size > code[0].stat(follow_symlinks=False).st_size):
+                declaration = None
+            kept = [c for c in (code, declaration) if c is not None]
+            for entry, rel, file_type in kept:
+                self.take(entry, rel, file_type, is_image=False)
+            for _ in range(len(candidates) - len(kept)):
                 self.skip("build_output")
         self.output_choices.clear()
 
@@ -635,6 +648,17 @@ def build_format_rank(path: str) -> int:
     return rank
 
 
+def _output_key(rel: str, file_type: str | None, *, output: bool) -> str | None:
+    """The key of the one-compiled-copy rule: JavaScript-family code by its module (:func:`_module_key`), a
+    script a build copies (:data:`_OUTPUT_SCRIPT_TYPES`) by its module and type (``commands/addjob-9.lua``, so
+    ``x.sql`` and ``x.js`` are two); ``None`` for other files (build output keeps none of them)."""
+    if file_type in _OUTPUT_CODE_TYPES:
+        return _module_key(rel, output=output)
+    if file_type in _OUTPUT_SCRIPT_TYPES:
+        return f"{_module_key(rel, output=output)}.{file_type}"
+    return None
+
+
 def _unhashed_stem(name: str) -> str | None:
     """The stem of a bundler's chunk name without its hash (:data:`_HASHED_CHUNK_RE`):
     ``resolveHTTPResponse-2fc435bb.mjs`` → ``resolvehttpresponse``; ``None`` for other names.
@@ -676,7 +700,7 @@ def walk(root: Path, policy: WalkPolicy = DEFAULT_WALK_POLICY, *, should_stop=No
     walker.walk_dir(walker.root, "", 0, [])
     # Build output last: only code whose module (_module_key) appears nowhere outside it.
     code = [f.path for f in walker.files if f.file_type in _OUTPUT_CODE_TYPES]
-    walker.output_keys = {_module_key(path, output=False) for path in code}
+    walker.output_keys = {_output_key(f.path, f.file_type, output=False) for f in walker.files} - {None}
     walker.source_stems = frozenset(_stem(path.rsplit("/", 1)[-1]) for path in code)
     for abs_dir, rel_dir, depth, levels in walker.deferred:
         walker.walk_dir(abs_dir, rel_dir, depth, levels)

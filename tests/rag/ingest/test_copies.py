@@ -216,17 +216,20 @@ def test_the_near_identical_twin_of_a_bundle_holds_what_the_bundle_holds():
     a source by the rules before, led the answers over the module it holds."""
     types = [f"function parseType{i}(input) {{ return check(input, 'kind {i}'); }}" for i in range(30)]
     errors = [f"const issue{i} = makeIssue('code {i}', path);" for i in range(12)]
+    utils = [f"const helper{i} = (value) => normalise(value, {i});" for i in range(6)]
     esm_only = [f"export {{ parseType{i} as exported{i} }};" for i in range(4)]
-    umd = fingerprint_lines([*types, *errors, "(function (global, factory) { factory(exports); })"])
-    mjs = fingerprint_lines([*types[:28], *errors, *esm_only])   # line Jaccard 40 / 47 with the UMD bundle
+    umd = fingerprint_lines([*types, *errors, *utils, "(function (global, factory) { factory(exports); })"])
+    mjs = fingerprint_lines([*types[:28], *errors, *utils[:4], *esm_only])   # line Jaccard 44 / 54 with the UMD
     fingerprints = {"lib/types.js": fingerprint_lines(types), "lib/errors.js": fingerprint_lines(errors),
-                    "lib/index.umd.js": umd, "lib/index.mjs": mjs}
+                    "lib/utils.js": fingerprint_lines(utils), "lib/index.umd.js": umd, "lib/index.mjs": mjs}
     found = [(r.path, r.source, r.reason) for r in detect_copies(fingerprints, {})]
     assert ("lib/index.umd.js", "lib/index.mjs", "near_duplicate") in found
     assert ("lib/index.umd.js", "lib/types.js", "contained") in found
+    # holding most of two modules, it is their bundle by content alone (rule 3c); what it holds under the share
+    # (4 of utils' 6 lines, as zod's parseUtil) it holds as the UMD bundle's twin (rule 3b)
     assert {(s, reason) for p, s, reason in found if p == "lib/index.mjs"} == {
-        ("lib/types.js", "bundle_twin"), ("lib/errors.js", "bundle_twin")}
-    assert not any(p in ("lib/types.js", "lib/errors.js") for p, _, _ in found)
+        ("lib/types.js", "contained"), ("lib/errors.js", "contained"), ("lib/utils.js", "bundle_twin")}
+    assert not any(p in ("lib/types.js", "lib/errors.js", "lib/utils.js") for p, _, _ in found)
 
 
 def test_source_maps_inline_and_beside(tmp_path):
@@ -424,3 +427,23 @@ def test_a_bundle_s_chunk_is_replaced_by_the_source_it_was_compiled_from():
     assert corresponding(Cand(4, "dist/bundle.js", 0.9, "x()"), copies["dist/bundle.js"],
                          {"src/widget.ts": [widget], "src/gear.ts": [gear]}) is widget
     assert corresponding(bundle, copies["dist/bundle.js"], {}) is None
+
+
+def test_a_script_holding_two_others_is_their_bundle_whatever_its_name(tmp_path):
+    """ejs 3.1.10 ships ``ejs.js`` (lib/ browserified) at the package root: no build folder, no bundle name, so
+    it was no copy and led questions about lib/ejs.js."""
+    def module(name: str, n: int) -> str:
+        return "".join(f"function {name}Step{i}(input) {{\n  return transformInput(input, '{name} step {i}');\n}}\n"
+                       for i in range(n))
+    engine_js, utils_js = module("render", 8), module("escape", 6)
+    wrapper = "(function(f){ if (typeof exports === 'object') { module.exports = f(); } })(function(){\n"
+    readme = "# Usage\n\n```js\n" + engine_js + "```\n\n```js\n" + utils_js + "```\n"
+    tree = {"lib/ejs.js": engine_js, "lib/utils.js": utils_js, "ejs.js": wrapper + engine_js + utils_js + "});\n",
+            "docs/usage.md": readme,                                      # quotes both in full: not their copy
+            "lib/partial.js": module("render", 8)[:-1] + "\n// a hand-written twin of one file\n"}
+    with indexed_engine(tmp_path, tree) as engine:
+        copies = recorded(engine)
+        assert set(copies["ejs.js"]) >= {"lib/ejs.js", "lib/utils.js"}   # (and lib/partial.js, the twin of one)
+        assert "docs/usage.md" not in copies
+        paths = [s.path for s in engine.retrieve("How does renderStep3 transform its input?", limit=10)]
+        assert paths[0] in ("lib/ejs.js", "lib/partial.js") and "ejs.js" not in paths[:2]

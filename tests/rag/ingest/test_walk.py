@@ -197,6 +197,41 @@ def test_of_a_module_built_only_as_es_module_and_commonjs_the_es_module_build_is
     assert report.skipped == {"build_output": 5}
 
 
+def test_scripts_a_build_copies_are_read_from_build_output_once(tmp_path: Path) -> None:
+    """bullmq 5.34.0 ships its Redis Lua scripts only in ``dist/esm/commands/`` and ``dist/cjs/commands/``: every
+    file of build output that was not JavaScript was skipped, so no question could reach the scripts that move
+    jobs between states."""
+    make_tree(tmp_path, {
+        "dist/esm/commands/addJob-9.lua": "x", "dist/cjs/commands/addJob-9.lua": "x",
+        "dist/esm/commands/index.js": "x", "dist/cjs/commands/index.js": "x",
+        "src/queries/get.sql": "x", "dist/queries/get.sql": "x",       # a copy of a source outside build output
+        "dist/schema.graphql": "x", "dist/schema.js": "x",            # one module, two types: both kept
+        "dist/README.md": "x", "dist/style.css": "x", "dist/package.json": "{}",   # not code: skipped as before
+    })
+    report = walk(tmp_path)
+    assert [f.path for f in report.files] == ["dist/esm/commands/addJob-9.lua", "dist/esm/commands/index.js",
+                                              "dist/schema.graphql", "dist/schema.js", "src/queries/get.sql"]
+    assert report.skipped == {"build_output": 6}
+
+
+def test_declarations_that_say_more_than_their_compiled_code_are_kept(tmp_path: Path) -> None:
+    """bullmq 5.34.0's ``dist/esm/interfaces/worker-options.js`` is ``export {};``: its options and their defaults
+    are documented only in the ``.d.ts`` beside it, which the walk skipped as "typings next to their code"."""
+    docs = "export interface WorkerOptions {\n  /** How many times a stalled job is retried. @default 1 */\n" \
+           "  maxStalledCount?: number;\n}\n"
+    code = "export class Worker {\n" + "  run() { return this.loop(); }\n" * 20 + "}\n"
+    make_tree(tmp_path, {
+        "dist/esm/interfaces/worker-options.js": "export {};\n", "dist/esm/interfaces/worker-options.d.ts": docs,
+        "dist/cjs/interfaces/worker-options.js": "\"use strict\";\n", "dist/cjs/interfaces/worker-options.d.ts": docs,
+        "dist/esm/classes/worker.js": code, "dist/esm/classes/worker.d.ts": "export declare class Worker {}\n",
+        "dist/types/only-types.d.ts": docs,                 # declarations without code: kept, as before
+    })
+    report = walk(tmp_path)
+    assert [f.path for f in report.files] == ["dist/esm/classes/worker.js", "dist/esm/interfaces/worker-options.d.ts",
+                                              "dist/esm/interfaces/worker-options.js", "dist/types/only-types.d.ts"]
+    assert report.skipped == {"build_output": 3}
+
+
 def test_ignored_build_output_stays_ignored(tmp_path: Path) -> None:
     make_tree(tmp_path, {".gitignore": "dist/\n", "dist/only.js": "x", "src/a.js": "x"})
     report = walk(tmp_path)
