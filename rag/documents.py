@@ -50,10 +50,14 @@ MAX_TITLE_CHARS = 200
 MAX_METADATA_BYTES = 8 * 1024
 PREVIEW_CHARS = 100
 _ID_CHARS = set("0123456789abcdef")
-TITLE_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_INVISIBLE = re.compile("[\u00ad\u034f\u115f\u1160\u180e\u200b-\u200f\u2060-\u2064\u3164\ufeff\uffa0]")
+"""Characters that show nothing (zero-width spaces and joiners, word joiner, fillers): a title of only these is
+no title."""
+TITLE_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff\U000e0000-\U000e007f]")
 """What a title may not hold once its whitespace is folded: the C0 and C1 controls and DEL (a terminal
 obeys escape sequences) and the text-direction controls (a right-to-left override makes ``gnp.exe`` read
-``exe.png``; Unicode TR 9, as in the "Trojan Source" attacks, CVE-2021-42574). Joiners stay (emoji)."""
+``exe.png``; Unicode TR 9, as in the "Trojan Source" attacks, CVE-2021-42574), the byte-order mark and the tag
+characters (U+E0000-U+E007F: invisible text a model still reads, "ASCII smuggling"). Joiners stay (emoji)."""
 
 
 class DocumentError(UserError):
@@ -210,7 +214,7 @@ class DocumentStore:
                 character (:data:`TITLE_CONTROL`; whitespace folds to spaces), metadata that is not a
                 JSON object or is too large, a malformed ``doc_id``.
         """
-        if not isinstance(title, str) or not title.strip():
+        if not isinstance(title, str) or not _INVISIBLE.sub("", title).strip():  # "\u200b" shows nothing
             raise DocumentError("A document needs a title.")
         title = " ".join(title.split())  # line breaks and tabs (str.split's whitespace) fold to spaces
         control = TITLE_CONTROL.search(title)

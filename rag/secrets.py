@@ -301,7 +301,7 @@ _ENV_DEFAULT_RES = (
     re.compile(r"""process\.env(?:\.(?P<name>[A-Za-z_$][\w$]*)|\[[ \t]*["'`](?P<name2>[^"'`\n]{1,100})["'`][ \t]*\])"""
                r"""[ \t]*(?:\|\||\?\?)[ \t]*""" + _QUOTED_PLACEHOLDER),
     re.compile(r"""(?:environ\.get|getenv|env\.get)\([ \t]*["'](?P<name>[^"'\n]{1,100})["']"""
-               r"""[ \t]*,[ \t]*(?:default[ \t]*=[ \t]*)?""" + _QUOTED_PLACEHOLDER),
+               r"""[ \t]*(?:,[ \t]*(?:default[ \t]*=[ \t]*)?|\)[ \t]*(?:\?:|\?\?|\|\||or\b)[ \t]*)""" + _QUOTED_PLACEHOLDER),
 )
 
 
@@ -403,12 +403,16 @@ def _private_key_spans(text: str) -> tuple[list[_Span], int]:
 # must be quoted and credential-shaped, as a list of names is not), then a quoted literal or, outside code, one bare token (checked by _bare_value).
 _QUOTED = r"""(?:"(?P<dq>[^"\\\n]*(?:\\.[^"\\\n]*)*)"|'(?P<sq>[^'\\\n]*(?:\\.[^'\\\n]*)*)'|`(?P<bq>[^`\\$\n]*)`)"""
 _KEYWORD_HEAD = (
-    r"(?P<kw>pass(?:word|wd|phrase)?|pwd|secret|token|key|credentials?)"
-    r"""["'\]]{0,2}[ \t]*"""
+    r"(?P<kw>pass(?:word|wd|phrase)?|pwd|secret|token|key|credentials?)(?P<tail>(?:[_.-]?[a-z][a-z0-9]{1,11}){0,2})"
+    r"""["'\[\]]{0,2}[ \t]*"""
     r"(?:(?P<sep>:=|=>|=(?!=)|:(?![:=])|,(?<=[\"'],))|(?P<ann>:[ \t]*[a-z_][\w.\[\], |]{0,40}?[ \t]*=(?!=)))[ \t]*"
 )
 _KEYWORD_QUOTED_RE = re.compile(_KEYWORD_HEAD + _QUOTED)
 _KEYWORD_ANY_RE = re.compile(_KEYWORD_HEAD + r"(?:" + _QUOTED + r"""|(?P<bare>[^\s"'`]\S{0,255}))""")
+_VALUE_LAST_WORDS = frozenset({"base", "value", "string", "str", "text", "b64", "hex", "bytes"})
+"""Last words of a name that holds a secret's value when a secret's word comes before them."""
+_PHP_DEFINE_RE = re.compile(r"""\bdefine[ \t]*\([ \t]*["']\Z""", re.I)
+"""``define('`` just before a name: PHP's constant (``wp-config.php``), whose value is any literal."""
 _REST_OF_LINE_RE = re.compile(r"[ \t]*(?:[#;][^\n]*)?\r?(?:\n|\Z)")  # blank or an ini/yaml/sh comment
 MAX_NAME_CHARS = 100   # how far back a key name is read
 MAX_KEY_INDENT = 200   # how far back the start of a line is looked for
@@ -420,7 +424,8 @@ _KEY_PREFIXES = frozenset({
     "api", "secret", "private", "priv", "access", "auth", "client", "signing", "encryption", "master",
     "service", "account", "db", "database", "app", "consumer", "license", "webhook", "session",
 })
-_PASS_PREFIXES = frozenset({"db", "database", "key", "user", "admin", "root", "smtp", "mail", "redis"})
+_PASS_PREFIXES = frozenset({"db", "database", "key", "user", "admin", "root", "smtp", "mail", "redis", "keystore",
+                            "truststore", "store"})
 _LINE_START_PREFIX_RE = re.compile(r"""[ \t]*(?:export[ \t]+|-[ \t]+|(?:ENV|ARG)[ \t]+)?["']?""")
 _INLINE_VALUE_RE = re.compile(r"""[^\s"'`,;)\]}>]+""")
 """A bare value inside a line runs to white space, a quote, a comma or a closing bracket."""
@@ -447,6 +452,8 @@ def _name_kind(name: str, *, config: bool = False) -> str | None:
         return "token" if prev in _KEY_PREFIXES or (prev and name.isupper()) else None
     if last.endswith(_SECRET_LAST_WORDS) or last == "pwd" or (last == "pass" and (prev in _PASS_PREFIXES or (config and not prev))):
         return "secret"
+    if last in _VALUE_LAST_WORDS and any(w in ("secret", "password", "passwd") for w in words[:-1]):
+        return "token"  # secret_key_base, SecretString: the secret's value (not secretName, passwordHash)
     return None
 
 
@@ -466,13 +473,16 @@ def _bare_value(text: str, name_start: int, start: int, end: int) -> tuple[int, 
         return _inline_bare_value(text, start)
     value = text[start:end]
     lower = value.lower()
-    if _BARE_CODE_RE.search(value) or any(w in lower for w in _BARE_IDENTIFIER_WORDS):
+    if _BARE_CODE_RE.search(value) or (any(w in lower for w in _BARE_IDENTIFIER_WORDS)
+                                        and not _credential_shaped(value)):  # passwordField, not MyPassword123!
         return None
     return end, value
 
 
-def _inline_bare_value(text: str, start: int) -> tuple[int, str] | None:
-    """A credential-shaped unquoted value starting at ``start`` inside a line (see :func:`_bare_value`)."""
+def _inline_bare_value(text: str, start: int, *, quoted_by: str | None = None) -> tuple[int, str] | None:
+    """A credential-shaped unquoted value starting at ``start`` inside a line (see :func:`_bare_value`);
+    ``quoted_by``: the quote opening it, when it is a literal (``#define JWT_SECRET "v"``): then a value
+    holding a secret's name (``mySecretSigningKey2024``) is one too."""
     m = _INLINE_VALUE_RE.match(text, start)
     if m is None:
         return None
@@ -482,7 +492,7 @@ def _inline_bare_value(text: str, start: int) -> tuple[int, str] | None:
     # case are not enough.
     if (not _credential_shaped(value) or (len(value) < 12 and (value.islower() or value.isupper()))
             or _BARE_CODE_RE.search(value)
-            or any(w in lower for w in _BARE_IDENTIFIER_WORDS)):
+            or (any(w in lower for w in _BARE_IDENTIFIER_WORDS) and (quoted_by is None or not _credential_shaped(value)))):
         return None
     return start + len(value), value
 
@@ -492,8 +502,8 @@ def _inline_bare_value(text: str, start: int) -> tuple[int, str] | None:
 # colon after a two-word name (``secret key: v``) or a Markdown table's next cell (``| AWS secret | v |``); the
 # value may be quoted (``password is `v```).
 _SPACED_RE = re.compile(
-    r"(?<![a-z0-9])(?:(?:api|access|secret|private|auth)[ _-]?key|pass(?:word|wd|phrase)|secret|token)"
-    r"""(?:[ \t]+(?:(?:is|to|as)[ \t]+)?|[ \t]*[:=|][ \t]*)["'`]?(?=[^\s"'`|])""")
+    r"(?<![a-z0-9])(?:(?:api|access|secret|private|auth)[ _-]?key|pass(?:word|wd|phrase)|secret|token|identified[ \t]+by)"
+    r"""["']?(?:[ \t]+(?:(?:is|to|as)[ \t]+)?|[ \t]*[:=|][ \t]*)["'`]?(?=[^\s"'`|])""")
 MIN_SPACED_VALUE_CHARS = 12
 """A value after a name and white space must be this long (and credential-shaped): there the next word is
 most often prose ("the token is refreshed")."""
@@ -511,9 +521,10 @@ def _spaced_spans(text: str, lowered: str) -> list[_Span]:
     """Credential-shaped values written after a secret's name without an assignment (see :data:`_SPACED_RE`)."""
     spans: list[_Span] = []
     for m in _SPACED_RE.finditer(lowered):
-        found = _inline_bare_value(text, m.end())
+        quote = text[m.end() - 1] if text[m.end() - 1] in "\"'`" else None  # a literal: never an identifier
+        found = _inline_bare_value(text, m.end(), quoted_by=quote)
         if (found is None or len(found[1]) < MIN_SPACED_VALUE_CHARS or _is_placeholder(found[1])
-                or _camel_identifier(found[1])):
+                or (quote is None and _camel_identifier(found[1]))):
             continue
         spans.append((m.end(), found[0], REDACTED))
     return spans
@@ -529,7 +540,7 @@ def _keyword_spans(text: str, lowered: str, *, allow_bare: bool) -> list[_Span]:
         floor = max(0, name_start - MAX_NAME_CHARS)
         while name_start > floor and text[name_start - 1] in _NAME_CHARS:
             name_start -= 1
-        name = text[name_start:m.end("kw")]
+        name = text[name_start:m.end("tail")]  # secret_key_base: a secret's name with words after it
         kind = _name_kind(name, config=allow_bare)
         if kind is None:
             continue
@@ -550,7 +561,8 @@ def _keyword_spans(text: str, lowered: str, *, allow_bare: bool) -> list[_Span]:
             end, value = bare
         if _is_placeholder(value) or (kind == "token" and not _credential_shaped(value)):
             continue
-        if m.group("sep") == "," and (not _credential_shaped(value) or _camel_identifier(value)):
+        if (m.group("sep") == "," and (not _credential_shaped(value) or _camel_identifier(value))
+                and not _PHP_DEFINE_RE.search(text, max(0, name_start - 24), name_start)):
             continue  # ("username", "password", "message"): a list of names, not a name and its value
         if value.lower().replace("-", "_") == name.lower().replace("-", "_"):
             continue

@@ -60,7 +60,7 @@ class WalkReport:
         skipped: reason -> number of files or directories skipped for it
             (``ignored``, ``secret``, ``lockfile``, ``skipped_dir``, ``too_large``,
             ``symlink``, ``unsupported_type``, ``max_files``, ``max_total_bytes``,
-            ``max_depth``, ``unreadable``, ``virtualenv``, ``undecodable_name`` …).
+            ``max_depth``, ``unreadable``, ``virtualenv``, ``undecodable_name``, ``control_character_name`` …).
         secret_files: repository-relative paths of the secret files skipped (``.env`` …);
             never indexed, but their values are redacted wherever else they appear.
         problems: ``(path, reason)`` of the odd files among the skipped ones (a name that

@@ -70,6 +70,9 @@ def test_literal_redactor_prefers_the_longest_value():
 
 def test_terminal_output_shows_control_characters_escaped(tmp_path, repo):
     assert printable("a\x1b[2Jb\x07\n\tc") == "a\\x1b[2Jb\\x07\n\tc"
+    # text-direction controls and tag characters reorder or hide text on a terminal (a break-it review saw a
+    # document preview print U+202E raw)
+    assert printable("x \u202e bidi \u2066y\U000e0069") == "x \\u202e bidi \\u2066y\\U000e0069"
     result = CliRunner().invoke(cli, ["context", "hello console log", "--repo", str(repo),
                                       "--index", str(tmp_path / "c.sqlite")])
     assert result.exit_code == 0, result.output
@@ -83,32 +86,31 @@ def test_json_output_never_carries_raw_control_characters(tmp_path, repo):
     json.loads(result.stdout)
 
 
-def test_listings_escape_control_characters_and_line_breaks_in_names(tmp_path):
+def test_names_with_control_characters_are_not_indexed_and_are_reported_escaped(tmp_path):
     """File names are repository data: ``code symbols|env|deps`` printed them raw (an escape sequence in
-    a name reached the terminal), and a newline or tab in a name split one listing line in two."""
+    a name reached the terminal), and a newline or tab in a name split one listing line in two, or forged a
+    header line of the context given to the model. Such names are not indexed; the index run names them,
+    escaped."""
     root = tmp_path / "names"
     (root / "src").mkdir(parents=True)
     (root / "src" / "\x1b[31mevil.py").write_text("import os\n\ndef evil_escape():\n    return os.environ['EVIL_MODE']\n")
     (root / "src" / "new\nline.py").write_text("def newline_file():\n    return 1\n")
     (root / "src" / "tab\there.py").write_text("def tab_file():\n    return 2\n")
+    (root / "src" / "plain.py").write_text("def plain_file():\n    return 3\n")
     index = str(tmp_path / "names.sqlite")
 
     def run(*args: str) -> str:
         result = CliRunner().invoke(cli, [*args, "--repo", str(root), "--index", index], color=True)
         assert result.exit_code == 0, result.output
-        assert "\x1b" not in result.stdout and "\t" not in result.stdout, args
-        return result.stdout
+        assert "\x1b" not in result.output and "\t" not in result.output, args
+        return result.output
 
-    symbols = run("code", "symbols").splitlines()
-    assert "src/\\x1b[31mevil.py:3-4  function  evil_escape" in symbols
-    assert "src/new\\x0aline.py:1-2  function  newline_file" in symbols
-    assert "src/tab\\x09here.py:1-2  function  tab_file" in symbols
-    assert "EVIL_MODE                        src/\\x1b[31mevil.py:4" in run("code", "env").splitlines()
-    assert "dependencies:" in run("code", "deps", "src/\x1b[31mevil.py")
-    listed = run("retrieve", "newline_file tab_file evil_escape").splitlines()
-    assert any(line.endswith("src/new\\x0aline.py:1-2") for line in listed), listed
-    assert all(":" in line for line in listed), listed  # one source per line
-
+    indexed = run("index")
+    assert "src/\\x1b[31mevil.py" in indexed and "src/new\\x0aline.py" in indexed and "control_character_name" in indexed
+    assert run("code", "symbols").splitlines() == ["src/plain.py:1-2  function  plain_file"]
+    assert "EVIL_MODE" not in run("code", "env")
+    listed = run("retrieve", "newline_file tab_file evil_escape plain_file").splitlines()
+    assert all("plain.py" in line for line in listed if ":" in line), listed
 
 def test_json_output_escapes_c1_control_characters(tmp_path):
     """JSON escapes U+0000-U+001F itself, but ``ensure_ascii=False`` printed U+007F-U+009F raw: a

@@ -82,12 +82,15 @@ index_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_CONTROL_OR_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_INVISIBLE_ORDER = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f"
+"""Text-direction controls (a right-to-left override reorders what follows) and tag characters (invisible)."""
+_CONTROL = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_INVISIBLE_ORDER}]")
+_CONTROL_OR_BREAK = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_INVISIBLE_ORDER}]")
 
 
 def printable(text: str, *, one_line: bool = False) -> str:
-    """``text`` safe for a terminal: control characters other than newline and tab shown as ``\\xNN``.
+    """``text`` safe for a terminal: control characters other than newline and tab shown as ``\\xNN``, and the
+    text-direction controls and tag characters as ``\\uNNNN`` / ``\\UNNNNNNNN``.
 
     Repository text could otherwise carry escape sequences (OSC 52 clipboard
     writes, cursor moves) into the user's terminal. With ``one_line`` (a listing
@@ -95,7 +98,13 @@ def printable(text: str, *, one_line: bool = False) -> str:
     too: a name ``a\\nb.py`` would otherwise print as two lines of the listing.
     """
     pattern = _CONTROL_OR_BREAK if one_line else _CONTROL
-    return pattern.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+    return pattern.sub(_escaped, text)
+
+
+def _escaped(match: re.Match) -> str:
+    """A character as Python writes its escape: ``\\x1b``, ``\\u202e``, ``\\U000e0069``."""
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 _C1 = re.compile(r"[\x7f-\x9f]")

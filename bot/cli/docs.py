@@ -1,10 +1,10 @@
 """``slackzilla docs``: documents stored with the repositories' indexes, without a running bot.
 
-    slackzilla docs add FILE|- --title T [--repo NAME] [--meta KEY=VALUE …] [--json]   → the id
-    slackzilla docs list [--repo NAME] [--json]
-    slackzilla docs show ID [--json]
-    slackzilla docs remove ID [--json]
-    slackzilla docs clear [--repo NAME] [--json]      NAME's own documents, or every document
+    slackzilla docs add FILE|- --title T [--repo NAME|PATH [--index FILE]] [--meta KEY=VALUE …] [--json]   → the id
+    slackzilla docs list [--repo NAME|PATH [--index FILE]] [--json]
+    slackzilla docs show ID [--repo NAME|PATH [--index FILE]] [--json]
+    slackzilla docs remove ID [--repo NAME|PATH [--index FILE]] [--json]
+    slackzilla docs clear [--repo NAME|PATH [--index FILE]] [--json]      its own documents, or every document
 
 The same :class:`bot.documents.DocumentService` as ``/api/documents`` and the Slack shortcut,
 over every configured repository (``slackzilla.toml``; else the one ``--repo``/``$REPO_PATH``
@@ -22,24 +22,35 @@ import click
 
 from bot.cli.common import emit, fail, friendly_errors, json_option, printable
 from bot.cli.selection import configured_documents, configured_repositories, select_repositories
+from bot.cli.environment import environment
+from rag.config import engine_paths
 
 __all__ = ["docs_group"]
 
 repo_name_option = click.option("--repo", "repo", default=None,
                                 help="A repository named in slackzilla.toml, or a repository path.")
+index_path_option = click.option("--index", "index_path", type=click.Path(path_type=Path), default=None,
+                                 help="The index file of the --repo path (default: $RAG_INDEX_PATH, then "
+                                      "<repo>/.rag/index.sqlite), as every command takes it.")
 
 
 @contextlib.contextmanager
-def _service(repo: str | None):
+def _service(repo: str | None, index_path: Path | None = None):
     """The :class:`DocumentService` over the configured repositories (or the one ``repo`` names without a
-    configuration file); yields ``(service, name of repo or None)``; closes the engines after."""
+    configuration file, with ``index_path`` or ``$RAG_INDEX_PATH`` as its index, as every command reads them);
+    yields ``(service, name of repo or None)``; closes the engines after."""
     from bot.documents import DocumentService
     from rag.engine import Engine
     from rag.errors import RagError
 
+    if repo is not None and not repo.strip():
+        raise click.UsageError("--repo names a repository (a name in slackzilla.toml or a path); it cannot be empty")
     configs = configured_repositories()
-    if not configs or (repo is not None and not any(c.name.lower() == repo.lower() for c in configs)):
-        configs = select_repositories(repo, None)
+    named = repo is not None and any(c.name.lower() == repo.lower() for c in configs)
+    if index_path is not None or not configs or (repo is not None and not named):
+        if index_path is None and repo is not None and not named:
+            index_path = engine_paths(environment())[1]  # $RAG_INDEX_PATH, as retrieve's --index defaults
+        configs = select_repositories(repo, index_path)
     engines = {}
     try:
         for config in configs:
@@ -77,10 +88,12 @@ def docs_group() -> None:
 @click.argument("source", type=click.File("rb"))
 @click.option("--title", required=True, help="The document's title (1-200 characters).")
 @repo_name_option
+@index_path_option
 @click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Metadata (repeatable), e.g. url=https://…")
 @json_option
 @friendly_errors
-def add_cmd(source, title: str, repo: str | None, meta: tuple[str, ...], as_json: bool) -> None:
+def add_cmd(source, title: str, repo: str | None, index_path: Path | None, meta: tuple[str, ...],
+            as_json: bool) -> None:
     """Add the document in FILE ('-' reads stdin); without --repo it is searched with every repository."""
     metadata = {}
     for item in meta:
@@ -100,7 +113,7 @@ def add_cmd(source, title: str, repo: str | None, meta: tuple[str, ...], as_json
     text = decode_text(data)  # as a repository file: UTF-8, or UTF-16/32 with a BOM
     if text is None:
         fail(f"{name} is not text (it holds NUL bytes, as binary files do); documents are text")
-    with _service(repo) as (service, name):
+    with _service(repo, index_path) as (service, name):
         stored = service.add(title, text, metadata=metadata, repo=name)
     if as_json:
         emit({"id": stored.document.id, "repo": stored.repo, "length": len(stored.document.text),
@@ -113,11 +126,12 @@ def add_cmd(source, title: str, repo: str | None, meta: tuple[str, ...], as_json
 
 @docs_group.command("list")
 @repo_name_option
+@index_path_option
 @json_option
 @friendly_errors
-def list_cmd(repo: str | None, as_json: bool) -> None:
+def list_cmd(repo: str | None, index_path: Path | None, as_json: bool) -> None:
     """List the documents (id, title, repository, length, preview)."""
-    with _service(repo) as (service, name):
+    with _service(repo, index_path) as (service, name):
         found = service.list(repo=name)
     if as_json:
         emit({"documents": [d.to_json() for d in found]})
@@ -131,11 +145,13 @@ def list_cmd(repo: str | None, as_json: bool) -> None:
 
 @docs_group.command("show")
 @click.argument("doc_id")
+@repo_name_option
+@index_path_option
 @json_option
 @friendly_errors
-def show_cmd(doc_id: str, as_json: bool) -> None:
+def show_cmd(doc_id: str, repo: str | None, index_path: Path | None, as_json: bool) -> None:
     """Print one document (its metadata on stderr)."""
-    with _service(None) as (service, _):
+    with _service(repo, index_path) as (service, _):
         found = service.get(doc_id)
     if found is None:
         fail(f"there is no document {doc_id!r}")
@@ -151,11 +167,13 @@ def show_cmd(doc_id: str, as_json: bool) -> None:
 
 @docs_group.command("remove")
 @click.argument("doc_id")
+@repo_name_option
+@index_path_option
 @json_option
 @friendly_errors
-def remove_cmd(doc_id: str, as_json: bool) -> None:
-    """Remove one document (from every repository holding it)."""
-    with _service(None) as (service, _):
+def remove_cmd(doc_id: str, repo: str | None, index_path: Path | None, as_json: bool) -> None:
+    """Remove one document (from every repository holding it; --repo: of that repository's index)."""
+    with _service(repo, index_path) as (service, _):
         removed = service.remove(doc_id)
     if not removed:
         fail(f"there is no document {doc_id!r}")
@@ -167,11 +185,12 @@ def remove_cmd(doc_id: str, as_json: bool) -> None:
 
 @docs_group.command("clear")
 @repo_name_option
+@index_path_option
 @json_option
 @friendly_errors
-def clear_cmd(repo: str | None, as_json: bool) -> None:
+def clear_cmd(repo: str | None, index_path: Path | None, as_json: bool) -> None:
     """Remove the documents of --repo NAME (its own; global ones stay), or every document."""
-    with _service(repo) as (service, name):
+    with _service(repo, index_path) as (service, name):
         count = service.clear(repo=name)
     if as_json:
         emit({"deleted": count})

@@ -85,7 +85,8 @@ def _index_one(config, *, full: bool, as_json: bool, single: bool = False) -> di
         f"{run.removed} removed in {record.duration_s:.2f}s (skipped: {skipped}; secrets redacted: {run.redactions})"
     )
     if run.copies:
-        click.echo(f"{run.copies} files are build output or copies of an indexed source (ranked below their sources)")
+        click.echo(f"{run.copies} {'file is' if run.copies == 1 else 'files are'} build output or copies of an indexed "
+                   "source (ranked below their sources)")
     for problem in run.problems:
         how = "indexed with coarser chunks" if problem["reason"] in DEGRADED_REASONS else "not indexed"
         click.echo(f"  {how}: {printable(problem['path'], one_line=True)} ({problem['reason']})")

@@ -45,8 +45,8 @@ the best we have and stays**):
    :data:`CONTAINED_SHARE` of another file's informative lines holds a copy of it
    (``PKG-INFO`` holding the README, a bundle holding a module).
 3c. ``contained``, by content alone: a JavaScript file holding at least :data:`CONTAINED_SHARE` of the
-   informative lines of :data:`BUNDLE_MIN_HELD` or more other, smaller JavaScript or TypeScript files is their
-   bundle whatever its name or folder (ejs 3.1.10 ships ``ejs.js``, lib/ browserified, at the package root
+   informative lines of :data:`BUNDLE_MIN_HELD` or more other, smaller JavaScript or TypeScript files, which
+   between them hold :data:`BUNDLE_EXPLAINED_SHARE` of its lines, is their bundle whatever its name or folder (ejs 3.1.10 ships ``ejs.js``, lib/ browserified, at the package root
    beside ``lib/ejs.js``; it led two of ejs's questions of ``eval/heldout-7.jsonl``). One file holding another
    may be either's copy; holding several, it is the bundle. Documentation is never such a holder (a README
    quoting two examples in full is not their copy).
@@ -92,7 +92,7 @@ Fingerprint = array
 __all__ = [
     "CopyRelation", "Fingerprint", "SharedLines", "update_copies", "detect_copies", "fingerprint_lines", "file_fingerprint", "derived_rank", "map_sources",
     "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "COPY_RULES_VERSION", "SIBLING_SHARE",
-    "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "BUNDLE_MIN_HELD", "MIN_LINE_CHARS",
+    "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "BUNDLE_MIN_HELD", "BUNDLE_EXPLAINED_SHARE", "MIN_LINE_CHARS",
     "MAX_POSTINGS", "MIN_INFORMATIVE_LINES",
 ]
 
@@ -123,7 +123,12 @@ NEAR_DUPLICATE_JACCARD = 0.8
 CONTAINED_SHARE = 0.8
 """A derived-looking file holding this share of another file's informative lines holds a copy of it."""
 BUNDLE_MIN_HELD = 2
-"""Rule 3c: a script holding :data:`CONTAINED_SHARE` of this many other scripts is their bundle."""
+"""Rule 3c: a script holding :data:`CONTAINED_SHARE` of this many other scripts is their bundle…"""
+BUNDLE_EXPLAINED_SHARE = 0.6
+"""… when they hold this share of its informative lines between them: a bundle is mostly its modules (ejs
+3.1.10's ``ejs.js``: 0.67 by ``lib/ejs.js`` and ``lib/utils.js``; zod 3.23.8's ``lib/index.mjs``: 0.69 by
+``lib/types.js`` and ``lib/ZodError.js``), while a module two snippets were cut from is mostly itself (a break-it
+review hid a limiter whose two snippet files held 0.48 of it)."""
 MIN_LINE_CHARS = 8
 """Normalised lines shorter than this (non-space characters) are not informative."""
 MAX_POSTINGS = 8
@@ -403,15 +408,17 @@ def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[s
                 near[copy].append((common / sizes[copy], jaccard, source, "near_duplicate"))
             continue
         for holder, held, n_held in ((a, b, nb), (b, a, na)):
-            if common / n_held >= CONTAINED_SHARE and derived_rank(holder)[0] > derived_rank(held)[0]:
+            if common / n_held < CONTAINED_SHARE:
+                continue
+            if derived_rank(holder)[0] > derived_rank(held)[0] and not _derived_by_source_folder_only(holder):
                 near[holder].append((common / sizes[holder], common / n_held, held, "contained"))
-            elif (common / n_held >= CONTAINED_SHARE and sizes[holder] > n_held
-                  and holder.lower().endswith(JS_OUTPUTS) and held.lower().endswith((*JS_OUTPUTS, *TS_SOURCES))):
+            elif (sizes[holder] > n_held and holder.lower().endswith(JS_OUTPUTS)
+                  and held.lower().endswith((*JS_OUTPUTS, *TS_SOURCES))):
                 holds[holder].append((common / sizes[holder], common / n_held, held, "contained"))
     # 3c. A script holding most of the lines of two or more others is their bundle, whatever its name
     # (ejs 3.1.10's browserified ejs.js, beside lib/ejs.js and lib/utils.js).
     for holder, held in holds.items():
-        if len(held) >= BUNDLE_MIN_HELD:
+        if len(held) >= BUNDLE_MIN_HELD and _explained_share(fingerprints, holder, [h[2] for h in held]) >= BUNDLE_EXPLAINED_SHARE:
             near[holder].extend(held)
     copy_of = {(r.path, r.source) for rs in relations.values() for r in rs}
     for path in sorted(near):
@@ -448,6 +455,27 @@ def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[s
         if not relations[path]:
             del relations[path]
     return [r for path in sorted(relations) for r in relations[path]]
+
+
+def _derived_by_source_folder_only(path: str) -> bool:
+    """Whether ``path`` looks derived (:func:`derived_rank`) only for a folder that is a source folder too
+    (``lib/``: express's sources, zod's build): holding another file is no sign of a copy then; rule 3c's test
+    (several held files explaining most of it) decides."""
+    parts = path.lower().split("/")
+    if any(p in OUTPUT_FOLDERS and p not in SOURCE_FOLDERS for p in parts[:-1]):
+        return False
+    return derived_rank(path)[0] == 2 and any(p in SOURCE_FOLDERS for p in parts[:-1])
+
+
+def _explained_share(fingerprints: dict[str, Sequence[int]], holder: str, held: Sequence[str]) -> float:
+    """The share of ``holder``'s informative lines that one of ``held`` holds too."""
+    own = set(fingerprints[holder])
+    if not own:
+        return 0.0
+    covered: set[int] = set()
+    for path in held:
+        covered |= own.intersection(fingerprints[path])
+    return len(covered) / len(own)
 
 
 def _pair(a: str, b: str) -> tuple[str, str]:

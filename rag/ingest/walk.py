@@ -9,7 +9,9 @@ Contract (DESIGN.md section 3, "Walk"):
   Python virtual environment (a directory holding ``pyvenv.cfg``); an ignore-file
   negation re-includes inside them (``!vendor/patched-http/``: only what it names),
   except in :data:`NEVER_ENTERED_DIRS` (``.git``, ``.rag``, credential stores);
-* a name that is not valid UTF-8 is skipped (``undecodable_name``); ignore files are
+* a name that is not valid UTF-8 is skipped (``undecodable_name``), and so is a name holding a
+  control or text-direction character (``control_character_name``: a newline would split a context
+  header line, :data:`_CONTROL_IN_NAME`); ignore files are
   read only when they are regular files, a leading BOM dropped;
 * build-output directories (:data:`OUTPUT_DIRS`: ``dist``, ``build``, ``out``)
   are read last, and only for code that exists nowhere else: a JS/TS file there (or a
@@ -149,7 +151,7 @@ TEXT_EXTENSIONS: frozenset[str] = frozenset({
     ".mdx", ".adoc", ".pyi",
     ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cs", ".php", ".swift", ".kt", ".kts", ".scala", ".dart",
     ".lua", ".ex", ".exs", ".erl", ".hrl", ".clj", ".hs", ".ml", ".pl", ".pm", ".r", ".jl", ".groovy", ".gradle",
-    ".vue", ".svelte", ".astro", ".sql", ".graphql", ".gql", ".proto", ".tf", ".hcl", ".nix",
+    ".vue", ".svelte", ".astro", ".sql", ".graphql", ".graphqls", ".gql", ".proto", ".tf", ".hcl", ".nix",
     ".zsh", ".fish", ".ps1", ".cmake", ".less", ".sass", ".properties",
 })
 IMAGE_EXTENSIONS: frozenset[str] = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg"})
@@ -174,7 +176,7 @@ VENV_MARKER = "pyvenv.cfg"
 # Build output: read last, for code found nowhere else (see the module docstring).
 OUTPUT_DIRS: frozenset[str] = frozenset({"dist", "build", "out"})
 _OUTPUT_CODE_TYPES = frozenset({"js", "mjs", "cjs", "jsx", "ts", "tsx", "mts", "cts"})
-_OUTPUT_SCRIPT_TYPES = frozenset({"lua", "sql", "graphql", "gql", "proto"})
+_OUTPUT_SCRIPT_TYPES = frozenset({"lua", "sql", "graphql", "graphqls", "gql", "proto"})
 """Sources a build copies as they are (bullmq 5.34.0 ships its Redis Lua scripts only in ``dist/esm/commands/``
 and ``dist/cjs/commands/``): read from build output as its code is, one copy per module and type."""
 _MINIFIED_RE = re.compile(r"[.-]min\.(?:js|mjs|cjs|css)$", re.I)
@@ -426,6 +428,13 @@ class _Walker:
                 logger.warning("skipping %s: its name is not valid UTF-8", os.fsencode(rel).decode("utf-8", "backslashreplace"))
                 self.skip("undecodable_name", os.fsencode(rel).decode("utf-8", "backslashreplace"))
                 continue
+            if _CONTROL_IN_NAME.search(entry.name):
+                # A name is one line of plain text in every listing, citation and context header: a newline in
+                # it could forge a header line of the context given to the model.
+                logger.warning("skipping %s: its name holds a control character",
+                               rel.encode("unicode_escape").decode("ascii"))
+                self.skip("control_character_name", rel)
+                continue
             try:
                 if entry.is_symlink():
                     self.skip("symlink")
@@ -508,27 +517,43 @@ class _Walker:
 
     def choose_outputs(self) -> None:
         """Keep one compiled copy of each module found only in build output: the one that best stands for
-        it (:func:`build_format_rank`, then the shorter path: ``dist/x.js`` over ``dist/cjs/x.js``,
-        ``dist/esm/x.js`` over ``dist/cjs/x.js``); and its best declaration file too when that is larger
-        than the code (it declares more than the code implements: interfaces and option types with their
-        documentation, which compile to nothing — bullmq 5.34.0's ``interfaces/worker-options.js`` is
-        ``export {};``, its ``.d.ts`` documents every option — or an esbuild build stripped the comments the
-        declarations keep). The others are skipped as ``build_output``."""
-        def best(candidates):
-            return min(candidates, key=lambda c: (build_format_rank(c[1]), len(c[1]), c[1]), default=None)
-
+        it (an ES module build by its content, :func:`_module_format`, then :func:`build_format_rank`, then
+        the shorter path: ``dist/x.js`` over ``dist/cjs/x.js``, ``dist/esm/x.js`` over a CommonJS
+        ``dist/x.js``), the next one when that cannot be read or is too large; and its best declaration file
+        too when that is larger than the code (it declares more than the code implements: interfaces and
+        option types with their documentation, which compile to nothing — bullmq 5.34.0's
+        ``interfaces/worker-options.js`` is ``export {};``, its ``.d.ts`` documents every option — or an
+        esbuild build stripped the comments the declarations keep). The others are skipped as
+        ``build_output``."""
         for candidates in self.output_choices.values():
-            code = best([c for c in candidates if not c[1].lower().endswith(DECLARATIONS)])
-            declaration = best([c for c in candidates if c[1].lower().endswith(DECLARATIONS)])
-            if code is not None and declaration is not None and not (
-                    declaration[0].stat(follow_symlinks=False).st_size > code[0].stat(follow_symlinks=False).st_size):
-                declaration = None
-            kept = [c for c in (code, declaration) if c is not None]
-            for entry, rel, file_type in kept:
-                self.take(entry, rel, file_type, is_image=False)
-            for _ in range(len(candidates) - len(kept)):
-                self.skip("build_output")
+            code = [c for c in candidates if not c[1].lower().endswith(DECLARATIONS)]
+            declarations = [c for c in candidates if c[1].lower().endswith(DECLARATIONS)]
+            formats = {c[1]: _module_format(c[0].path) for c in code} if len(code) > 1 else {}
+            code.sort(key=lambda c: (formats.get(c[1], 1), build_format_rank(c[1]), len(c[1]), c[1]))
+            declarations.sort(key=lambda c: (build_format_rank(c[1]), len(c[1]), c[1]))
+            kept = self._take_first(code)
+            if declarations and (kept is None or _size(declarations[0][0]) > kept.size):
+                self._take_first(declarations)
+            else:
+                for _ in declarations:
+                    self.skip("build_output")
         self.output_choices.clear()
+
+    def _take_first(self, candidates: list[tuple[os.DirEntry, str, str]]) -> WalkedFile | None:
+        """Take the first of ``candidates`` (best first) the walk can keep; the others are ``build_output``."""
+        kept = None
+        for entry, rel, file_type in candidates:
+            if kept is None:
+                before = len(self.files)
+                self.take(entry, rel, file_type, is_image=False)
+                if len(self.files) > before:
+                    kept = self.files[-1]
+                    continue
+                if len(self.files) >= self.policy.max_files:  # no room for any: the next ones would fail too
+                    kept = False
+                continue
+            self.skip("build_output")
+        return kept or None
 
     def take(self, entry: os.DirEntry, rel: str, file_type: str | None, *, is_image: bool) -> None:
         """List a file the walk keeps (or an image), within the policy's caps."""
@@ -557,6 +582,12 @@ class _Walker:
             ino=st.st_ino,
             seen_ns=self.started_ns,
         ))
+
+
+_CONTROL_IN_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Characters a file or folder name may not hold to be read: the C0 and C1 controls and DEL (a newline would
+split a context header in two) and the text-direction controls (``bidi\u202egnp.js`` shows as ``bidisj.png``;
+Unicode TR 9, "Trojan Source", CVE-2021-42574)."""
 
 
 def _utf8_name(rel: str) -> bool:
@@ -650,13 +681,41 @@ def build_format_rank(path: str) -> int:
 
 def _output_key(rel: str, file_type: str | None, *, output: bool) -> str | None:
     """The key of the one-compiled-copy rule: JavaScript-family code by its module (:func:`_module_key`), a
-    script a build copies (:data:`_OUTPUT_SCRIPT_TYPES`) by its module and type (``commands/addjob-9.lua``, so
-    ``x.sql`` and ``x.js`` are two); ``None`` for other files (build output keeps none of them)."""
+    script a build copies (:data:`_OUTPUT_SCRIPT_TYPES`) by its file name and type (``addjob-9.lua``, so
+    ``x.sql`` and ``x.js`` are two, and Gradle's ``build/resources/main/db/V1__init.sql`` is a copy of
+    ``src/main/resources/db/V1__init.sql``); ``None`` for other files (build output keeps none of them)."""
     if file_type in _OUTPUT_CODE_TYPES:
         return _module_key(rel, output=output)
-    if file_type in _OUTPUT_SCRIPT_TYPES:
-        return f"{_module_key(rel, output=output)}.{file_type}"
+    if file_type in _OUTPUT_SCRIPT_TYPES:  # by name: resources are copied into folders of other names
+        return f"{_stem(rel.rsplit('/', 1)[-1])}.{file_type}"  # (src/main/resources/ → build/resources/main/)
     return None
+
+
+_ES_MODULE_SYNTAX = re.compile(rb"^[ \t]*(?:export[ \t]+(?:default\b|\{|\*|const\b|let\b|var\b|function\b|class\b|async\b)"
+                               rb"|import[ \t]+[\w{*'\"])", re.M)
+_COMMONJS_SYNTAX = re.compile(rb"\bmodule\.exports\b|\bexports\.[\w$]+[ \t]*=|\brequire\([ \t]*['\"]|__esModule")
+
+
+def _module_format(path: str, *, head_bytes: int = 8192) -> int:
+    """0 for an ES module (``export``/``import`` statements and no CommonJS), 2 for CommonJS (``exports.x =``,
+    ``module.exports``, ``require('…')``, ``__esModule`` and no ES module syntax), 1 when its first
+    ``head_bytes`` say neither or both (or it cannot be read): a package's folder names may lie (``dist/`` for
+    CommonJS beside ``dist/esm/``)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(head_bytes)
+    except OSError:
+        return 1
+    esm, cjs = _ES_MODULE_SYNTAX.search(head) is not None, _COMMONJS_SYNTAX.search(head) is not None
+    return 0 if esm and not cjs else 2 if cjs and not esm else 1
+
+
+def _size(entry: os.DirEntry) -> int:
+    """``entry``'s size in bytes (0 when it cannot be read)."""
+    try:
+        return entry.stat(follow_symlinks=False).st_size
+    except OSError:
+        return 0
 
 
 def _unhashed_stem(name: str) -> str | None:

@@ -23,6 +23,9 @@ FILE_EXTENSIONS: frozenset[str] = frozenset({ext[1:] for ext in TEXT_EXTENSIONS 
 mention ending in one (``package.json``, ``Node.js``) may be a file name, so its last word is not
 taken for a member name."""
 _MEMBER_MENTION = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
+# A name written as code writes a call or a member access: "populate()", ".extend()", ".use" (not prose's
+# "(really)" or "e.g."): the word is a name to look up, however plain ("extend", "use").
+_CALL_OR_MEMBER = re.compile(r"(?<![\w$.])\.?([A-Za-z_$][\w$]*)\(\)|(?<![\w$.])\.([A-Za-z_$][\w$]{1,})\b(?!\.\w)")
 
 
 # A path-like mention: "lib/view.js", "./src/a.ts", "README.md", "docs/api".
@@ -140,6 +143,8 @@ def analyze(question: str) -> Query:
     members = [member for m in paths if _MEMBER_MENTION.fullmatch(m)
                and len(member := m.rsplit(".", 1)[1]) >= 2 and member.lower() not in FILE_EXTENSIONS]
     identifiers += members
+    written_as_code = [a or b for a, b in _CALL_OR_MEMBER.findall(question)]
+    identifiers += [name for name in written_as_code if len(name) >= 2 and name.lower() not in FILE_EXTENSIONS]
     terms = query_terms(question)
     terms += [t for t in (member.lower() for member in members) if t not in terms]
     # The extension of a path with a folder ("js" of lib/view.js) is not a topic word. A bare dotted

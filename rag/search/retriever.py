@@ -60,6 +60,7 @@ from rag.search.query import Query, analyze
 from rag.search.rerank import rerank_candidates
 from rag.search.doc_links import link_from_docs
 from rag.search.english import common_words
+from rag.search.file_types import language_words
 from rag.search.source_lead import lead_with_sources
 from rag.search.structure import CallerTable, SymbolTable, caller_table, structure_bonus, symbol_table
 from rag.search.copies import prefer_sources
@@ -114,6 +115,14 @@ class GenerationCache:
     repository_names: frozenset[str] | None = None
     build_lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
     copies: dict[str, tuple[str, ...]] | None = None
+
+
+_AFTER_SECRET_NAME = re.compile(
+    r"""(?P<name>\b(?:pass(?:word|wd|phrase)?|pwd|secret|token|credentials?|(?:api|access|secret|private)[ _-]?key)"""
+    r"""\b[\s:=]*(?:(?:is|was|of|set to)\s+)?)["'`]?[^\s"'`,;]+""", re.IGNORECASE)
+"""A secret's name and the word after it (``password swordfishzz``, ``token is x``, ``api key = x``): that word
+may be the credential itself, in a form no credential pattern catches (letters only), so it is never named back
+as an absent word (:meth:`Retriever.absent_terms`)."""
 
 
 class Retriever:
@@ -190,7 +199,7 @@ class Retriever:
                 total_chunks=cache.total_chunks, known_paths=cache.paths,
                 symbol_files=structure,
                 extra_ids=lambda: [h.chunk_id for h in above_floor(pending.result(), policy.vector_floor_ratio)],
-                meta_terms=self._repository_names(cache), copies=copies,
+                meta_terms=self._repository_names(conn, cache), copies=copies,
             )
             all_hits = pending.result()
             hits = above_floor(all_hits, policy.vector_floor_ratio)
@@ -311,8 +320,9 @@ class Retriever:
             return []
         with self.index.read() as conn:
             cache = self._cache_for(conn)
-            terms = lexical.absent_terms(conn, query, cache=cache.idf, meta_terms=self._repository_names(cache))
+            terms = lexical.absent_terms(conn, query, cache=cache.idf, meta_terms=self._repository_names(conn, cache))
         shown = redact_text(question)[0].replace(REDACTED, " ")  # a pasted credential's pieces are never named
+        shown = _AFTER_SECRET_NAME.sub(r"\g<name> ", shown)  # nor the word after a secret's name ("password x")
         spelled: dict[str, str] = {}
         for term in terms:
             match = re.search(rf"(?<![A-Za-z0-9_]){re.escape(term)}(?![A-Za-z0-9_])", shown, re.IGNORECASE)
@@ -452,9 +462,11 @@ class Retriever:
             cache.copies = {path: tuple(sources) for path, sources in found.items()}
         return cache.copies
 
-    def _repository_names(self, cache: GenerationCache) -> frozenset[str]:
-        """The package's own name words, read from the manifests once per generation."""
+    def _repository_names(self, conn: sqlite3.Connection, cache: GenerationCache) -> frozenset[str]:
+        """The words naming the repository itself, once per generation: its package's name (from the
+        manifests) and the languages of its indexed files (:func:`rag.search.file_types.language_words`)."""
         if cache.repository_names is None:
-            cache.repository_names = repository_names(read_manifests(self.repo_root))
+            cache.repository_names = (repository_names(read_manifests(self.repo_root))
+                                      | language_words(self._fill_paths(conn, cache)))
         return cache.repository_names
 

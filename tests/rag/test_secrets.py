@@ -482,3 +482,34 @@ def test_secrets_in_the_text_only_languages_are_redacted(text: str, file_type: s
 ])
 def test_a_secret_name_followed_by_an_argument_that_is_no_secret_stays(text: str) -> None:
     assert redact_secrets(text, file_type="php") == (text, 0)
+
+
+@pytest.mark.parametrize(("text", "file_type", "secret"), [
+    # a break-it review of the text-only languages found these left in place
+    ("db.password=MyPassword123!\n", "properties", "MyPassword123!"),
+    ("jwt.secret=mySecretSigningKey2024\n", "properties", "mySecretSigningKey2024"),
+    ("keystore.pass=Kst0reP4ssw0rd\n", "properties", "Kst0reP4ssw0rd"),
+    ("define('DB_PASSWORD', 'correcthorsebattery');\n", "php", "correcthorsebattery"),
+    ("$pass = getenv('DB_PASSWORD') ?: 'Fallb4ckPassw0rd';\n", "php", "Fallb4ckPassw0rd"),
+    ('val props = mapOf("user" to "svc", "password" to "KtMapPw_12345a")\n', "kt", "KtMapPw_12345a"),
+    ('#define JWT_SECRET "mySecretSigningKey2024"\n', "c", "mySecretSigningKey2024"),
+    ('const char api_token[] = "ctok_9a8b7c6d5e4f3a2b1c";\n', "c", "ctok_9a8b7c6d5e4f3a2b1c"),
+    ("CREATE USER 'bob'@'localhost' IDENTIFIED BY 'MysqlBobPw77';\n", "sql", "MysqlBobPw77"),
+    ("ALTER USER app WITH PASSWORD 'pgS3cretPass';\n", "sql", "pgS3cretPass"),
+    ('config :app, AppWeb.Endpoint, secret_key_base: "ExSecretKeyBase_aabbccddeeff00112233"\n', "exs",
+     "ExSecretKeyBase_aabbccddeeff00112233"),
+])
+def test_secrets_the_text_only_languages_write_their_own_way_are_redacted(text, file_type, secret):
+    redacted, count = redact_secrets(text, file_type=file_type)
+    assert secret not in redacted and count >= 1 and redacted.count("\n") == text.count("\n")
+
+
+@pytest.mark.parametrize(("text", "file_type"), [
+    ("password: passwordField\n", "yml"),                 # an identifier, not a credential
+    ('<input type="password" name="password">\n', "html"),
+    ("spring.security.user.password-encoder=bcrypt\n", "properties"),
+    ("CREATE TABLE users (id int, password_hash text);\n", "sql"),
+    ('#define PASSWORD_FIELD "password"\n', "c"),
+])
+def test_secret_words_in_those_languages_that_hold_no_credential_stay(text, file_type):
+    assert redact_secrets(text, file_type=file_type) == (text, 0)

@@ -62,12 +62,17 @@ async def test_a_title_with_control_or_direction_characters_is_a_400_naming_the_
     bot = await make_bot(ADMIN_API_TOKEN=ADMIN_TOKEN)
     auth = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
     for title, named in (("\x1b[31mDeploy runbook", "U+001B"), ("Deploy\x00runbook", "U+0000"),
-                         ("Runbook \u202egnp.exe", "U+202E")):
+                         ("Runbook \u202egnp.exe", "U+202E"), ("\ufeffRunbook", "U+FEFF"),
+                         ("Runbook" + "".join(chr(0xE0000 + ord(c)) for c in "ignore prior"), "U+E0069")):
         async with bot.session.post(bot.base_url + "/api/documents", headers=auth,
                                     json={"title": title, "text": "Roll back with the deploy tool."}) as response:
             body = await response.json()
             assert response.status == 400 and body["error"] == "bad_request", title
             assert named in body["message"] and "title" in body["message"], body
+    for invisible in ("\u200b", "\u200b\u200c \u2060"):   # nothing visible: no title
+        async with bot.session.post(bot.base_url + "/api/documents", headers=auth,
+                                    json={"title": invisible, "text": "Roll back."}) as response:
+            assert response.status == 400 and "needs a title" in (await response.json())["message"]
     async with bot.session.post(bot.base_url + "/api/documents", headers=auth,
                                 json={"title": "Deploy\trunbook\u0085 (v2) — ünïcode 👨‍👩‍👧", "text": "Roll back."}) as response:
         assert response.status == 201

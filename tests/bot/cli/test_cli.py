@@ -116,6 +116,30 @@ def test_docs_and_repos_use_the_repository_and_index_of_the_environment(repo, in
     assert [(r["path"], r["index"], r["documents"]) for r in listed] == [(str(repo), str(index_path), 1)]
 
 
+def test_docs_take_the_index_every_other_command_takes(repo, index_path, tmp_path, monkeypatch):
+    """A break-it review: ``docs`` had no ``--index``; ``docs add --repo PATH`` ignored ``$RAG_INDEX_PATH`` and
+    silently made ``PATH/.rag/index.sqlite``; ``show`` and ``remove`` had no ``--repo``, so a document added for a
+    path could only be removed from inside it; ``clear --repo ''`` cleared the current directory's documents."""
+    monkeypatch.chdir(tmp_path)
+    assert run_repo(repo, index_path, "index").exit_code == 0
+    body = tmp_path / "rollback.md"
+    body.write_text("Roll back with the albatross-release tag.\n", encoding="utf-8")
+    added = run("docs", "add", body, "--title", "Rollback", "--repo", repo, "--index", index_path, "--json")
+    assert added.exit_code == 0, added.output
+    doc_id = json.loads(added.stdout)["id"]
+    assert not (repo / ".rag").exists()
+    found = json.loads(run_repo(repo, index_path, "retrieve", "albatross release rollback", "--json").stdout)
+    assert found["sources"][0]["path"] == f"doc:{doc_id}"
+    shown = run("docs", "show", doc_id, "--repo", repo, "--index", index_path)
+    assert shown.exit_code == 0 and "albatross" in shown.stdout
+    # $RAG_INDEX_PATH with --repo PATH, as retrieve reads it
+    listed = run("docs", "list", "--repo", repo, "--json", env={"RAG_INDEX_PATH": str(index_path)})
+    assert [d["id"] for d in json.loads(listed.stdout)["documents"]] == [doc_id]
+    assert run("docs", "remove", doc_id, "--repo", repo, "--index", index_path).exit_code == 0
+    cleared = run("docs", "clear", "--repo", "", "--json")
+    assert cleared.exit_code == 2 and "--repo" in cleared.output
+
+
 def test_every_command_reads_the_env_file_serve_reads(repo, index_path, tmp_path, monkeypatch):
     """``REPO_PATH`` and ``RAG_INDEX_PATH`` in ``./.env`` or in ``SLACKZILLA_ENV_FILE`` (the bot's
     settings, which ``serve`` reads) were ignored by ``index``, ``repos`` and every other command but

@@ -447,3 +447,16 @@ def test_a_script_holding_two_others_is_their_bundle_whatever_its_name(tmp_path)
         assert "docs/usage.md" not in copies
         paths = [s.path for s in engine.retrieve("How does renderStep3 transform its input?", limit=10)]
         assert paths[0] in ("lib/ejs.js", "lib/partial.js") and "ejs.js" not in paths[:2]
+
+
+def test_a_module_two_snippets_were_cut_from_is_no_bundle_of_them(tmp_path):
+    """A break-it review: ``snippets/refill.js`` and ``snippets/drain.js`` each copy ten lines of the 42-line
+    ``lib/limiter.js``; rule 3c took the limiter for their bundle and hid it, even for its own comment's words."""
+    lines = ["'use strict';", "// the okapi rate limiter: token bucket per client"] + [
+        f"function okapiStep{i}(b,n){{ b.tokens=Math.min(b.cap,b.tokens+(n-b.t{i})*b.rate{i}); return b; }}"
+        for i in range(40)]
+    tree = {"package.json": '{"name": "okapi"}', "lib/limiter.js": "\n".join(lines) + "\n",
+            "snippets/refill.js": "\n".join(lines[2:12]) + "\n", "snippets/drain.js": "\n".join(lines[20:30]) + "\n"}
+    with indexed_engine(tmp_path, tree) as engine:
+        assert "lib/limiter.js" not in recorded(engine)
+        assert [s.path for s in engine.retrieve("okapi rate limiter token bucket", limit=5)][0] == "lib/limiter.js"

