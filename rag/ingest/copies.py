@@ -37,7 +37,8 @@ the best we have and stays**):
 3. ``near_duplicate`` / ``contained`` — normalised-line fingerprints (computed at index
    time from the chunks and stored per file, ``file_fingerprints``; test files get none): of two files whose
    informative lines have a Jaccard similarity of at least :data:`NEAR_DUPLICATE_JACCARD`,
-   the one that looks derived (:func:`derived_rank`: in a build folder,
+   the one that looks derived (of an ES module and its CommonJS twin, by their content, the CommonJS one;
+   else :func:`derived_rank`: in a build folder,
    ``PKG-INFO``/``METADATA``, a declaration, a bundle or minified name) is a copy of the
    other; two near-identical files that look equally hand-written (``alpha.js`` and
    ``beta.js`` differing in one line) are both sources, since a question may be about
@@ -80,11 +81,12 @@ import sys
 import zlib
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from rag.ingest.walk import DECLARATIONS, build_format_rank
+from rag.ingest.walk import module_format as walk_module_format
 
 Fingerprint = array
 """A file's line fingerprint: sorted unique 64-bit line hashes, an ``array('Q')`` (stored as its bytes)."""
@@ -114,10 +116,11 @@ JS_OUTPUTS = (".js", ".jsx", ".mjs", ".cjs")
 SIBLING_SHARE = 0.5
 """Rule 1b: two builds of one module share at least this share of the smaller one's informative lines
 (a CommonJS and an ES module build differ in their import and export lines, not their bodies)."""
-COPY_RULES_VERSION = 6
+COPY_RULES_VERSION = 7
 """The version of the rules above, stored with the index (``copy_rules``): an update recomputes the
 copies of an index recorded by other rules, even when no file changed. 2: ``sibling_build``; 3: its
-builds share code (:data:`SIBLING_SHARE`); 4: ``bundle_twin``; 5: rule 1b's stand-in by format; 6: rule 3c."""
+builds share code (:data:`SIBLING_SHARE`); 4: ``bundle_twin``; 5: rule 1b's stand-in by format; 6: rule 3c; 7: of
+near-identical ES module and CommonJS scripts, the CommonJS one is the copy (by content)."""
 NEAR_DUPLICATE_JACCARD = 0.8
 """Two files sharing at least this Jaccard share of their informative lines are near-identical."""
 CONTAINED_SHARE = 0.8
@@ -364,7 +367,7 @@ def _sibling_builds(fingerprints: dict[str, Sequence[int]], copies: set[str]) ->
 
 
 def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[str]], *,
-                  shared: Counter | None = None) -> list[CopyRelation]:
+                  shared: Counter | None = None, module_format: Callable[[str], int] | None = None) -> list[CopyRelation]:
     """Every copy relation among the indexed files (rules in the module docstring).
 
     Args:
@@ -404,8 +407,11 @@ def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[s
         jaccard = common / (na + nb - common)
         if jaccard >= NEAR_DUPLICATE_JACCARD:
             copy, source = (a, b) if derived_rank(a) > derived_rank(b) else (b, a)
-            if derived_rank(copy)[0] > derived_rank(source)[0]:  # two hand-written siblings are both sources
-                near[copy].append((common / sizes[copy], jaccard, source, "near_duplicate"))
+            by_format = _by_module_format(a, b, module_format)
+            if by_format is not None:  # an ES module and its CommonJS build: the CommonJS one is the copy
+                copy, source = by_format
+            if by_format is not None or derived_rank(copy)[0] > derived_rank(source)[0]:  # else hand-written
+                near[copy].append((common / sizes[copy], jaccard, source, "near_duplicate"))  # siblings: sources
             continue
         for holder, held, n_held in ((a, b, nb), (b, a, na)):
             if common / n_held < CONTAINED_SHARE:
@@ -455,6 +461,20 @@ def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[s
         if not relations[path]:
             del relations[path]
     return [r for path in sorted(relations) for r in relations[path]]
+
+
+def _by_module_format(a: str, b: str, module_format: Callable[[str], int] | None) -> tuple[str, str] | None:
+    """``(copy, source)`` of two near-identical scripts when one is an ES module and the other CommonJS
+    (:func:`rag.ingest.walk.module_format`: 0 and 2), the CommonJS one the copy, as the walk chooses among
+    builds (chokidar 4.0.3 ships CommonJS at its root and ES modules in ``esm/``); ``None`` otherwise."""
+    if module_format is None or not (a.lower().endswith(JS_OUTPUTS) and b.lower().endswith(JS_OUTPUTS)):
+        return None
+    formats = module_format(a), module_format(b)
+    if formats == (0, 2):
+        return b, a
+    if formats == (2, 0):
+        return a, b
+    return None
 
 
 def _derived_by_source_folder_only(path: str) -> bool:
@@ -785,7 +805,14 @@ def update_copies(conn: sqlite3.Connection, *, repo_root: Path | None, updates: 
         fingerprints[path] = Fingerprint("Q")  # written before m008: path rules only
         blobs[path] = b""
     shared = shared_lines.counts(blobs, involving=maps) if shared_lines is not None else None
-    relations = detect_copies(fingerprints, maps, shared=shared)
+    formats: dict[str, int] = {}
+
+    def module_format(path: str) -> int:  # read from the working tree, only for near-identical scripts
+        if path not in formats:
+            formats[path] = walk_module_format(str(repo_root / path)) if repo_root is not None else 1
+        return formats[path]
+
+    relations = detect_copies(fingerprints, maps, shared=shared, module_format=module_format)
     conn.execute("DELETE FROM file_copies")
     conn.executemany("INSERT INTO file_copies (path, source, reason, rank, similarity) VALUES (?,?,?,?,?)",
                      [(r.path, r.source, r.reason, r.rank, r.similarity) for r in relations])

@@ -86,6 +86,7 @@ from rag.types import MAX_PROBLEMS, WalkedFile, WalkReport
 
 __all__ = [
     "build_format_rank",
+    "module_format",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_FILES",
     "DEFAULT_MAX_FILE_BYTES",
@@ -517,7 +518,7 @@ class _Walker:
 
     def choose_outputs(self) -> None:
         """Keep one compiled copy of each module found only in build output: the one that best stands for
-        it (an ES module build by its content, :func:`_module_format`, then :func:`build_format_rank`, then
+        it (an ES module build by its content, :func:`module_format`, then :func:`build_format_rank`, then
         the shorter path: ``dist/x.js`` over ``dist/cjs/x.js``, ``dist/esm/x.js`` over a CommonJS
         ``dist/x.js``), the next one when that cannot be read or is too large; and its best declaration file
         too when that is larger than the code (it declares more than the code implements: interfaces and
@@ -528,7 +529,7 @@ class _Walker:
         for candidates in self.output_choices.values():
             code = [c for c in candidates if not c[1].lower().endswith(DECLARATIONS)]
             declarations = [c for c in candidates if c[1].lower().endswith(DECLARATIONS)]
-            formats = {c[1]: _module_format(c[0].path) for c in code} if len(code) > 1 else {}
+            formats = {c[1]: module_format(c[0].path) for c in code} if len(code) > 1 else {}
             code.sort(key=lambda c: (formats.get(c[1], 1), build_format_rank(c[1]), len(c[1]), c[1]))
             declarations.sort(key=lambda c: (build_format_rank(c[1]), len(c[1]), c[1]))
             kept = self._take_first(code)
@@ -696,7 +697,7 @@ _ES_MODULE_SYNTAX = re.compile(rb"^[ \t]*(?:export[ \t]+(?:default\b|\{|\*|const
 _COMMONJS_SYNTAX = re.compile(rb"\bmodule\.exports\b|\bexports\.[\w$]+[ \t]*=|\brequire\([ \t]*['\"]|__esModule")
 
 
-def _module_format(path: str, *, head_bytes: int = 8192) -> int:
+def module_format(path: str, *, head_bytes: int = 8192) -> int:
     """0 for an ES module (``export``/``import`` statements and no CommonJS), 2 for CommonJS (``exports.x =``,
     ``module.exports``, ``require('…')``, ``__esModule`` and no ES module syntax), 1 when its first
     ``head_bytes`` say neither or both (or it cannot be read): a package's folder names may lie (``dist/`` for

@@ -22,7 +22,7 @@ its copy did.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol, TypeVar
 
 __all__ = ["prefer_sources", "corresponding"]
@@ -76,7 +76,7 @@ def corresponding(copy: C, sources: Sequence[str], by_path: Mapping[str, Sequenc
 
 
 def prefer_sources(ranked: Sequence[C], copies: Mapping[str, Sequence[str]], *,
-                   pool: Sequence[C] = ()) -> list[C]:
+                   pool: Sequence[C] = (), keep: Collection[str] = ()) -> list[C]:
     """``ranked`` (best first) with copies replaced by their sources (module docstring).
 
     Args:
@@ -84,11 +84,15 @@ def prefer_sources(ranked: Sequence[C], copies: Mapping[str, Sequence[str]], *,
         copies: copy path → its indexed source paths, best source first.
         pool: further candidates a source may be taken from when it is not in ``ranked``
             (e.g. the lexical candidates before fusion dropped them); ``ranked`` first.
+        keep: copies the question names by their exact path ("in ``esm/handler.js``, how …"): they
+            stay (their sources are not added beside them).
 
     Returns:
         A new list sorted by score (stable): sources lifted to their copy's score keep the
         copy's place. Candidates are the same objects; a lifted source's ``score`` is raised.
     """
+    if keep:
+        copies = {path: sources for path, sources in copies.items() if path not in keep}
     if not copies or not any(c.path in copies for c in ranked):
         return list(ranked)
     by_path: dict[str, list[C]] = {}   # each path's candidates, best first

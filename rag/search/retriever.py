@@ -226,7 +226,7 @@ class Retriever:
                     # the symbol table is built (once per generation) only when a leading page names code
                     cands = link_from_docs(cands, definers=lambda name: self._symbols(conn, cache).get(name, {}),
                                            share=policy.doc_link_share, pinned=pinned)
-        cands = prefer_sources(cands, copies, pool=pool)
+        cands = prefer_sources(cands, copies, pool=pool, keep=[m for m in query.paths if m in copies])
         if self.reranker is not None:  # optional; outside the read transaction (a network call)
             cands = rerank_candidates(cands, question=question, reranker=self.reranker,
                                       top=policy.rerank_top, pinned=pinned,
@@ -297,7 +297,7 @@ class Retriever:
         for c in cands:   # cosine × the intent prior, as the vector stream is fused (lexical.fuse_streams)
             c.score = similarity[c.id] * lexical.chunk_prior(c, query)
         cands.sort(key=lambda c: (-c.score, c.id))
-        cands = prefer_sources(cands, copies)
+        cands = prefer_sources(cands, copies, keep=[m for m in query.paths if m in copies])
         sources = lexical.diversify(cands, limit=limit, per_file=self.policy.per_file, relative_threshold=0.0)
         for source in sources:
             source.focus = lexical.focus_line(source.text, source.start, query)

@@ -9,8 +9,8 @@ dependency of the product: its data for 40 languages is 58 MB and its English li
 
 Writes every word of wordfreq's ``large`` English list (R. Speer, *wordfreq*, 2022,
 doi:10.5281/zenodo.7199437) made of ASCII letters only with a Zipf frequency of at least
-:data:`rag.search.english.COMMON_ZIPF` (2.5: about three occurrences per ten million words), one
-per line, sorted, gzip-compressed. With wordfreq 3.1.1: 51,077 words, 141 KB. The data is
+:data:`rag.search.english.COMMON_ZIPF` (2.4: about one occurrence in four million words), one
+per line, sorted, gzip-compressed. With wordfreq 3.1.1: 57,032 words, 157 KB. The data is
 wordfreq's, under CC BY-SA 4.0 (``english-words.NOTICE.md``).
 """
 from __future__ import annotations

@@ -460,3 +460,21 @@ def test_a_module_two_snippets_were_cut_from_is_no_bundle_of_them(tmp_path):
     with indexed_engine(tmp_path, tree) as engine:
         assert "lib/limiter.js" not in recorded(engine)
         assert [s.path for s in engine.retrieve("okapi rate limiter token bucket", limit=5)][0] == "lib/limiter.js"
+
+
+def test_of_two_builds_the_es_module_stands_for_the_module_and_a_named_copy_stays(tmp_path):
+    """chokidar 4.0.3 ships CommonJS at the package root (``index.js``, ``handler.js``) and ES modules in ``esm/``:
+    rule 1b kept the shorter path, the CommonJS copy, and "In ``esm/handler.js``, how …" got ``handler.js``'s
+    lines, the named file replaced by its stand-in."""
+    body = [f"  if (entry{i}.watched) {{ schedulePoll(entry{i}, 'handler step {i}'); }}" for i in range(40)]
+    esm = "import { schedulePoll } from './poll.js';\nexport function watchHandler(entry0) {\n" + "\n".join(body) + "\n}\n"
+    cjs = ('"use strict";\nObject.defineProperty(exports, "__esModule", { value: true });\n'
+           "exports.watchHandler = watchHandler;\nconst poll_js_1 = require(\"./poll.js\");\n"
+           "function watchHandler(entry0) {\n" + "\n".join(body) + "\n}\n")
+    tree = {"package.json": '{"name": "watcher", "main": "handler.js", "module": "esm/handler.js"}',
+            "handler.js": cjs, "esm/handler.js": esm}
+    with indexed_engine(tmp_path, tree) as engine:
+        assert recorded(engine) == {"handler.js": ["esm/handler.js"]}
+        assert [s.path for s in engine.retrieve("How does watchHandler schedule a poll?", limit=5)][0] == "esm/handler.js"
+        named = [s.path for s in engine.retrieve("In handler.js, how does watchHandler schedule a poll?", limit=5)]
+        assert named[0] == "handler.js"   # the copy the question names stays

