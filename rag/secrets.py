@@ -78,7 +78,9 @@ REDACTION_VERSION = 3
 engine compares it with the index's ``redaction`` meta value), so no stored chunk keeps a value
 the current rules would remove. 2: credential-shaped values inside a line or after a name and
 white space (``--secret-key v``, ``password is v``), ``mysql -p``, ``curl -u``, Docker's ``"auth"``. 3: a quoted
-value after a quoted secret name and a comma (``define('DB_PASSWORD', 'v')``, ``setProperty("password", "v")``)."""
+value after a quoted secret name and a comma (``define('DB_PASSWORD', 'v')``, ``setProperty("password", "v")``),
+``getenv('X') ?: 'v'``, ``"password" to "v"``, ``name[] = "v"``, ``IDENTIFIED BY 'v'``, ``secret_key_base: "v"``,
+a credential-shaped bare value holding a secret's word (``db.password=MyPassword123!``)."""
 
 # File types whose literals are always quoted: unquoted values are code there.
 CODE_FILE_TYPES: frozenset[str] = frozenset({
@@ -400,7 +402,8 @@ def _private_key_spans(text: str) -> tuple[list[_Span], int]:
 # Matched on text.lower(): a secret word ending a name, optional closing quote/bracket,
 # an assignment (``=``, ``:``, ``:=``, ``=>``, or a Python annotation ``: str =``) or, after a quoted
 # name, a comma (``define('DB_PASSWORD', 'v')``, ``setProperty("db.password", "v")``: then the value
-# must be quoted and credential-shaped, as a list of names is not), then a quoted literal or, outside code, one bare token (checked by _bare_value).
+# must be quoted and credential-shaped, as a list of names is not), then a quoted literal or, outside
+# code, one bare token (checked by _bare_value).
 _QUOTED = r"""(?:"(?P<dq>[^"\\\n]*(?:\\.[^"\\\n]*)*)"|'(?P<sq>[^'\\\n]*(?:\\.[^'\\\n]*)*)'|`(?P<bq>[^`\\$\n]*)`)"""
 _KEYWORD_HEAD = (
     r"(?P<kw>pass(?:word|wd|phrase)?|pwd|secret|token|key|credentials?)(?P<tail>(?:[_.-]?[a-z][a-z0-9]{1,11}){0,2})"
@@ -492,7 +495,8 @@ def _inline_bare_value(text: str, start: int, *, quoted_by: str | None = None) -
     # case are not enough.
     if (not _credential_shaped(value) or (len(value) < 12 and (value.islower() or value.isupper()))
             or _BARE_CODE_RE.search(value)
-            or (any(w in lower for w in _BARE_IDENTIFIER_WORDS) and (quoted_by is None or not _credential_shaped(value)))):
+            or (any(w in lower for w in _BARE_IDENTIFIER_WORDS)
+                and (quoted_by is None or not _credential_shaped(value)))):
         return None
     return start + len(value), value
 

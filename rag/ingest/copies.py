@@ -27,7 +27,8 @@ the best we have and stays**):
    formats (fp-ts's ``lib/Option.js`` and ``es6/Option.js``; ``esm/x.mjs`` beside ``cjs/x.cjs``):
    JavaScript files under at least one build folder sharing their module path (build folders and
    the extension dropped), and likewise declarations; the one in a source folder (``lib/``), else
-   the best format (an ES module build over a CommonJS one), else the shortest path, stands for the module, and each other one sharing at least
+   the best format (an ES module build over a CommonJS one), else the shortest path, stands for the module,
+   and each other one sharing at least
    :data:`SIBLING_SHARE` of the smaller file's informative lines with it is its copy (two platforms'
    hand-written ``lib/node/index.js`` and ``lib/browser/index.js`` share a module path, not code).
 2. ``source_map`` — a file ending in a ``sourceMappingURL`` comment whose map (a ``data:``
@@ -47,7 +48,8 @@ the best we have and stays**):
    (``PKG-INFO`` holding the README, a bundle holding a module).
 3c. ``contained``, by content alone: a JavaScript file holding at least :data:`CONTAINED_SHARE` of the
    informative lines of :data:`BUNDLE_MIN_HELD` or more other, smaller JavaScript or TypeScript files, which
-   between them hold :data:`BUNDLE_EXPLAINED_SHARE` of its lines, is their bundle whatever its name or folder (ejs 3.1.10 ships ``ejs.js``, lib/ browserified, at the package root
+   between them hold :data:`BUNDLE_EXPLAINED_SHARE` of its lines, is their bundle whatever its name or folder
+   (ejs 3.1.10 ships ``ejs.js``, lib/ browserified, at the package root
    beside ``lib/ejs.js``; it led two of ejs's questions of ``eval/heldout-7.jsonl``). One file holding another
    may be either's copy; holding several, it is the bundle. Documentation is never such a holder (a README
    quoting two examples in full is not their copy).
@@ -367,7 +369,8 @@ def _sibling_builds(fingerprints: dict[str, Sequence[int]], copies: set[str]) ->
 
 
 def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[str]], *,
-                  shared: Counter | None = None, module_format: Callable[[str], int] | None = None) -> list[CopyRelation]:
+                  shared: Counter | None = None,
+                  module_format: Callable[[str], int] | None = None) -> list[CopyRelation]:
     """Every copy relation among the indexed files (rules in the module docstring).
 
     Args:
@@ -424,7 +427,8 @@ def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[s
     # 3c. A script holding most of the lines of two or more others is their bundle, whatever its name
     # (ejs 3.1.10's browserified ejs.js, beside lib/ejs.js and lib/utils.js).
     for holder, held in holds.items():
-        if len(held) >= BUNDLE_MIN_HELD and _explained_share(fingerprints, holder, [h[2] for h in held]) >= BUNDLE_EXPLAINED_SHARE:
+        explained = _explained_share(fingerprints, holder, [h[2] for h in held]) if len(held) >= BUNDLE_MIN_HELD else 0
+        if explained >= BUNDLE_EXPLAINED_SHARE:
             near[holder].extend(held)
     copy_of = {(r.path, r.source) for rs in relations.values() for r in rs}
     for path in sorted(near):
@@ -448,7 +452,8 @@ def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[s
             if any(r.reason != "contained" for r in own):  # compiled, source-mapped …: its sources are known
                 continue
             have = {r.source for r in own}  # a bundle by its own content (3, 3c) also holds what its twin holds
-            inherited = [r for r in held if r.source != twin and r.source not in have and (r.source, twin) not in copy_of]
+            inherited = [r for r in held
+                         if r.source != twin and r.source not in have and (r.source, twin) not in copy_of]
             if inherited:
                 relations[twin] = [*own, *(CopyRelation(twin, r.source, "bundle_twin", len(own) + i, r.similarity)
                                            for i, r in enumerate(inherited))]

@@ -18,9 +18,10 @@ Contract (DESIGN.md section 3, "Walk"):
   script a build copies as it is: Lua, SQL, GraphQL, Protocol Buffers, :data:`_OUTPUT_SCRIPT_TYPES`)
   is kept unless a file of the same module (:func:`_module_key`: ``dist/esm/core/index.js``
   of ``src/core/index.ts``) was found outside them, or another build of it stands for it better
-  (one compiled copy, :func:`build_format_rank`: ``dist/x.js`` over ``dist/cjs/x.js``), it is a bundler's chunk of code found outside them (``resolveHTTPResponse-2fc435bb.mjs``
-  of ``src/http/resolveHTTPResponse.ts``, :data:`_HASHED_CHUNK_RE`), it is typings next to
-  their code, or it is a single-file bundle
+  (one compiled copy, :func:`build_format_rank`: ``dist/x.js`` over ``dist/cjs/x.js``), it is a
+  bundler's chunk of code found outside them (``resolveHTTPResponse-2fc435bb.mjs``
+  of ``src/http/resolveHTTPResponse.ts``, :data:`_HASHED_CHUNK_RE`), it is typings of a module whose
+  code is kept and says more than they do (:meth:`_Walker.choose_outputs`), or it is a single-file bundle
   (``*.umd.js``, ``bundles/``); other files there are skipped
   (``build_output``). An npm package that ships only ``dist/`` (uuid) or
   ``build/`` (yargs), or keeps real scripts in ``build/`` (fastify), is then
@@ -179,7 +180,7 @@ OUTPUT_DIRS: frozenset[str] = frozenset({"dist", "build", "out"})
 _OUTPUT_CODE_TYPES = frozenset({"js", "mjs", "cjs", "jsx", "ts", "tsx", "mts", "cts"})
 _OUTPUT_SCRIPT_TYPES = frozenset({"lua", "sql", "graphql", "graphqls", "gql", "proto"})
 """Sources a build copies as they are (bullmq 5.34.0 ships its Redis Lua scripts only in ``dist/esm/commands/``
-and ``dist/cjs/commands/``): read from build output as its code is, one copy per module and type."""
+and ``dist/cjs/commands/``): read from build output as its code is, one copy per file name and type."""
 _MINIFIED_RE = re.compile(r"[.-]min\.(?:js|mjs|cjs|css)$", re.I)
 # Single-file bundles of the whole package (every module again, in one file).
 _BUNDLE_RE = re.compile(r"(^|/)bundles?/|\.(umd|bundle|iife)\.[mc]?js$", re.I)
@@ -501,7 +502,6 @@ class _Walker:
             self.skip("minified")
             return
         if self.output_keys is not None:
-            stem = _stem(name)
             key = _output_key(rel, file_type, output=True)
             bundle = _BUNDLE_RE.search(rel) is not None
             chunk_of_source = _unhashed_stem(name) in self.source_stems  # dist/x-2fc435bb.mjs of src/x.ts
