@@ -39,6 +39,7 @@ from rag.errors import UserError
 from rag.ingest.chunk import DEFAULT_CHUNK_POLICY, ChunkPolicy, chunk_text
 from rag.secrets import LiteralRedactor, redact_secrets, redact_text
 from rag.store.index import Index, delete_chunks, insert_chunks
+from rag.text import CONTROL_CHARACTERS, DIRECTION_CONTROLS, TAG_CHARACTERS
 
 __all__ = ["DOC_PREFIX", "DEFAULT_MAX_CHARS", "MAX_TITLE_CHARS", "TITLE_CONTROL", "PREVIEW_CHARS", "Document", "DocumentError",
            "DocumentTooLargeError", "DocumentWriteError", "DocumentStore", "document_path", "new_document_id"]
@@ -53,7 +54,7 @@ _ID_CHARS = set("0123456789abcdef")
 _INVISIBLE = re.compile("[\u00ad\u034f\u115f\u1160\u180e\u200b-\u200f\u2060-\u2064\u3164\ufeff\uffa0]")
 """Characters that show nothing (zero-width spaces and joiners, word joiner, fillers): a title of only these is
 no title."""
-TITLE_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff\U000e0000-\U000e007f]")
+TITLE_CONTROL = re.compile(f"[{CONTROL_CHARACTERS}{DIRECTION_CONTROLS}\ufeff{TAG_CHARACTERS}]")
 """What a title may not hold once its whitespace is folded: the C0 and C1 controls and DEL (a terminal
 obeys escape sequences) and the text-direction controls (a right-to-left override makes ``gnp.exe`` read
 ``exe.png``; Unicode TR 9, as in the "Trojan Source" attacks, CVE-2021-42574), the byte-order mark and the tag

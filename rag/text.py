@@ -20,6 +20,9 @@ import re
 from collections.abc import Callable
 
 __all__ = [
+    "CONTROL_CHARACTERS",
+    "DIRECTION_CONTROLS",
+    "TAG_CHARACTERS",
     "STOPWORDS",
     "SYNONYMS",
     "identifier_parts",
@@ -31,6 +34,15 @@ __all__ = [
     "synonyms_of",
     "words",
 ]
+
+CONTROL_CHARACTERS = "\x00-\x1f\x7f-\x9f"
+"""The C0 and C1 controls and DEL, as a regular-expression class body (a terminal obeys escape sequences;
+a newline splits a one-line name)."""
+DIRECTION_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+"""The text-direction controls, as a class body (a right-to-left override makes ``gnp.exe`` read ``exe.png``;
+Unicode TR 9, the "Trojan Source" attacks, CVE-2021-42574)."""
+TAG_CHARACTERS = "\U000e0000-\U000e007f"
+"""The tag characters, as a class body: invisible text a model still reads ("ASCII smuggling")."""
 
 # A word: letters/digits/underscore/$ runs (identifiers and plain words alike).
 _WORD = re.compile(r"[A-Za-z0-9_$]+")

@@ -23,6 +23,7 @@ import click
 from bot.cli.environment import environment
 from bot.cli.failure import EXIT_FAILURE, EXIT_USAGE, fail
 from rag.errors import EmptyQuestionError, RagError
+from rag.text import DIRECTION_CONTROLS, TAG_CHARACTERS
 
 if TYPE_CHECKING:
     from rag.engine import Engine
@@ -82,7 +83,7 @@ index_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 
 
-_INVISIBLE_ORDER = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f"
+_INVISIBLE_ORDER = DIRECTION_CONTROLS + TAG_CHARACTERS
 """Text-direction controls (a right-to-left override reorders what follows) and tag characters (invisible)."""
 _CONTROL = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_INVISIBLE_ORDER}]")
 _CONTROL_OR_BREAK = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_INVISIBLE_ORDER}]")

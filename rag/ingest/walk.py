@@ -83,6 +83,7 @@ from pathlib import Path
 from pathspec import GitIgnoreSpec
 
 from rag.errors import RepoNotFoundError, UpdateCancelledError
+from rag.text import CONTROL_CHARACTERS, DIRECTION_CONTROLS
 from rag.types import MAX_PROBLEMS, WalkedFile, WalkReport
 
 __all__ = [
@@ -585,7 +586,7 @@ class _Walker:
         ))
 
 
-_CONTROL_IN_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_IN_NAME = re.compile(f"[{CONTROL_CHARACTERS}{DIRECTION_CONTROLS}]")
 """Characters a file or folder name may not hold to be read: the C0 and C1 controls and DEL (a newline would
 split a context header in two) and the text-direction controls (``bidi\u202egnp.js`` shows as ``bidisj.png``;
 Unicode TR 9, "Trojan Source", CVE-2021-42574)."""
