@@ -92,6 +92,8 @@ _SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("ctx", "context"),
     ("cb", "callback"),
     ("opts", "options"),
+    # a line ending's names: code writes "\r\n" and says "newline" where a question says CRLF
+    ("crlf", "eol", "newline", "newlines", "linebreak", "linebreaks"),
 )
 SYNONYMS: dict[str, frozenset[str]] = {}
 for _group in _SYNONYM_GROUPS:

@@ -27,10 +27,12 @@ the best we have and stays**):
    formats (fp-ts's ``lib/Option.js`` and ``es6/Option.js``; ``esm/x.mjs`` beside ``cjs/x.cjs``):
    JavaScript files under at least one build folder sharing their module path (build folders and
    the extension dropped), and likewise declarations; the one in a source folder (``lib/``), else
-   the best format (an ES module build over a CommonJS one), else the shortest path, stands for the module,
-   and each other one sharing at least
+   the best format (an ES module build over an ES5 one over a CommonJS one), else the shortest path, stands for
+   the module, and each other one sharing at least
    :data:`SIBLING_SHARE` of the smaller file's informative lines with it is its copy (two platforms'
-   hand-written ``lib/node/index.js`` and ``lib/browser/index.js`` share a module path, not code).
+   hand-written ``lib/node/index.js`` and ``lib/browser/index.js`` share a module path, not code); only
+   :data:`FORMAT_SIBLING_SHARE` when both lie in folders named by their module format (class-validator 0.14.1's
+   ``cjs/``, ``esm5/`` and ``esm2015/``: ``esm2015/x.js`` stands for the module).
 2. ``source_map`` — a file ending in a ``sourceMappingURL`` comment whose map (a ``data:``
    URL, or the ``.map`` file it names, read from the working tree) lists indexed
    ``sources``: a bundle of several sources is a copy of each (best source first: the
@@ -87,7 +89,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag.ingest.walk import DECLARATIONS, build_format_rank
+from rag.ingest.walk import DECLARATIONS, build_format_rank, es_target_folder
 from rag.ingest.walk import module_format as walk_module_format
 
 Fingerprint = array
@@ -95,7 +97,8 @@ Fingerprint = array
 
 __all__ = [
     "CopyRelation", "Fingerprint", "SharedLines", "update_copies", "detect_copies", "fingerprint_lines", "file_fingerprint", "derived_rank", "map_sources",
-    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "COPY_RULES_VERSION", "SIBLING_SHARE",
+    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "FORMAT_FOLDERS", "COPY_RULES_VERSION", "SIBLING_SHARE", "FORMAT_SIBLING_SHARE",
+    "output_folder", "format_folder",
     "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "BUNDLE_MIN_HELD", "BUNDLE_EXPLAINED_SHARE", "MIN_LINE_CHARS",
     "MAX_POSTINGS", "MIN_INFORMATIVE_LINES",
 ]
@@ -103,11 +106,15 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 OUTPUT_FOLDERS = frozenset({
-    "dist", "build", "out", "lib", "es", "esm", "es6", "es2015", "es2017", "es2020", "esnext", "cjs", "commonjs",
+    "dist", "build", "out", "lib", "cjs", "commonjs",
     "umd", "amd", "module", "modules", "mjs", "types", "typings", "declarations", "dts", "node", "browser",
     "legacy", "bundle", "bundles", "release", "compiled",
 })
-"""Folder names build tools write to (tsc ``outDir``, Rollup/tsup/Babel/webpack conventions)."""
+"""Folder names build tools write to (tsc ``outDir``, Rollup/tsup/Babel/webpack conventions), besides the
+ECMAScript build folders (``es``, ``esm``, ``esm5``, ``es2015``, ``esm2015``, ``esnext``:
+:func:`rag.ingest.walk.es_target_folder`); :func:`output_folder` tells both."""
+FORMAT_FOLDERS = frozenset({"cjs", "commonjs", "umd", "amd", "mjs"})
+"""Build folders named by a module format, besides the ECMAScript ones (rule 1b's :data:`FORMAT_SIBLING_SHARE`)."""
 SOURCE_FOLDERS = frozenset({"src", "source", "sources", "ts", "lib"})
 """Folder names sources live in (one is dropped from a TypeScript source's module path)."""
 JS_SOURCE_FOLDERS = frozenset({"src", "source", "sources"})
@@ -118,11 +125,38 @@ JS_OUTPUTS = (".js", ".jsx", ".mjs", ".cjs")
 SIBLING_SHARE = 0.5
 """Rule 1b: two builds of one module share at least this share of the smaller one's informative lines
 (a CommonJS and an ES module build differ in their import and export lines, not their bodies)."""
-COPY_RULES_VERSION = 7
+FORMAT_SIBLING_SHARE = 0.05
+"""Rule 1b, for two builds each under a folder named by its module format (:func:`format_folder`: ``cjs/``,
+``esm5/``, ``esm2015/``): the folder names say they are one module's builds, so the share only rules out a file
+that shares nothing. TypeScript's CommonJS output rewrites every call of an imported name
+(``(0, storage_1.getStorage)()``): class-validator 0.14.1's ``cjs/`` modules share a median 46% of their informative
+lines with ``esm2015/`` (129 modules, 75 under :data:`SIBLING_SHARE`, its barrel ``decorators.js`` 7%)."""
+COPY_RULES_VERSION = 8
 """The version of the rules above, stored with the index (``copy_rules``): an update recomputes the
 copies of an index recorded by other rules, even when no file changed. 2: ``sibling_build``; 3: its
 builds share code (:data:`SIBLING_SHARE`); 4: ``bundle_twin``; 5: rule 1b's stand-in by format; 6: rule 3c; 7: of
-near-identical ES module and CommonJS scripts, the CommonJS one is the copy (by content)."""
+near-identical ES module and CommonJS scripts, the CommonJS one is the copy (by content); 8: ECMAScript target
+folders (``esm5/``, ``esm2015/``) are build folders, and builds in module-format folders need
+:data:`FORMAT_SIBLING_SHARE` only."""
+
+
+def output_folder(folder: str) -> bool:
+    """Whether a folder name is a build tool's output folder (:data:`OUTPUT_FOLDERS`, or an ECMAScript build
+    folder: :func:`rag.ingest.walk.es_target_folder`), case-insensitive."""
+    folder = folder.lower()
+    return folder in OUTPUT_FOLDERS or es_target_folder(folder) is not None
+
+
+def _source_folder(folder: str) -> bool:
+    """Whether a folder name is a source folder (:data:`SOURCE_FOLDERS`), case-insensitive."""
+    return folder.lower() in SOURCE_FOLDERS
+
+
+def format_folder(folder: str) -> bool:
+    """Whether a folder name says which module format its build is in (:data:`FORMAT_FOLDERS`, or an ECMAScript
+    build folder), case-insensitive."""
+    folder = folder.lower()
+    return folder in FORMAT_FOLDERS or es_target_folder(folder) is not None
 NEAR_DUPLICATE_JACCARD = 0.8
 """Two files sharing at least this Jaccard share of their informative lines are near-identical."""
 CONTAINED_SHARE = 0.8
@@ -258,7 +292,7 @@ def derived_rank(path: str) -> tuple:
     parts = path.split("/")
     name = parts[-1].lower()
     score = 0
-    if any(p.lower() in OUTPUT_FOLDERS for p in parts[:-1]):
+    if any(output_folder(p) for p in parts[:-1]):
         score += 2
     if name in ("pkg-info", "metadata"):
         score += 3
@@ -280,11 +314,12 @@ _LONGEST_FIRST = {group: tuple(sorted(group, key=len, reverse=True))
                   for group in (TS_SOURCES, JS_OUTPUTS, (*DECLARATIONS, *JS_OUTPUTS))}
 
 
-def _stripped(key: str, folders: frozenset[str], *, repeat: bool) -> list[str]:
-    """``key`` and the keys left after dropping leading ``folders`` (all of them, or one)."""
+def _stripped(key: str, folder: Callable[[str], bool], *, repeat: bool) -> list[str]:
+    """``key`` and the keys left after dropping its leading folders for which ``folder(name)`` holds (all of them,
+    or one)."""
     keys = [key]
     parts = key.split("/")
-    while len(parts) > 1 and parts[0].lower() in folders:
+    while len(parts) > 1 and folder(parts[0]):
         parts = parts[1:]
         keys.append("/".join(parts))
         if not repeat:
@@ -305,7 +340,7 @@ def _compiled(paths: tuple[str, ...]) -> dict[str, list[str]]:
             continue
         key = _module_key(path, TS_SOURCES)
         if key is not None:
-            for k in _stripped(key, SOURCE_FOLDERS, repeat=False):
+            for k in _stripped(key, _source_folder, repeat=False):
                 ts_keys[k].append(path)
             continue
         key = _module_key(path, JS_OUTPUTS)
@@ -317,7 +352,7 @@ def _compiled(paths: tuple[str, ...]) -> dict[str, list[str]]:
         if key is None:
             continue
         sources: list[str] = []
-        keys = _stripped(key, OUTPUT_FOLDERS, repeat=True)
+        keys = _stripped(key, output_folder, repeat=True)
         for k in keys:
             sources += [s for s in ts_keys.get(k, []) if s != path]
         if not path.lower().endswith(DECLARATIONS) and len(keys) > 1:
@@ -343,7 +378,7 @@ def _build_groups(paths: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
         key = _module_key(path, (*DECLARATIONS, *JS_OUTPUTS))
         if key is None:
             continue
-        keys = _stripped(key, OUTPUT_FOLDERS, repeat=True)
+        keys = _stripped(key, output_folder, repeat=True)
         if len(keys) > 1:  # under a build folder
             groups[(declaration, keys[-1].lower())].append(path)
     return tuple(tuple(sorted(members, key=lambda p: (p.split("/", 1)[0].lower() not in SOURCE_FOLDERS,
@@ -363,9 +398,15 @@ def _sibling_builds(fingerprints: dict[str, Sequence[int]], copies: set[str]) ->
         for copy in members[1:]:
             lines = fingerprints[copy]
             smaller = min(len(first), len(lines))
-            if smaller >= MIN_INFORMATIVE_LINES and len(first.intersection(lines)) >= SIBLING_SHARE * smaller:
+            share = FORMAT_SIBLING_SHARE if _in_format_folder(members[0]) and _in_format_folder(copy) else SIBLING_SHARE
+            if smaller >= MIN_INFORMATIVE_LINES and len(first.intersection(lines)) >= max(1.0, share * smaller):
                 out[copy] = members[0]
     return out
+
+
+def _in_format_folder(path: str) -> bool:
+    """Whether one of ``path``'s folders names a module format (:func:`format_folder`: ``cjs/``, ``esm2015/``)."""
+    return any(format_folder(folder) for folder in path.split("/")[:-1])
 
 
 def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[str]], *,
@@ -487,7 +528,7 @@ def _derived_by_source_folder_only(path: str) -> bool:
     (``lib/``: express's sources, zod's build): holding another file is no sign of a copy then; rule 3c's test
     (several held files explaining most of it) decides."""
     parts = path.lower().split("/")
-    if any(p in OUTPUT_FOLDERS and p not in SOURCE_FOLDERS for p in parts[:-1]):
+    if any(output_folder(p) and p not in SOURCE_FOLDERS for p in parts[:-1]):
         return False
     return derived_rank(path)[0] == 2 and any(p in SOURCE_FOLDERS for p in parts[:-1])
 

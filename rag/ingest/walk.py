@@ -629,17 +629,36 @@ def _stem(name: str) -> str:
 
 _SOURCE_DIRS = frozenset({"src", "source", "sources", "lib"})
 """Folders a package keeps its code under, cut from a module key (:func:`_module_key`)."""
-_VARIANT_DIRS = frozenset({"cjs", "esm", "es", "es5", "es6", "es2015", "es2017", "es2020", "mjs", "commonjs",
-                           "module", "modules", "node", "browser", "types", "typings", "legacy", "modern",
+_VARIANT_DIRS = frozenset({"cjs", "mjs", "commonjs", "module", "modules", "node", "browser", "types", "typings", "legacy", "modern",
                            *_SOURCE_DIRS, *OUTPUT_DIRS})
 """Folders that name a build's format or target (``dist/cjs/``, ``dist/query/esm/``, ``build/legacy/``) rather than
-a module: they are dropped from a module key, so two formats of one module share it."""
+a module: they are dropped from a module key, so two formats of one module share it; so are the ECMAScript target
+folders :func:`es_target_folder` recognises (``esm5/``, ``esm2015/``, ``fesm2022/``)."""
+_ES_TARGET_FOLDER = re.compile(r"f?esm?(?P<target>5|6|20\d\d|next)?")
+"""An ECMAScript build folder named by its module format and target: ``es``, ``esm``, ``es5``, ``esm5``, ``es2015``,
+``esm2015``, ``fesm2022`` (Angular's flattened ES modules), ``esnext``."""
+
+
+def es_target_folder(folder: str) -> str | None:
+    """``"es5"`` for a folder of an ES5 build (``es5``, ``esm5``, ``fesm5``), ``"esm"`` for one of a newer
+    ECMAScript build (``es``, ``esm``, ``es6``, ``esm2015``, ``fesm2022``, ``esnext``), else ``None``
+    (case-insensitive; :data:`_ES_TARGET_FOLDER`). TypeScript and Angular's package format name their build
+    folders so: class-validator 0.14.1 ships ``cjs/``, ``esm5/`` and ``esm2015/`` at the package root."""
+    match = _ES_TARGET_FOLDER.fullmatch(folder.lower())
+    if match is None:
+        return None
+    return "es5" if match["target"] == "5" else "esm"
+
+
+def _variant_folder(folder: str) -> bool:
+    """Whether a (lower-case) folder names a build's format or target (:data:`_VARIANT_DIRS`)."""
+    return folder in _VARIANT_DIRS or es_target_folder(folder) is not None
 
 
 def _module_key(rel: str, *, output: bool) -> str:
     """The module a code file stands for, for the walker's one-compiled-copy rule: its path, lower-case,
     without extensions, cut after the build-output folder (``output``) or after its last source folder
-    (:data:`_SOURCE_DIRS`), then without format folders (:data:`_VARIANT_DIRS`, wherever they sit):
+    (:data:`_SOURCE_DIRS`), then without format folders (:func:`_variant_folder`, wherever they sit):
     ``dist/esm/core/index.js`` → ``core/index``, ``dist/query/cjs/index.js`` → ``query/index``,
     ``src/core/index.ts`` → ``core/index``, ``index.js`` → ``index``.
 
@@ -651,32 +670,36 @@ def _module_key(rel: str, *, output: bool) -> str:
     marks = [i for i, folder in enumerate(folders) if folder in (OUTPUT_DIRS if output else _SOURCE_DIRS)]
     if marks:  # after the first build-output folder, or after the last source folder
         folders = folders[(marks[0] if output else marks[-1]) + 1:]
-    return "/".join([*(f for f in folders if f not in _VARIANT_DIRS), _stem(parts[-1])])
+    return "/".join([*(f for f in folders if not _variant_folder(f)), _stem(parts[-1])])
 
 
-_ES_MODULE_DIRS = frozenset({"esm", "es", "es6", "es2015", "es2017", "es2020", "mjs", "module", "modules", "modern"})
+_ES_MODULE_DIRS = frozenset({"mjs", "module", "modules", "modern"})
+"""ES module build folders besides the ECMAScript target folders (:func:`es_target_folder`)."""
 _COMMONJS_DIRS = frozenset({"cjs", "commonjs"})
 
 
 def build_format_rank(path: str) -> int:
     """How well a compiled file stands for its module among its other builds (smaller is better): 0 in the
-    build's own layout (``dist/x.js``, ``dist/source/x.js``), 1 in an ES module folder (``dist/esm/``), 2 in
-    another format or target folder (``dist/browser/``, ``dist/types/``), 3 CommonJS (a ``cjs``/``commonjs``
-    folder, or ``.cjs``/``.cts``); the worst of its folders and extension counts.
+    build's own layout (``dist/x.js``, ``dist/source/x.js``), 1 in an ES module folder (``dist/esm/``,
+    ``esm2015/``), 2 in another format or target folder (``dist/browser/``, ``dist/types/``, an ES5 build's
+    ``esm5/``), 3 CommonJS (a ``cjs``/``commonjs`` folder, or ``.cjs``/``.cts``); the worst of its folders and
+    extension counts.
 
     An ES module build keeps the source's ``import``/``export`` lines and none of the CommonJS interop
     (``Object.defineProperty(exports, "__esModule", …)``, ``__toCommonJS``), so it reads like the source and its
     lines are where a reader of the package looks (hono 4.6.14 ships ``dist/x.js`` and ``dist/cjs/x.js``; the walk
-    kept the CommonJS copy, the first in name order). Used by the walk's one-compiled-copy rule and by
+    kept the CommonJS copy, the first in name order); an ES5 build has its classes rewritten as functions
+    (class-validator 0.14.1's ``esm5/`` beside ``esm2015/``). Used by the walk's one-compiled-copy rule and by
     :mod:`rag.ingest.copies` (rule 1b), so both keep the same file."""
     parts = path.lower().split("/")
     rank = 3 if parts[-1].endswith((".cjs", ".cts")) else 0
     for folder in parts[:-1]:
+        target = es_target_folder(folder)
         if folder in _COMMONJS_DIRS:
             rank = 3
-        elif folder in _ES_MODULE_DIRS:
+        elif target == "esm" or folder in _ES_MODULE_DIRS:
             rank = max(rank, 1)
-        elif folder in _VARIANT_DIRS and folder not in _SOURCE_DIRS and folder not in OUTPUT_DIRS:
+        elif _variant_folder(folder) and folder not in _SOURCE_DIRS and folder not in OUTPUT_DIRS:
             rank = max(rank, 2)
     return rank
 

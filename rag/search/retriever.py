@@ -63,7 +63,7 @@ from rag.search.english import common_words
 from rag.search.file_types import language_words
 from rag.search.source_lead import lead_with_sources
 from rag.search.structure import CallerTable, SymbolTable, caller_table, structure_bonus, symbol_table
-from rag.search.copies import prefer_sources
+from rag.search.copies import original_sources, prefer_sources
 from rag.search.import_blocks import demote_import_blocks
 from rag.search.near_duplicates import demote_near_duplicates
 from rag.search.vector_stream import VectorStream, above_floor, start_search, top_zscore
@@ -454,12 +454,13 @@ class Retriever:
                                callers=lambda: self._callers(conn, cache))
 
     def _copies(self, conn: sqlite3.Connection, cache: GenerationCache) -> dict[str, tuple[str, ...]]:
-        """Copy path → its indexed sources (the ``file_copies`` table), read once per generation."""
+        """Copy path → its indexed original sources (the ``file_copies`` table, a copy of a copy standing for the
+        original: :func:`rag.search.copies.original_sources`), read once per generation."""
         if cache.copies is None:
             found: dict[str, list[str]] = {}
             for path, source, _reason in queries.file_copies(conn):
                 found.setdefault(path, []).append(source)
-            cache.copies = {path: tuple(sources) for path, sources in found.items()}
+            cache.copies = original_sources(found)
         return cache.copies
 
     def _repository_names(self, conn: sqlite3.Connection, cache: GenerationCache) -> frozenset[str]:

@@ -27,6 +27,10 @@ Signals from the parsed structure of the repository's files (JavaScript, TypeScr
   :data:`IMPORT_VERB` and an identifier, when neither signal above answered) → the files whose
   imports bind that name, ranked and boosted as dependants are (before: the file defining it led
   and its importers followed as lexical matches, mixed with files merely mentioning it);
+- **subclasses**: "which modules define a subclass of ``Environment``?", "which classes build on
+  ``BaseReload``?" (:data:`FILE_LIST` and :data:`SUBCLASS_INTENT`, when no signal above answered) → the files
+  defining a class whose parsed base is a capitalised name the question writes (:func:`subclass_files`), ranked
+  and boosted as dependants are (before: the files defining and importing the class led);
 - **environment**: "which file reads the process environment?" (:data:`ENV_INTENT`) →
   files that read an environment variable, 0.3; test, bench, fixture and example
   files only when no other file does, or the question asks about tests (they set
@@ -46,7 +50,7 @@ A file's bonus is the largest of its signals. The result feeds
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 from rag.context.codegraph import CodeGraph
@@ -57,16 +61,19 @@ from rag.search.query import Query
 
 __all__ = ["DEPENDANTS_INTENT", "USERS_INTENT", "DEPENDENCIES_OF", "IMPORT_VERB", "ENV_INTENT", "CALLERS_INTENT",
            "DEFINITION_INTENT", "IMPORT_OF", "FILE_LIST",
-           "SymbolTable", "CallerTable",
+           "SUBCLASS_INTENT", "SymbolTable", "CallerTable", "subclass_files",
            "symbol_table", "caller_table", "package_importers", "file_is_subject", "structure_bonus"]
 
-# "Which files import X / would break if X were removed / depend on X?"
+# "Which files would break if X were removed / depend on X?" — a list of dependants even without "which files".
 DEPENDANTS_INTENT = re.compile(
-    r"\b(import(s|ed|ing)?|requires?|depend(s|ing|ants|ents)?|break|fail to load|need to change|"
-    r"were (deleted|removed)|(is|was|were|got) removed|uses? of|who uses)\b", re.I)
+    r"\b(depend(s|ing|ants|ents)?|break|fail to load|need to change|"
+    r"were (deleted|removed)|(is|was|were|got) removed|uses? of|who uses|(who|what) (else )?(imports|requires))\b", re.I)
+"""Wording that asks for a named file's dependants by itself. An import verb alone does not ("In
+uvicorn/importer.py, what error do I get when … something it imports is missing?" asks about the file): with
+:data:`FILE_LIST` it is :data:`IMPORT_VERB`'s, which :data:`USERS_INTENT` includes."""
 # "Which files use / call / extend / load X (of a named file)?" — with FILE_LIST and a named file: its dependants.
 USERS_INTENT = re.compile(
-    r"\b(use[sd]?|using|call(s|ed|ing)?|invok(e|es|ed|ing)|instantiat(e|es|ed|ing)|extend(s|ed|ing)?|"
+    r"\b(import(s|ed|ing)?|requir(e|es|ed|ing)|use[sd]?|using|call(s|ed|ing)?|invok(e|es|ed|ing)|instantiat(e|es|ed|ing)|extend(s|ed|ing)?|"
     r"subclass(es|ed|ing)?|reference[sd]?|load(s|ed|ing)?|pull(s|ed|ing)? in|"
     r"(built|build(s|ing)?|based|rest(s|ing)?) (up )?on( top of)?|derived? from|inherit(s|ed|ing)? from)\b", re.I)
 # The named file does the importing: "does FILE import", "FILE requires", "imported by FILE",
@@ -91,6 +98,12 @@ lib/x.js do?", "Where is lib/x.js used?": a few µs now)."""
 DEPENDENCIES_OF = re.compile(r"\b(dependencies|imports)\s+of\b|'s\s+(dependencies|imports)\b", re.I)
 # An import verb: "which modules import / require X?"
 IMPORT_VERB = re.compile(r"\b(import(s|ed|ing)?|requir(e|es|ed|ing))\b", re.I)
+# "Which classes subclass / extend / build on X?" — with FILE_LIST and a class name: the files extending it.
+SUBCLASS_INTENT = re.compile(
+    r"\b(subclass(es|ed|ing)?|extend(s|ed|ing)?|inherit(s|ed|ing)?|derived? from|"
+    r"(built|build(s|ing)?|based) (up )?on( top of)?)\b", re.I)
+_CLASS_NAME = re.compile(r"\b[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*\b")
+"""A word that may name a class: capitalised, not all capitals (``Environment``, ``CodeGenerator``)."""
 # "Which file reads the process environment / environment variables?"
 ENV_INTENT = re.compile(r"\b(process environment|environment variables?|env(ironment)? vars?|process\.env)\b", re.I)
 # "Which files call / fire / invoke / register through X?" ("use" and "via" are left out: "when using
@@ -105,10 +118,14 @@ IMPORT_OF = re.compile(
     r"\b(?:import(?:s|ed|ing)?|requir(?:e|es|ed|ing)|depend(?:s|ing)? on)\s*\(?\s*(?:from\s+)?(?:the\s+)?[`'\"]?"
     r"(?P<name>@?[A-Za-z_][\w.:-]*(?:/[\w.-]+)*)", re.I)
 # The question asks for a list of files: "Which files / modules …", "List the sources that …".
-FILE_LIST = re.compile(r"\b(which|what|list|find|show)\b[^?!]*?\b(files?|modules?|sources?|scripts?|places|"
-                       r"classes|types|components|parts)\b", re.I)
+_CLAUSE_WORDS = r"(?:is|are|was|were|be|do|does|did|happens?|happened|when|if|where|how|why|can|could|should|would|will)"
+FILE_LIST = re.compile(r"\b(which|what|list|find|show)\b(?:[\s,]+(?!" + _CLAUSE_WORDS + r"\b)[\w./@'-]+){0,4}?[\s,]+"
+                       r"(files?|modules?|sources?|scripts?|places|classes|types|components|parts)\b", re.I)
 """A question asking for a list of files, or of the code units they hold ("which schema types are built on
-top of …", "which classes extend …")."""
+top of …", "which classes extend …", "which other source files …"): the noun at most four words after the
+question word, none of them a verb or a clause's first word. Any distance took "In uvicorn/importer.py, what
+error do I get … when the module exists …" and "What does src/jinja2/bccache.py check before it trusts a cached
+bytecode file" for lists (16 questions of the eval sets, none of them one)."""
 SymbolTable = dict[str, dict[str, float]]
 """Symbol name → {path → weight}: 1.0 where it is defined, else 0.8 exported, else 0.6 an env var read."""
 CallerTable = dict[str, set[str]]
@@ -241,6 +258,9 @@ def structure_bonus(
         importers = [path for path, structure in structures().items()
                      if any(_binds(i, wanted) for i in structure.imports)]
         out.update(_hard_ranked(importers))
+    if not out and FILE_LIST.search(query.text) and SUBCLASS_INTENT.search(query.text):
+        # "which modules define a subclass of Environment?": the files whose classes extend a class it names
+        out.update(_hard_ranked(subclass_files(structures(), _CLASS_NAME.findall(query.text))))
     if ENV_INTENT.search(query.text):
         readers = [path for path, structure in structures().items() if structure.env_vars]
         main = readers if "test" in query.intents else [path for path in readers if not _low_value(path)]
@@ -261,6 +281,23 @@ def structure_bonus(
                 weight = bonus if "test" in query.intents or not _low_value(path) else 0.3
                 out[path] = max(out.get(path, 0.0), weight)
     return out or None
+
+
+def subclass_files(structures: Mapping[str, FileStructure], names: Iterable[str]) -> list[str]:
+    """The files defining a class whose base (:attr:`rag.parse.records.Definition.bases`, as written: ``Base``,
+    ``module.Base``, ``Base[T]``) is one of ``names`` (case-sensitive), in path order; ``[]`` when none is."""
+    wanted = set(names)
+    if not wanted:
+        return []
+    return sorted(path for path, structure in structures.items()
+                  if any(d.kind == "class" and any(_base_name(b) in wanted for b in d.bases)
+                         for d in structure.definitions))
+
+
+def _base_name(base: str) -> str:
+    """A base class as written, without its module and type arguments: ``environment.Environment[T]`` →
+    ``Environment``."""
+    return base.split("[", 1)[0].split("(", 1)[0].rsplit(".", 1)[-1].strip()
 
 
 def _binds(item: Import, wanted: set[str]) -> bool:

