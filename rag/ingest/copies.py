@@ -31,8 +31,9 @@ the best we have and stays**):
    the module, and each other one sharing at least
    :data:`SIBLING_SHARE` of the smaller file's informative lines with it is its copy (two platforms'
    hand-written ``lib/node/index.js`` and ``lib/browser/index.js`` share a module path, not code); only
-   :data:`FORMAT_SIBLING_SHARE` when both lie in folders named by their module format (class-validator 0.14.1's
-   ``cjs/``, ``esm5/`` and ``esm2015/``: ``esm2015/x.js`` stands for the module).
+   :data:`FORMAT_SIBLING_SHARE` of their lines that are no boilerplate when only folders named by module format
+   tell them apart (class-validator 0.14.1's ``cjs/``, ``esm5/`` and ``esm2015/``: ``esm2015/x.js`` stands for the
+   module).
 2. ``source_map`` — a file ending in a ``sourceMappingURL`` comment whose map (a ``data:``
    URL, or the ``.map`` file it names, read from the working tree) lists indexed
    ``sources``: a bundle of several sources is a copy of each (best source first: the
@@ -107,13 +108,13 @@ log = logging.getLogger(__name__)
 
 OUTPUT_FOLDERS = frozenset({
     "dist", "build", "out", "lib", "cjs", "commonjs",
-    "umd", "amd", "module", "modules", "mjs", "types", "typings", "declarations", "dts", "node", "browser",
+    "umd", "amd", "system", "iife", "module", "modules", "mjs", "types", "typings", "declarations", "dts", "node", "browser",
     "legacy", "bundle", "bundles", "release", "compiled",
 })
 """Folder names build tools write to (tsc ``outDir``, Rollup/tsup/Babel/webpack conventions), besides the
 ECMAScript build folders (``es``, ``esm``, ``esm5``, ``es2015``, ``esm2015``, ``esnext``:
 :func:`rag.ingest.walk.es_target_folder`); :func:`output_folder` tells both."""
-FORMAT_FOLDERS = frozenset({"cjs", "commonjs", "umd", "amd", "mjs"})
+FORMAT_FOLDERS = frozenset({"cjs", "commonjs", "umd", "amd", "system", "iife", "mjs"})
 """Build folders named by a module format, besides the ECMAScript ones (rule 1b's :data:`FORMAT_SIBLING_SHARE`)."""
 SOURCE_FOLDERS = frozenset({"src", "source", "sources", "ts", "lib"})
 """Folder names sources live in (one is dropped from a TypeScript source's module path)."""
@@ -125,18 +126,20 @@ JS_OUTPUTS = (".js", ".jsx", ".mjs", ".cjs")
 SIBLING_SHARE = 0.5
 """Rule 1b: two builds of one module share at least this share of the smaller one's informative lines
 (a CommonJS and an ES module build differ in their import and export lines, not their bodies)."""
-FORMAT_SIBLING_SHARE = 0.05
-"""Rule 1b, for two builds each under a folder named by its module format (:func:`format_folder`: ``cjs/``,
-``esm5/``, ``esm2015/``): the folder names say they are one module's builds, so the share only rules out a file
-that shares nothing. TypeScript's CommonJS output rewrites every call of an imported name
+FORMAT_SIBLING_SHARE = 0.2
+"""Rule 1b, for two builds told apart only by folders named by module format (``cjs/x.js``, ``esm5/x.js``,
+``esm2015/x.js``: :func:`_formats_apart`), counting no boilerplate line (:func:`_boilerplate`): the folder names
+say they are one module's builds. TypeScript's CommonJS output rewrites every call of an imported name
 (``(0, storage_1.getStorage)()``): class-validator 0.14.1's ``cjs/`` modules share a median 46% of their informative
-lines with ``esm2015/`` (129 modules, 75 under :data:`SIBLING_SHARE`, its barrel ``decorators.js`` 7%)."""
+lines with ``esm2015/`` (129 modules, 75 under :data:`SIBLING_SHARE`; its barrels ``index.js`` 24%,
+``decorators.js`` 7%). An ES module wrapper re-exporting a CommonJS implementation shares only its licence
+header with it: no copy."""
 COPY_RULES_VERSION = 8
 """The version of the rules above, stored with the index (``copy_rules``): an update recomputes the
 copies of an index recorded by other rules, even when no file changed. 2: ``sibling_build``; 3: its
 builds share code (:data:`SIBLING_SHARE`); 4: ``bundle_twin``; 5: rule 1b's stand-in by format; 6: rule 3c; 7: of
 near-identical ES module and CommonJS scripts, the CommonJS one is the copy (by content); 8: ECMAScript target
-folders (``esm5/``, ``esm2015/``) are build folders, and builds in module-format folders need
+folders (``esm5/``, ``esm2015/``) are build folders, and builds told apart by module-format folders need
 :data:`FORMAT_SIBLING_SHARE` only."""
 
 
@@ -390,23 +393,37 @@ def _sibling_builds(fingerprints: dict[str, Sequence[int]], copies: set[str]) ->
     """Rule 1b: copy path → the file standing for its module, among the build outputs not in ``copies``
     (module docstring); ``fingerprints``: every indexed path → its line fingerprint."""
     out: dict[str, str] = {}
+    boilerplate: set[int] | None = None
     for group in _build_groups(tuple(sorted(fingerprints))):
         members = [p for p in group if p not in copies]
         if len(members) < 2:
             continue
         first = set(fingerprints[members[0]])
         for copy in members[1:]:
-            lines = fingerprints[copy]
-            smaller = min(len(first), len(lines))
-            share = FORMAT_SIBLING_SHARE if _in_format_folder(members[0]) and _in_format_folder(copy) else SIBLING_SHARE
-            if smaller >= MIN_INFORMATIVE_LINES and len(first.intersection(lines)) >= max(1.0, share * smaller):
+            lines: Iterable[int] = fingerprints[copy]
+            share, kept = SIBLING_SHARE, first
+            if _formats_apart(members[0], copy):   # cjs/x.js beside esm2015/x.js: boilerplate lines say nothing
+                if boilerplate is None:
+                    boilerplate = _boilerplate(fingerprints)
+                share, kept, lines = FORMAT_SIBLING_SHARE, first - boilerplate, set(lines) - boilerplate
+            smaller = min(len(kept), len(lines))
+            if smaller >= MIN_INFORMATIVE_LINES and len(kept.intersection(lines)) >= share * smaller:
                 out[copy] = members[0]
     return out
 
 
-def _in_format_folder(path: str) -> bool:
-    """Whether one of ``path``'s folders names a module format (:func:`format_folder`: ``cjs/``, ``esm2015/``)."""
-    return any(format_folder(folder) for folder in path.split("/")[:-1])
+def _formats_apart(a: str, b: str) -> bool:
+    """Whether the folders telling ``a`` and ``b`` apart all name module formats (:func:`format_folder`):
+    ``cjs/x.js`` and ``esm2015/x.js``, not ``esm/node/x.js`` and ``esm/browser/x.js`` (two platforms)."""
+    apart = set(a.lower().split("/")[:-1]) ^ set(b.lower().split("/")[:-1])
+    return bool(apart) and all(format_folder(folder) for folder in apart)
+
+
+def _boilerplate(fingerprints: dict[str, Sequence[int]]) -> set[int]:
+    """The line hashes held by more than :data:`MAX_POSTINGS` files (licence headers, ``'use strict'``, a
+    ``sourceMappingURL`` comment): they pair nothing."""
+    held = Counter(h for lines in fingerprints.values() for h in set(lines))
+    return {h for h, n in held.items() if n > MAX_POSTINGS}
 
 
 def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[str]], *,

@@ -629,7 +629,8 @@ def _stem(name: str) -> str:
 
 _SOURCE_DIRS = frozenset({"src", "source", "sources", "lib"})
 """Folders a package keeps its code under, cut from a module key (:func:`_module_key`)."""
-_VARIANT_DIRS = frozenset({"cjs", "mjs", "commonjs", "module", "modules", "node", "browser", "types", "typings", "legacy", "modern",
+_VARIANT_DIRS = frozenset({"cjs", "mjs", "commonjs", "umd", "amd", "system", "iife", "module", "modules", "node",
+                           "browser", "types", "typings", "legacy", "modern",
                            *_SOURCE_DIRS, *OUTPUT_DIRS})
 """Folders that name a build's format or target (``dist/cjs/``, ``dist/query/esm/``, ``build/legacy/``) rather than
 a module: they are dropped from a module key, so two formats of one module share it; so are the ECMAScript target
@@ -681,8 +682,8 @@ _COMMONJS_DIRS = frozenset({"cjs", "commonjs"})
 def build_format_rank(path: str) -> int:
     """How well a compiled file stands for its module among its other builds (smaller is better): 0 in the
     build's own layout (``dist/x.js``, ``dist/source/x.js``), 1 in an ES module folder (``dist/esm/``,
-    ``esm2015/``), 2 in another format or target folder (``dist/browser/``, ``dist/types/``, an ES5 build's
-    ``esm5/``), 3 CommonJS (a ``cjs``/``commonjs`` folder, or ``.cjs``/``.cts``); the worst of its folders and
+    ``esm2015/``), 2 in another format or target folder (``dist/browser/``, ``dist/types/``, ``lib/umd/``, an ES5
+    build's ``esm5/``), 3 CommonJS (a ``cjs``/``commonjs`` folder, or ``.cjs``/``.cts``); the worst of its folders and
     extension counts.
 
     An ES module build keeps the source's ``import``/``export`` lines and none of the CommonJS interop

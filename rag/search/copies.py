@@ -12,7 +12,10 @@ times. :func:`prefer_sources` rewrites a ranked candidate list so that:
   a bundle (a copy of several sources, by its source map) by the candidate of its sources that
   shares the most names with the copy's chunk (:func:`corresponding`): the bundle's chunk is
   the compiled text of one of them, not of the first source its map lists; a bundle's chunk sharing
-  too few names with every candidate of its sources (an inlined dependency) is dropped;
+  too few names with every candidate of its sources (an inlined dependency) is dropped; only a bundle's
+  first chunk lifts its source to its own score (fusion gives every chunk of a file the file's score, which the
+  bundle's best chunk earned: async 3.2.6's ``dist/async.js`` lifted ``retry.js`` over ``ensureAsync.js`` with
+  a chunk of retry's documentation, for a question about ``ensureAsync``);
 - a copy whose sources were all met earlier is dropped;
 - a copy whose sources are not indexed stays: it is the best we have (the index only
   records copies of indexed files in the first place).
@@ -148,6 +151,7 @@ def prefer_sources(ranked: Sequence[C], copies: Mapping[str, Sequence[str]], *,
             by_path.setdefault(candidate.path, []).append(candidate)
     out: list[C] = []
     used: set[int] = set()
+    bundles_met: set[str] = set()
     for candidate in ranked:
         sources = copies.get(candidate.path)
         if not sources:
@@ -155,8 +159,12 @@ def prefer_sources(ranked: Sequence[C], copies: Mapping[str, Sequence[str]], *,
                 used.add(candidate.id)
                 out.append(candidate)
             continue
+        lift = True
         if len(sources) > 1:   # a bundle: the source its chunk was compiled from
             alternative = corresponding(candidate, sources, by_path, cache=names)
+            # a fused ranking gives every chunk of a file its file's score: the bundle's best chunk earned it
+            lift = candidate.path not in bundles_met
+            bundles_met.add(candidate.path)
         else:
             alternative = by_path[sources[0]][0] if sources[0] in by_path else None
         if alternative is FOREIGN:
@@ -167,7 +175,8 @@ def prefer_sources(ranked: Sequence[C], copies: Mapping[str, Sequence[str]], *,
             continue
         if alternative.id in used:
             continue  # its source already ranks above
-        alternative.score = max(alternative.score, candidate.score)
+        if lift:
+            alternative.score = max(alternative.score, candidate.score)
         used.add(alternative.id)
         out.append(alternative)
     out.sort(key=lambda c: c.score, reverse=True)

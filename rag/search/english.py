@@ -53,10 +53,10 @@ MAX_WORD_LETTERS = 24
 misspellings would also cost ``54 × length`` strings of that length)."""
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 _SUFFIXES = (("ing", ""), ("ing", "e"), ("ed", ""), ("ed", "e"), ("es", ""), ("s", ""), ("er", ""), ("ers", ""),
-             ("ies", "y"), ("ied", "y"), ("able", ""), ("able", "e"), ("ible", ""), ("ible", "e"))
-"""Endings stripped to find a word's base (``_forms``): English's regular verb and plural endings, and the
-adjectives made of a verb (``clickable`` → ``click``, ``configurable`` → ``configure``: a blind held-out question
-about "clickable links" abstained)."""
+             ("ies", "y"), ("ied", "y"))
+"""Inflections stripped to find a word's base (``_forms``): English's regular verb and plural endings. Not the
+adjectives in -able/-ible: "clickable" cost a blind held-out paraphrase its answer, but "resumable", "retryable"
+and "streamable" name features a repository may lack."""
 MIN_WORD_LETTERS = 3
 """Shorter runs of letters are not judged: two letters are an abbreviation or part of a quoted value as often as a
 word (a blind held-out question quoted the switch ``'-oQ/tmp'`` and abstained on ``oq``)."""
@@ -73,7 +73,7 @@ def common_words() -> frozenset[str]:
 
 
 def _forms(word: str) -> set[str]:
-    """``word`` and its bases with one regular ending removed (:data:`_SUFFIXES`; bases of at least three letters)."""
+    """``word`` and its bases with one regular inflection removed (bases of at least three letters)."""
     forms = {word}
     for suffix, replacement in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:

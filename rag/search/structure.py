@@ -29,7 +29,7 @@ Signals from the parsed structure of the repository's files (JavaScript, TypeScr
   and its importers followed as lexical matches, mixed with files merely mentioning it);
 - **subclasses**: "which modules define a subclass of ``Environment``?", "which classes build on
   ``BaseReload``?" (:data:`FILE_LIST` and :data:`SUBCLASS_INTENT`, when no signal above answered) → the files
-  defining a class whose parsed base is a capitalised name the question writes (:func:`subclass_files`), ranked
+  defining a class that extends the class named after the verb, directly or not (:func:`subclass_files`), ranked
   and boosted as dependants are (before: the files defining and importing the class led);
 - **environment**: "which file reads the process environment?" (:data:`ENV_INTENT`) →
   files that read an environment variable, 0.3; test, bench, fixture and example
@@ -64,16 +64,16 @@ __all__ = ["DEPENDANTS_INTENT", "USERS_INTENT", "DEPENDENCIES_OF", "IMPORT_VERB"
            "SUBCLASS_INTENT", "SymbolTable", "CallerTable", "subclass_files",
            "symbol_table", "caller_table", "package_importers", "file_is_subject", "structure_bonus"]
 
-# "Which files would break if X were removed / depend on X?" — a list of dependants even without "which files".
+# "Which files import X / would break if X were removed / depend on X?"
 DEPENDANTS_INTENT = re.compile(
-    r"\b(depend(s|ing|ants|ents)?|break|fail to load|need to change|"
-    r"were (deleted|removed)|(is|was|were|got) removed|uses? of|who uses|(who|what) (else )?(imports|requires))\b", re.I)
-"""Wording that asks for a named file's dependants by itself. An import verb alone does not ("In
-uvicorn/importer.py, what error do I get when … something it imports is missing?" asks about the file): with
-:data:`FILE_LIST` it is :data:`IMPORT_VERB`'s, which :data:`USERS_INTENT` includes."""
+    r"\b(import(s|ed|ing)?|requires?|depend(s|ing|ants|ents)?|break|fail to load|need to change|"
+    r"were (deleted|removed)|(is|was|were|got) removed|uses? of|who uses)\b", re.I)
+_IT_IMPORTS = re.compile(r"\b(it|this (file|module))\s+(imports|requires|loads|pulls in)\b", re.I)
+"""The named file doing the importing, as a pronoun: "In uvicorn/importer.py, what error do I get … when the module
+exists but something it imports is missing?" asks about the file, not for its importers."""
 # "Which files use / call / extend / load X (of a named file)?" — with FILE_LIST and a named file: its dependants.
 USERS_INTENT = re.compile(
-    r"\b(import(s|ed|ing)?|requir(e|es|ed|ing)|use[sd]?|using|call(s|ed|ing)?|invok(e|es|ed|ing)|instantiat(e|es|ed|ing)|extend(s|ed|ing)?|"
+    r"\b(use[sd]?|using|call(s|ed|ing)?|invok(e|es|ed|ing)|instantiat(e|es|ed|ing)|extend(s|ed|ing)?|"
     r"subclass(es|ed|ing)?|reference[sd]?|load(s|ed|ing)?|pull(s|ed|ing)? in|"
     r"(built|build(s|ing)?|based|rest(s|ing)?) (up )?on( top of)?|derived? from|inherit(s|ed|ing)? from)\b", re.I)
 # The named file does the importing: "does FILE import", "FILE requires", "imported by FILE",
@@ -98,12 +98,17 @@ lib/x.js do?", "Where is lib/x.js used?": a few µs now)."""
 DEPENDENCIES_OF = re.compile(r"\b(dependencies|imports)\s+of\b|'s\s+(dependencies|imports)\b", re.I)
 # An import verb: "which modules import / require X?"
 IMPORT_VERB = re.compile(r"\b(import(s|ed|ing)?|requir(e|es|ed|ing))\b", re.I)
-# "Which classes subclass / extend / build on X?" — with FILE_LIST and a class name: the files extending it.
+# "Which classes subclass / extend / build on X?" — with FILE_LIST: the files extending the class named after the verb.
 SUBCLASS_INTENT = re.compile(
-    r"\b(subclass(es|ed|ing)?|extend(s|ed|ing)?|inherit(s|ed|ing)?|derived? from|"
-    r"(built|build(s|ing)?|based) (up )?on( top of)?)\b", re.I)
-_CLASS_NAME = re.compile(r"\b[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*\b")
-"""A word that may name a class: capitalised, not all capitals (``Environment``, ``CodeGenerator``)."""
+    r"\b(?:subclass(?:es|ed|ing)?(?: of)?|extend(?:s|ed|ing)?|inherit(?:s|ed|ing)?(?: \w+ly)?(?: from)?|"
+    r"derived?(?: \w+ly)? from|(?:built|build(?:s|ing)?|based)(?: \w+ly)? (?:up )?on(?: top of)?)\s+"
+    r"(?:the |a |an |its |their )?"
+    r"(?:[a-z_]\w*(?:'s\s+|\.))?(?P<name>[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*)\b")
+"""A subclass wording followed by the class it names, capitalised and not all capitals ("subclass of Environment",
+"build on BaseReload", "extend the compiler's CodeGenerator", "built directly on top of QueueBase"): "which classes
+does Engine extend?" asks the other way."""
+_DIRECT = re.compile(r"\bdirect(ly)?\b|\bwithout an intermediate\b", re.I)
+"""Only the classes extending the named one themselves ("built directly on top of QueueBase")."""
 # "Which file reads the process environment / environment variables?"
 ENV_INTENT = re.compile(r"\b(process environment|environment variables?|env(ironment)? vars?|process\.env)\b", re.I)
 # "Which files call / fire / invoke / register through X?" ("use" and "via" are left out: "when using
@@ -118,12 +123,12 @@ IMPORT_OF = re.compile(
     r"\b(?:import(?:s|ed|ing)?|requir(?:e|es|ed|ing)|depend(?:s|ing)? on)\s*\(?\s*(?:from\s+)?(?:the\s+)?[`'\"]?"
     r"(?P<name>@?[A-Za-z_][\w.:-]*(?:/[\w.-]+)*)", re.I)
 # The question asks for a list of files: "Which files / modules …", "List the sources that …".
-_CLAUSE_WORDS = r"(?:is|are|was|were|be|do|does|did|happens?|happened|when|if|where|how|why|can|could|should|would|will)"
+_CLAUSE_WORDS = r"(?:do|does|did|happens?|happened|when|if|where|how|why|can|could|should|would|will)"
 FILE_LIST = re.compile(r"\b(which|what|list|find|show)\b(?:[\s,]+(?!" + _CLAUSE_WORDS + r"\b)[\w./@'-]+){0,4}?[\s,]+"
                        r"(files?|modules?|sources?|scripts?|places|classes|types|components|parts)\b", re.I)
 """A question asking for a list of files, or of the code units they hold ("which schema types are built on
-top of …", "which classes extend …", "which other source files …"): the noun at most four words after the
-question word, none of them a verb or a clause's first word. Any distance took "In uvicorn/importer.py, what
+top of …", "which classes extend …", "which other source files …", "what are the modules that …"): the noun at
+most four words after the question word, none of them a verb other than *be* or a clause's first word. Any distance took "In uvicorn/importer.py, what
 error do I get … when the module exists …" and "What does src/jinja2/bccache.py check before it trusts a cached
 bytecode file" for lists (16 questions of the eval sets, none of them one)."""
 SymbolTable = dict[str, dict[str, float]]
@@ -240,8 +245,8 @@ def structure_bonus(
                 code_graph = graph()
                 deps = list(dict.fromkeys(d for p in named for d in code_graph.dependencies(p) if d not in named))
                 out.update(_hard_ranked(deps))
-        elif DEPENDANTS_INTENT.search(query.text) or (FILE_LIST.search(query.text)
-                                                      and USERS_INTENT.search(query.text)):
+        elif not _IT_IMPORTS.search(query.text) and (DEPENDANTS_INTENT.search(query.text) or (
+                FILE_LIST.search(query.text) and USERS_INTENT.search(query.text))):
             named = explicit_paths(query, known_paths)
             if named:
                 code_graph = graph()
@@ -258,9 +263,11 @@ def structure_bonus(
         importers = [path for path, structure in structures().items()
                      if any(_binds(i, wanted) for i in structure.imports)]
         out.update(_hard_ranked(importers))
-    if not out and FILE_LIST.search(query.text) and SUBCLASS_INTENT.search(query.text):
-        # "which modules define a subclass of Environment?": the files whose classes extend a class it names
-        out.update(_hard_ranked(subclass_files(structures(), _CLASS_NAME.findall(query.text))))
+    if not out and FILE_LIST.search(query.text):
+        # "which modules define a subclass of Environment?": the files whose classes extend it (where it is defined
+        # follows by its words)
+        named = [m.group("name") for m in SUBCLASS_INTENT.finditer(query.text)]
+        out.update(_hard_ranked(subclass_files(structures(), named, indirect=not _DIRECT.search(query.text))))
     if ENV_INTENT.search(query.text):
         readers = [path for path, structure in structures().items() if structure.env_vars]
         main = readers if "test" in query.intents else [path for path in readers if not _low_value(path)]
@@ -283,15 +290,20 @@ def structure_bonus(
     return out or None
 
 
-def subclass_files(structures: Mapping[str, FileStructure], names: Iterable[str]) -> list[str]:
-    """The files defining a class whose base (:attr:`rag.parse.records.Definition.bases`, as written: ``Base``,
-    ``module.Base``, ``Base[T]``) is one of ``names`` (case-sensitive), in path order; ``[]`` when none is."""
+def subclass_files(structures: Mapping[str, FileStructure], names: Iterable[str], *, indirect: bool = True) -> list[str]:
+    """The files defining a class that extends one of ``names`` (case-sensitive), directly or (with ``indirect``)
+    through a class that does (its parsed :attr:`rag.parse.records.Definition.bases`, as written: ``Base``,
+    ``module.Base``, ``Base[T]``), in path order; ``[]`` when none does."""
     wanted = set(names)
-    if not wanted:
-        return []
-    return sorted(path for path, structure in structures.items()
-                  if any(d.kind == "class" and any(_base_name(b) in wanted for b in d.bases)
-                         for d in structure.definitions))
+    done: set[str] = set()
+    files: set[str] = set()
+    while wanted:   # each round: the classes extending the last round's
+        done |= wanted
+        found = {(path, d.name) for path, structure in structures.items() for d in structure.definitions
+                 if d.kind == "class" and any(_base_name(b) in wanted for b in d.bases)}
+        files |= {path for path, _ in found}
+        wanted = {name for _, name in found} - done if indirect else set()
+    return sorted(files)
 
 
 def _base_name(base: str) -> str:

@@ -175,6 +175,37 @@ def test_one_module_built_into_several_folders_without_its_source_is_one_module(
     assert _sibling_builds(prints, set()) == {"dist/cjs/extra.cjs": "dist/esm/extra.mjs"}
 
 
+def test_builds_told_apart_by_format_folders_need_a_fifth_of_their_lines_beyond_boilerplate():
+    """A break-it review of the format-folder share (any one shared line, first): an ES module wrapper re-exporting
+    a CommonJS implementation shared its licence header with it and hid it as its copy; two platforms' modules under
+    ``esm/`` became one; and a per-module UMD build stood for its ES module build."""
+    licence = ["/*! widgets v1.0.0 | MIT License | (c) the widget authors, all rights reserved */"]
+    impl = [f"  const delay{i} = Math.min(MAXIMUM_DELAY_MILLISECONDS, base * 2 ** {i} + jitter());" for i in range(12)]
+    prints = {f"src/other{i}.js": fingerprint_lines(licence + [f"export const other{i} = {i} * 1000;"])
+              for i in range(10)}   # the licence is boilerplate: more than MAX_POSTINGS files hold it
+    prints |= {
+        "esm/index.mjs": fingerprint_lines(licence + ["import impl from '../cjs/index.js';",
+                                                      "export const backoff = impl.backoff;",
+                                                      "export const MAXIMUM = impl.MAXIMUM_DELAY_MILLISECONDS;",
+                                                      "export const jitterFactor = impl.jitterFactor;",
+                                                      "export default impl;"]),
+        "cjs/index.js": fingerprint_lines(licence + impl),
+        "esm/node/storage.js": fingerprint_lines([f"  fs.writeFileSync(file{i}, JSON.stringify(value{i}));"
+                                                  for i in range(10)]),
+        "esm/browser/storage.js": fingerprint_lines([f"  fs.writeFileSync(file{i}, JSON.stringify(value{i}));"
+                                                     for i in range(3)] +
+                                                    [f"  localStorage.setItem(key{i}, JSON.stringify(value{i}));"
+                                                     for i in range(7)]),
+        "lib/umd/main.js": fingerprint_lines(["(function (factory) { factory(require, exports); })(function () {",
+                                              *impl]),
+        "lib/esm/main.js": fingerprint_lines(impl),
+        "esm2015/rule.js": fingerprint_lines(impl),
+        "cjs/rule.js": fingerprint_lines(impl[:3] + [line.replace("jitter()", "(0, util_1.jitter)()")
+                                                     for line in impl[3:]]),   # a quarter shared
+    }
+    assert _sibling_builds(prints, set()) == {"cjs/rule.js": "esm2015/rule.js", "lib/umd/main.js": "lib/esm/main.js"}
+
+
 def test_builds_in_target_named_format_folders_are_one_module_the_modern_es_module_standing_for_it(tmp_path):
     """class-validator 0.14.1 ships its build three times at the package root, in ``cjs/``, ``esm5/`` and
     ``esm2015/``: every module was indexed three times and a question's first five files were one module's three
@@ -467,6 +498,15 @@ def test_a_bundle_s_chunk_is_replaced_by_the_source_it_was_compiled_from():
         is FOREIGN
     ranked = prefer_sources([inlined, bundle, widget, gear], copies)
     assert [c.path for c in ranked] == ["src/gear.ts", "src/widget.ts"]
+    # fusion gives every chunk of a file its file's score: only the bundle's first chunk lifts its source to it
+    # (async 3.2.6's bundle lifted retry.js over ensureAsync.js with a chunk of retry's documentation)
+    first = Cand(6, "dist/bundle.js", 1.0, "function advanceRatchet(tooth) { return sprocketTeeth[tooth + 1]; }")
+    later = Cand(7, "dist/bundle.js", 1.0, "export function paintWidget(options: WidgetOptions): string {")
+    other = Cand(8, "src/other.ts", 0.99, "export function varnish() {}")
+    widget, gear = Cand(2, "src/widget.ts", 0.5, widget.text), Cand(3, "src/gear.ts", 0.4, gear.text)
+    ranked = prefer_sources([first, later, other, widget, gear], copies)
+    assert [(c.path, c.score) for c in ranked] == [("src/gear.ts", 1.0), ("src/other.ts", 0.99),
+                                                   ("src/widget.ts", 0.5)]
 
 
 def test_a_script_holding_two_others_is_their_bundle_whatever_its_name(tmp_path):

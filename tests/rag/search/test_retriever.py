@@ -321,8 +321,10 @@ def test_a_question_about_a_named_file_that_says_import_is_no_list_of_its_import
         for question in ("In lib/errors.js, what happens when the module exists but something it imports is missing?",
                          "What does lib/errors.js do when a module it requires throws on load?"):
             assert distinct_paths(engine.retrieve(question))[0] == "lib/errors.js", question
-        # a list asked for close to its noun is still one
-        for question in ("Which other modules import lib/errors.js?", "What files require lib/errors.js?"):
+        # a list asked for close to its noun is still one, and so is an importer asked for without a list
+        for question in ("Which other modules import lib/errors.js?", "What files require lib/errors.js?",
+                         "What are the modules that import lib/errors.js?", "Where is lib/errors.js imported?",
+                         "Does anything import lib/errors.js?", "Which code imports lib/errors.js?"):
             paths = distinct_paths(engine.retrieve(question))
             assert set(paths[:2]) == {"lib/retry.js", "lib/thunks.js"}, question
 
@@ -340,6 +342,8 @@ SUBCLASS_FILES = {
     "src/stat.js": ("const { BaseReload } = require('./reload');\nclass StatReload extends BaseReload {\n"
                     "  restart() { return 2; }\n}\nmodule.exports = { StatReload };\n"),
     "src/uses.js": "const { BaseReload } = require('./reload');\nmodule.exports = new BaseReload();\n",
+    "src/polling.js": ("const { StatReload } = require('./stat');\nclass PollingReload extends StatReload {\n"
+                       "  restart() { return 3; }\n}\nmodule.exports = { PollingReload };\n"),
 }
 
 
@@ -350,7 +354,16 @@ def test_the_subclasses_of_a_class_the_question_names_are_its_answer(tmp_path):
     with indexed_engine(tmp_path, SUBCLASS_FILES) as engine:
         paths = distinct_paths(engine.retrieve("Which modules define their own subclass of Environment?"))
         assert set(paths[:2]) == {"pkg/sandbox.py", "pkg/native.py"}
-        assert distinct_paths(engine.retrieve("Which classes build on BaseReload?"))[0] == "src/stat.js"
+        # directly or through a subclass
+        assert set(distinct_paths(engine.retrieve("Which classes build on BaseReload?"))[:2]) == \
+            {"src/stat.js", "src/polling.js"}
+        # only the classes extending it themselves, when the question says so (a blind held-out question)
+        paths = distinct_paths(engine.retrieve("Which classes are built directly on top of BaseReload?"))
+        assert paths[0] == "src/stat.js" and "src/polling.js" not in paths[:2]
+        # the other direction, and a capitalised word that is no class extended: no subclass answer
+        assert distinct_paths(engine.retrieve("Which classes does StatReload extend?"))[0] != "src/polling.js"
+        paths = distinct_paths(engine.retrieve("Which classes in the Environment module extend BaseReload?"))
+        assert set(paths[:2]) == {"src/stat.js", "src/polling.js"}
         # an import asked for: the importers, the subclass among them
         paths = distinct_paths(engine.retrieve("Which modules import Environment?"))
         assert set(paths[:3]) == {"pkg/sandbox.py", "pkg/native.py", "pkg/loaders.py"}
