@@ -107,9 +107,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 OUTPUT_FOLDERS = frozenset({
-    "dist", "build", "out", "lib", "cjs", "commonjs",
-    "umd", "amd", "system", "iife", "module", "modules", "mjs", "types", "typings", "declarations", "dts", "node", "browser",
-    "legacy", "bundle", "bundles", "release", "compiled",
+    "dist", "build", "out", "lib", "cjs", "commonjs", "umd", "amd", "system", "iife", "module", "modules", "mjs",
+    "types", "typings", "declarations", "dts", "node", "browser", "legacy", "bundle", "bundles", "release", "compiled",
 })
 """Folder names build tools write to (tsc ``outDir``, Rollup/tsup/Babel/webpack conventions), besides the
 ECMAScript build folders (``es``, ``esm``, ``esm5``, ``es2015``, ``esm2015``, ``esnext``:
@@ -142,24 +141,6 @@ near-identical ES module and CommonJS scripts, the CommonJS one is the copy (by 
 folders (``esm5/``, ``esm2015/``) are build folders, and builds told apart by module-format folders need
 :data:`FORMAT_SIBLING_SHARE` only."""
 
-
-def output_folder(folder: str) -> bool:
-    """Whether a folder name is a build tool's output folder (:data:`OUTPUT_FOLDERS`, or an ECMAScript build
-    folder: :func:`rag.ingest.walk.es_target_folder`), case-insensitive."""
-    folder = folder.lower()
-    return folder in OUTPUT_FOLDERS or es_target_folder(folder) is not None
-
-
-def _source_folder(folder: str) -> bool:
-    """Whether a folder name is a source folder (:data:`SOURCE_FOLDERS`), case-insensitive."""
-    return folder.lower() in SOURCE_FOLDERS
-
-
-def format_folder(folder: str) -> bool:
-    """Whether a folder name says which module format its build is in (:data:`FORMAT_FOLDERS`, or an ECMAScript
-    build folder), case-insensitive."""
-    folder = folder.lower()
-    return folder in FORMAT_FOLDERS or es_target_folder(folder) is not None
 NEAR_DUPLICATE_JACCARD = 0.8
 """Two files sharing at least this Jaccard share of their informative lines are near-identical."""
 CONTAINED_SHARE = 0.8
@@ -186,6 +167,25 @@ MAX_MAP_BYTES = 8 * 1024 * 1024
 _MAP_COMMENT = re.compile(r"[#@]\s*sourceMappingURL=([^\s*'\"]+)")
 _LETTER = re.compile(r"[A-Za-z]")
 _SCHEME = re.compile(r"^[A-Za-z][\w+.-]*://")
+
+
+def output_folder(folder: str) -> bool:
+    """Whether a folder name is a build tool's output folder (:data:`OUTPUT_FOLDERS`, or an ECMAScript build
+    folder: :func:`rag.ingest.walk.es_target_folder`), case-insensitive."""
+    folder = folder.lower()
+    return folder in OUTPUT_FOLDERS or es_target_folder(folder) is not None
+
+
+def _source_folder(folder: str) -> bool:
+    """Whether a folder name is a source folder (:data:`SOURCE_FOLDERS`), case-insensitive."""
+    return folder.lower() in SOURCE_FOLDERS
+
+
+def format_folder(folder: str) -> bool:
+    """Whether a folder name says which module format its build is in (:data:`FORMAT_FOLDERS`, or an ECMAScript
+    build folder), case-insensitive."""
+    folder = folder.lower()
+    return folder in FORMAT_FOLDERS or es_target_folder(folder) is not None
 
 
 @dataclass(frozen=True, slots=True)

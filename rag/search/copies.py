@@ -38,6 +38,7 @@ property names, string words), while it changes the syntax around them."""
 
 
 MIN_BUNDLE_NAMES = 12
+"""A bundle's chunk with fewer names than this is too small to judge by :data:`MIN_BUNDLE_NAME_SHARE`."""
 MIN_BUNDLE_NAME_SHARE = 0.3
 """A bundle's chunk of at least :data:`MIN_BUNDLE_NAMES` names sharing fewer than this share of them with every
 candidate of its sources was compiled from none of them: from a dependency the bundle inlines (class-validator

@@ -99,9 +99,9 @@ def _edits1(word: str) -> set[str]:
 
 def is_rare_word(word: str) -> bool:
     """Whether ``word`` (a lowercase query term) is rare English: made of ASCII letters only, from
-    :data:`MIN_WORD_LETTERS` to :data:`MAX_WORD_LETTERS` of them (numbers, identifiers with digits, non-English words and longer
-    runs of letters are not judged), no form of it common
-    (:func:`is_common_word`), and not a likely misspelling of a common word (module docstring).
+    :data:`MIN_WORD_LETTERS` to :data:`MAX_WORD_LETTERS` of them (numbers, identifiers with digits, non-English
+    words, shorter and longer runs of letters are not judged), no form of it common (:func:`is_common_word`), and
+    not a likely misspelling of a common word (module docstring).
     About 0.1 ms for a word of ten letters once :func:`common_words` is loaded."""
     if (not (word.isascii() and word.isalpha()) or not MIN_WORD_LETTERS <= len(word) <= MAX_WORD_LETTERS
             or is_common_word(word)):

@@ -128,9 +128,10 @@ FILE_LIST = re.compile(r"\b(which|what|list|find|show)\b(?:[\s,]+(?!" + _CLAUSE_
                        r"(files?|modules?|sources?|scripts?|places|classes|types|components|parts)\b", re.I)
 """A question asking for a list of files, or of the code units they hold ("which schema types are built on
 top of …", "which classes extend …", "which other source files …", "what are the modules that …"): the noun at
-most four words after the question word, none of them a verb other than *be* or a clause's first word. Any distance took "In uvicorn/importer.py, what
-error do I get … when the module exists …" and "What does src/jinja2/bccache.py check before it trusts a cached
-bytecode file" for lists (16 questions of the eval sets, none of them one)."""
+most four words after the question word, none of them a verb other than *be* or a clause's first word. Any
+distance took "In uvicorn/importer.py, what error do I get … when the module exists …" and "What does
+src/jinja2/bccache.py check before it trusts a cached bytecode file" for lists (16 questions of the eval sets,
+none of them one)."""
 SymbolTable = dict[str, dict[str, float]]
 """Symbol name → {path → weight}: 1.0 where it is defined, else 0.8 exported, else 0.6 an env var read."""
 CallerTable = dict[str, set[str]]
@@ -263,10 +264,10 @@ def structure_bonus(
         importers = [path for path, structure in structures().items()
                      if any(_binds(i, wanted) for i in structure.imports)]
         out.update(_hard_ranked(importers))
-    if not out and FILE_LIST.search(query.text):
+    named = [m.group("name") for m in SUBCLASS_INTENT.finditer(query.text)] if not out else []
+    if named and FILE_LIST.search(query.text):
         # "which modules define a subclass of Environment?": the files whose classes extend it (where it is defined
         # follows by its words)
-        named = [m.group("name") for m in SUBCLASS_INTENT.finditer(query.text)]
         out.update(_hard_ranked(subclass_files(structures(), named, indirect=not _DIRECT.search(query.text))))
     if ENV_INTENT.search(query.text):
         readers = [path for path, structure in structures().items() if structure.env_vars]
@@ -290,7 +291,8 @@ def structure_bonus(
     return out or None
 
 
-def subclass_files(structures: Mapping[str, FileStructure], names: Iterable[str], *, indirect: bool = True) -> list[str]:
+def subclass_files(structures: Mapping[str, FileStructure], names: Iterable[str], *,
+                   indirect: bool = True) -> list[str]:
     """The files defining a class that extends one of ``names`` (case-sensitive), directly or (with ``indirect``)
     through a class that does (its parsed :attr:`rag.parse.records.Definition.bases`, as written: ``Base``,
     ``module.Base``, ``Base[T]``), in path order; ``[]`` when none does."""
