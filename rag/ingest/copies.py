@@ -90,7 +90,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag.ingest.walk import DECLARATIONS, build_format_rank, es_target_folder
+from rag.ingest.walk import DECLARATIONS, build_format_rank, es_target_folder, format_folder
 from rag.ingest.walk import module_format as walk_module_format
 
 Fingerprint = array
@@ -98,8 +98,8 @@ Fingerprint = array
 
 __all__ = [
     "CopyRelation", "Fingerprint", "SharedLines", "update_copies", "detect_copies", "fingerprint_lines", "file_fingerprint", "derived_rank", "map_sources",
-    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "FORMAT_FOLDERS", "COPY_RULES_VERSION", "SIBLING_SHARE", "FORMAT_SIBLING_SHARE",
-    "output_folder", "format_folder",
+    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "COPY_RULES_VERSION", "SIBLING_SHARE", "FORMAT_SIBLING_SHARE",
+    "output_folder",
     "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "BUNDLE_MIN_HELD", "BUNDLE_EXPLAINED_SHARE", "MIN_LINE_CHARS",
     "MAX_POSTINGS", "MIN_INFORMATIVE_LINES",
 ]
@@ -113,8 +113,6 @@ OUTPUT_FOLDERS = frozenset({
 """Folder names build tools write to (tsc ``outDir``, Rollup/tsup/Babel/webpack conventions), besides the
 ECMAScript build folders (``es``, ``esm``, ``esm5``, ``es2015``, ``esm2015``, ``esnext``:
 :func:`rag.ingest.walk.es_target_folder`); :func:`output_folder` tells both."""
-FORMAT_FOLDERS = frozenset({"cjs", "commonjs", "umd", "amd", "system", "iife", "mjs"})
-"""Build folders named by a module format, besides the ECMAScript ones (rule 1b's :data:`FORMAT_SIBLING_SHARE`)."""
 SOURCE_FOLDERS = frozenset({"src", "source", "sources", "ts", "lib"})
 """Folder names sources live in (one is dropped from a TypeScript source's module path)."""
 JS_SOURCE_FOLDERS = frozenset({"src", "source", "sources"})
@@ -179,13 +177,6 @@ def output_folder(folder: str) -> bool:
 def _source_folder(folder: str) -> bool:
     """Whether a folder name is a source folder (:data:`SOURCE_FOLDERS`), case-insensitive."""
     return folder.lower() in SOURCE_FOLDERS
-
-
-def format_folder(folder: str) -> bool:
-    """Whether a folder name says which module format its build is in (:data:`FORMAT_FOLDERS`, or an ECMAScript
-    build folder), case-insensitive."""
-    folder = folder.lower()
-    return folder in FORMAT_FOLDERS or es_target_folder(folder) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,8 +404,9 @@ def _sibling_builds(fingerprints: dict[str, Sequence[int]], copies: set[str]) ->
 
 
 def _formats_apart(a: str, b: str) -> bool:
-    """Whether the folders telling ``a`` and ``b`` apart all name module formats (:func:`format_folder`):
-    ``cjs/x.js`` and ``esm2015/x.js``, not ``esm/node/x.js`` and ``esm/browser/x.js`` (two platforms)."""
+    """Whether the folders telling ``a`` and ``b`` apart all name module formats
+    (:func:`rag.ingest.walk.format_folder`): ``cjs/x.js`` and ``esm2015/x.js``, not ``esm/node/x.js`` and
+    ``esm/browser/x.js`` (two platforms)."""
     apart = set(a.lower().split("/")[:-1]) ^ set(b.lower().split("/")[:-1])
     return bool(apart) and all(format_folder(folder) for folder in apart)
 
@@ -422,8 +414,8 @@ def _formats_apart(a: str, b: str) -> bool:
 def _boilerplate(fingerprints: dict[str, Sequence[int]]) -> set[int]:
     """The line hashes held by more than :data:`MAX_POSTINGS` files (licence headers, ``'use strict'``, a
     ``sourceMappingURL`` comment): they pair nothing."""
-    held = Counter(h for lines in fingerprints.values() for h in set(lines))
-    return {h for h, n in held.items() if n > MAX_POSTINGS}
+    return {h for h, held in _line_holders(fingerprints.items()).items()
+            if held.__class__ is list and len(held) > MAX_POSTINGS}
 
 
 def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[str]], *,

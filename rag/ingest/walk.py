@@ -88,6 +88,9 @@ from rag.types import MAX_PROBLEMS, WalkedFile, WalkReport
 
 __all__ = [
     "build_format_rank",
+    "es_target_folder",
+    "format_folder",
+    "FORMAT_DIRS",
     "module_format",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_FILES",
@@ -629,8 +632,9 @@ def _stem(name: str) -> str:
 
 _SOURCE_DIRS = frozenset({"src", "source", "sources", "lib"})
 """Folders a package keeps its code under, cut from a module key (:func:`_module_key`)."""
-_VARIANT_DIRS = frozenset({"cjs", "mjs", "commonjs", "umd", "amd", "system", "iife", "module", "modules", "node",
-                           "browser", "types", "typings", "legacy", "modern",
+FORMAT_DIRS = frozenset({"cjs", "commonjs", "mjs", "umd", "amd", "system", "iife"})
+"""Build folders named by a module format, besides the ECMAScript target folders (:func:`format_folder`)."""
+_VARIANT_DIRS = frozenset({*FORMAT_DIRS, "module", "modules", "node", "browser", "types", "typings", "legacy", "modern",
                            *_SOURCE_DIRS, *OUTPUT_DIRS})
 """Folders that name a build's format or target (``dist/cjs/``, ``dist/query/esm/``, ``build/legacy/``) rather than
 a module: they are dropped from a module key, so two formats of one module share it; so are the ECMAScript target
@@ -649,6 +653,13 @@ def es_target_folder(folder: str) -> str | None:
     if match is None:
         return None
     return "es5" if match["target"] == "5" else "esm"
+
+
+def format_folder(folder: str) -> bool:
+    """Whether a folder name says which module format its build is in (:data:`FORMAT_DIRS`, or an ECMAScript
+    target folder: :func:`es_target_folder`), case-insensitive."""
+    folder = folder.lower()
+    return folder in FORMAT_DIRS or es_target_folder(folder) is not None
 
 
 def _variant_folder(folder: str) -> bool:
