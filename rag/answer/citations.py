@@ -50,7 +50,8 @@ _LINES_FORM = re.compile(_PATH + r"`?\s*\((?:lines?|L)\s*" + _RANGE + r"\)", re.
 _FILE_EXTENSIONS = frozenset(
     "js mjs cjs jsx ts mts cts tsx json jsonc md mdx markdown rst txt py pyi go rs java kt rb php c h cc cpp hpp cs "
     "swift m scala sh bash zsh ps1 css scss less html htm vue svelte yml yaml toml ini cfg conf xml sql graphql proto "
-    "lock env example sample gradle properties tf hcl lua ex exs erl dart r jl mod sum".split()
+    "lock env example sample gradle properties tf hcl lua ex exs erl dart r jl mod sum coffee litcoffee elm fs fsx "
+    "vb zig nim sol ejs hbs handlebars mustache pug njk jinja jinja2 j2 liquid twig erb".split()
 )
 
 

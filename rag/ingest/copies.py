@@ -14,9 +14,9 @@ the best we have and stays**):
 
 1. ``compiled`` — JavaScript or declarations (``.js .jsx .mjs .cjs .d.ts .d.mts .d.cts``)
    with the same module path as a TypeScript source (``.ts .tsx .mts .cts``, not a
-   declaration), once leading build folders (:data:`OUTPUT_FOLDERS`: ``dist``, ``lib``,
-   ``esm``, ``cjs``, ``types`` …) are dropped from the copy and one leading source folder
-   (:data:`SOURCE_FOLDERS`: ``src`` …) from the source: ``dist/esm/a/b.js``,
+   declaration) or a CoffeeScript one (``.coffee .litcoffee``), once leading build folders
+   (:data:`OUTPUT_FOLDERS`: ``dist``, ``lib``, ``esm``, ``cjs``, ``types`` …) are dropped from the
+   copy and one leading source folder (:data:`SOURCE_FOLDERS`: ``src`` …) from the source: ``dist/esm/a/b.js``,
    ``lib/a/b.cjs``, ``a/b.d.ts`` → ``src/a/b.ts``; also ``x.js`` beside ``x.ts`` (compiled
    in place). JavaScript sources under ``src/`` compiled to JavaScript under a build folder
    (Babel: ``lib/x.js`` → ``src/x.js``) count too. The walk already keeps at most one
@@ -33,7 +33,8 @@ the best we have and stays**):
    hand-written ``lib/node/index.js`` and ``lib/browser/index.js`` share a module path, not code); only
    :data:`FORMAT_SIBLING_SHARE` of their lines that are no boilerplate when only folders named by module format
    tell them apart (class-validator 0.14.1's ``cjs/``, ``esm5/`` and ``esm2015/``: ``esm2015/x.js`` stands for the
-   module).
+   module), or only their extensions in one folder (graphql 16.9.0's ``execution/execute.mjs`` beside its CommonJS
+   ``execute.js``: the ``.mjs`` stands for the module, :data:`FORMAT_EXTENSIONS`).
 2. ``source_map`` — a file ending in a ``sourceMappingURL`` comment whose map (a ``data:``
    URL, or the ``.map`` file it names, read from the working tree) lists indexed
    ``sources``: a bundle of several sources is a copy of each (best source first: the
@@ -98,9 +99,11 @@ Fingerprint = array
 
 __all__ = [
     "CopyRelation", "Fingerprint", "SharedLines", "update_copies", "detect_copies", "fingerprint_lines", "file_fingerprint", "derived_rank", "map_sources",
-    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "COPY_RULES_VERSION", "SIBLING_SHARE", "FORMAT_SIBLING_SHARE",
+    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "FORMAT_EXTENSIONS", "COPY_RULES_VERSION", "SIBLING_SHARE",
+    "FORMAT_SIBLING_SHARE",
     "output_folder",
-    "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "BUNDLE_MIN_HELD", "BUNDLE_EXPLAINED_SHARE", "MIN_LINE_CHARS",
+    "COMPILED_MAX_GROWTH", "COMPILED_MIN_LINES", "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "BUNDLE_MIN_HELD",
+    "BUNDLE_EXPLAINED_SHARE", "MIN_LINE_CHARS",
     "MAX_POSTINGS", "MIN_INFORMATIVE_LINES",
 ]
 
@@ -118,8 +121,20 @@ SOURCE_FOLDERS = frozenset({"src", "source", "sources", "ts", "lib"})
 JS_SOURCE_FOLDERS = frozenset({"src", "source", "sources"})
 """For JavaScript compiled to JavaScript, the source must lie in one of these (``lib/`` is a source
 folder of many plain JavaScript packages, e.g. express)."""
-TS_SOURCES = (".ts", ".tsx", ".mts", ".cts")
+COMPILED_SOURCES = (".ts", ".tsx", ".mts", ".cts", ".coffee", ".litcoffee")
+"""Sources of languages compiled to JavaScript: TypeScript (declarations aside), and CoffeeScript (bottleneck 2.19.5
+compiles ``src/Bottleneck.coffee`` to ``lib/Bottleneck.js``)."""
 JS_OUTPUTS = (".js", ".jsx", ".mjs", ".cjs")
+FORMAT_EXTENSIONS = (".mjs", ".js", ".cjs")
+"""Extensions naming a script's module format (Node.js: ``.mjs`` an ES module, ``.cjs`` CommonJS, ``.js`` the
+package's default), best first as rule 1b's stand-in: of ``x.mjs``, ``x.js`` and ``x.cjs`` in one folder (graphql
+16.9.0's ``execution/execute.mjs`` beside its CommonJS ``execute.js``), the ES module stands for the module."""
+COMPILED_MAX_GROWTH = 10
+COMPILED_MIN_LINES = 20
+"""Rule 1: a compiled copy has at most :data:`COMPILED_MAX_GROWTH` times its source's informative lines (at least
+:data:`COMPILED_MIN_LINES` of them counted): compilers add helpers and rewrite syntax, roughly doubling a module at
+most, while bottleneck 2.19.5's root ``es5.js``, the whole library in 2,382 informative lines, matched the module path
+of its 3-line entry module ``src/es5.coffee`` and had its every chunk answered by that file."""
 SIBLING_SHARE = 0.5
 """Rule 1b: two builds of one module share at least this share of the smaller one's informative lines
 (a CommonJS and an ES module build differ in their import and export lines, not their bodies)."""
@@ -131,13 +146,14 @@ say they are one module's builds. TypeScript's CommonJS output rewrites every ca
 lines with ``esm2015/`` (129 modules, 75 under :data:`SIBLING_SHARE`; its barrels ``index.js`` 24%,
 ``decorators.js`` 7%). An ES module wrapper re-exporting a CommonJS implementation shares only its licence
 header with it: no copy."""
-COPY_RULES_VERSION = 8
+COPY_RULES_VERSION = 10
 """The version of the rules above, stored with the index (``copy_rules``): an update recomputes the
 copies of an index recorded by other rules, even when no file changed. 2: ``sibling_build``; 3: its
 builds share code (:data:`SIBLING_SHARE`); 4: ``bundle_twin``; 5: rule 1b's stand-in by format; 6: rule 3c; 7: of
 near-identical ES module and CommonJS scripts, the CommonJS one is the copy (by content); 8: ECMAScript target
 folders (``esm5/``, ``esm2015/``) are build folders, and builds told apart by module-format folders need
-:data:`FORMAT_SIBLING_SHARE` only."""
+:data:`FORMAT_SIBLING_SHARE` only; 9: so do twins told apart by their extensions (``x.mjs`` beside ``x.js``); 10:
+CoffeeScript sources, and a compiled copy is at most :data:`COMPILED_MAX_GROWTH` times its source (rule 1)."""
 
 NEAR_DUPLICATE_JACCARD = 0.8
 """Two files sharing at least this Jaccard share of their informative lines are near-identical."""
@@ -305,7 +321,7 @@ def _module_key(path: str, suffixes: Sequence[str]) -> str | None:
 
 
 _LONGEST_FIRST = {group: tuple(sorted(group, key=len, reverse=True))
-                  for group in (TS_SOURCES, JS_OUTPUTS, (*DECLARATIONS, *JS_OUTPUTS))}
+                  for group in (COMPILED_SOURCES, JS_OUTPUTS, (*DECLARATIONS, *JS_OUTPUTS))}
 
 
 def _stripped(key: str, folder: Callable[[str], bool], *, repeat: bool) -> list[str]:
@@ -332,7 +348,7 @@ def _compiled(paths: tuple[str, ...]) -> dict[str, list[str]]:
     for path in paths:
         if path.lower().endswith(DECLARATIONS):
             continue
-        key = _module_key(path, TS_SOURCES)
+        key = _module_key(path, COMPILED_SOURCES)
         if key is not None:
             for k in _stripped(key, _source_folder, repeat=False):
                 ts_keys[k].append(path)
@@ -364,9 +380,11 @@ def _build_groups(paths: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
     """Rule 1b's candidates: the build outputs of ``paths`` (JavaScript, or declarations, under a build folder)
     grouped by module path, each group of two or more in the order its stand-in is chosen (the one in a
     source folder, else the best format, :func:`rag.ingest.walk.build_format_rank`: an ES module build over a
-    CommonJS one, as the walk chooses, else the shortest path). Depends on the paths alone (kept per tuple of
-    paths)."""
+    CommonJS one, as the walk chooses, else the shortest path); then the scripts under no build folder whose
+    paths differ only in their :data:`FORMAT_EXTENSIONS`, in that order. Depends on the paths alone (kept per
+    tuple of paths)."""
     groups: dict[tuple[bool, str], list[str]] = defaultdict(list)
+    twins: dict[str, list[str]] = defaultdict(list)
     for path in paths:
         declaration = path.lower().endswith(DECLARATIONS)
         key = _module_key(path, (*DECLARATIONS, *JS_OUTPUTS))
@@ -375,9 +393,20 @@ def _build_groups(paths: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
         keys = _stripped(key, output_folder, repeat=True)
         if len(keys) > 1:  # under a build folder
             groups[(declaration, keys[-1].lower())].append(path)
-    return tuple(tuple(sorted(members, key=lambda p: (p.split("/", 1)[0].lower() not in SOURCE_FOLDERS,
-                                                      build_format_rank(p), len(p), p)))
-                 for members in groups.values() if len(members) > 1)
+        elif path.lower().endswith(FORMAT_EXTENSIONS):
+            twins[key.lower()].append(path)
+    ordered = [sorted(members, key=lambda p: (p.split("/", 1)[0].lower() not in SOURCE_FOLDERS,
+                                              build_format_rank(p), len(p), p))
+               for members in groups.values() if len(members) > 1]
+    ordered += [sorted(members, key=lambda p: (FORMAT_EXTENSIONS.index(_extension(p)), p))
+                for members in twins.values() if len(members) > 1]
+    return tuple(tuple(members) for members in ordered)
+
+
+def _extension(path: str) -> str:
+    """``path``'s last extension, lower-case, with its dot (``""`` without one)."""
+    name = path.rsplit("/", 1)[-1].lower()
+    return name[name.rfind("."):] if "." in name else ""
 
 
 def _sibling_builds(fingerprints: dict[str, Sequence[int]], copies: set[str]) -> dict[str, str]:
@@ -406,9 +435,13 @@ def _sibling_builds(fingerprints: dict[str, Sequence[int]], copies: set[str]) ->
 def _formats_apart(a: str, b: str) -> bool:
     """Whether the folders telling ``a`` and ``b`` apart all name module formats
     (:func:`rag.ingest.walk.format_folder`): ``cjs/x.js`` and ``esm2015/x.js``, not ``esm/node/x.js`` and
-    ``esm/browser/x.js`` (two platforms)."""
+    ``esm/browser/x.js`` (two platforms); or, in one folder, only their extensions do (:data:`FORMAT_EXTENSIONS`:
+    ``x.mjs`` and ``x.js``)."""
     apart = set(a.lower().split("/")[:-1]) ^ set(b.lower().split("/")[:-1])
-    return bool(apart) and all(format_folder(folder) for folder in apart)
+    if not apart:
+        return posixpath.dirname(a) == posixpath.dirname(b) and _extension(a) != _extension(b) and \
+            a.lower().endswith(FORMAT_EXTENSIONS) and b.lower().endswith(FORMAT_EXTENSIONS)
+    return all(format_folder(folder) for folder in apart)
 
 
 def _boilerplate(fingerprints: dict[str, Sequence[int]]) -> set[int]:
@@ -438,7 +471,12 @@ def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[s
     known = set(paths)
     relations: dict[str, list[CopyRelation]] = {}
     for path, sources in _compiled(tuple(paths)).items():
-        relations[path] = [CopyRelation(path, s, "compiled", i) for i, s in enumerate(sources)]
+        # a whole-library bundle named as one entry module (bottleneck's es5.js beside its src/es5.coffee) is no
+        # compiled copy of that module: far larger than it (the later rules judge it by content)
+        sources = [s for s in sources if len(fingerprints[path]) <= COMPILED_MAX_GROWTH * max(
+            len(fingerprints.get(s, ())), COMPILED_MIN_LINES)]
+        if sources:
+            relations[path] = [CopyRelation(path, s, "compiled", i) for i, s in enumerate(sources)]
     if shared is None:
         shared = _shared_lines(fingerprints, involving=maps)
     for path, listed in sorted(maps.items()):
@@ -472,7 +510,7 @@ def detect_copies(fingerprints: dict[str, Sequence[int]], maps: dict[str, list[s
             if derived_rank(holder)[0] > derived_rank(held)[0] and not _derived_by_source_folder_only(holder):
                 near[holder].append((common / sizes[holder], common / n_held, held, "contained"))
             elif (sizes[holder] > n_held and holder.lower().endswith(JS_OUTPUTS)
-                  and held.lower().endswith((*JS_OUTPUTS, *TS_SOURCES))):
+                  and held.lower().endswith((*JS_OUTPUTS, *COMPILED_SOURCES))):
                 holds[holder].append((common / sizes[holder], common / n_held, held, "contained"))
     # 3c. A script holding most of the lines of two or more others is their bundle, whatever its name
     # (ejs 3.1.10's browserified ejs.js, beside lib/ejs.js and lib/utils.js).

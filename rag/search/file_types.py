@@ -28,7 +28,11 @@ LANGUAGE_WORDS: dict[str, tuple[str, ...]] = {
     "ps1": ("powershell",), "css": ("css",), "scss": ("scss", "sass"), "sass": ("sass",), "less": ("less",),
     "html": ("html",), "htm": ("html",), "md": ("markdown",), "mdx": ("mdx", "markdown"),
     "rst": ("restructuredtext",), "adoc": ("asciidoc",), "yml": ("yaml",), "yaml": ("yaml",), "toml": ("toml",),
-    "json": ("json",), "cmake": ("cmake",),
+    "json": ("json",), "cmake": ("cmake",), "coffee": ("coffeescript", "coffee"), "litcoffee": ("coffeescript",),
+    "elm": ("elm",), "fs": ("fsharp",), "fsx": ("fsharp",), "vb": ("vb",), "zig": ("zig",), "nim": ("nim",),
+    "sol": ("solidity",), "ejs": ("ejs",), "hbs": ("handlebars", "hbs"), "handlebars": ("handlebars",),
+    "mustache": ("mustache",), "pug": ("pug",), "njk": ("nunjucks",), "jinja": ("jinja",), "jinja2": ("jinja",),
+    "j2": ("jinja",), "liquid": ("liquid",), "twig": ("twig",), "erb": ("erb",),
 }
 """File extension (lower case, no dot) → the words naming its language or format, as a question writes
 them (the index's tokens: "c++", "c#" and one-letter names are left out, they are no index terms)."""

@@ -40,6 +40,7 @@ from rag.types import Source
 
 __all__ = ["STREAMS", "RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "FUSED_HARD_SCORE", "rank_chunks",
            "fuse_streams", "diversify", "Depth", "focus_line", "explicit_paths", "intent_prior", "chunk_prior", "absent_terms",
+           "NO_INTENT_DOC_PRIOR",
            "PROGRAM_NAME_WORDS",
            "is_link_list", "DOC_TYPES", "META_TERMS",
            "LOW_VALUE_DIRS", "PathTraits", "path_traits", "path_tables"]
@@ -103,8 +104,9 @@ class RetrievalPolicy:
             cosines of answerable and unanswerable questions overlap; :meth:`Evidence.abstain`).
         vector_floor_ratio: vector hits below this share of the best hit's cosine are
             not fused (they would only add unrelated files).
-        abstain_rare_absent: abstain when a topical word of the question is rare English and found
-            nowhere in the index (:meth:`Evidence.abstain`, :mod:`rag.search.english`).
+        abstain_rare_absent, rare_absent_below_coverage: abstain when a topical word of the question is
+            rare English and found nowhere in the index (:meth:`Evidence.abstain`, :mod:`rag.search.english`),
+            unless the best chunk covers at least ``rare_absent_below_coverage`` of the question.
         streams: the streams to run, a subset of :data:`STREAMS` (``lexical`` = BM25 with
             its priors, ``structure`` = the code-graph stream, ``vectors`` = embeddings).
             Without ``lexical`` (``{"vectors"}``) the result is the vector ranking alone,
@@ -148,6 +150,7 @@ class RetrievalPolicy:
     lead_min_source: int = 3
     doc_link_share: float = 0.05
     abstain_rare_absent: bool = True
+    rare_absent_below_coverage: float = 0.6
     streams: frozenset[str] = frozenset({"lexical", "structure", "vectors"})
 
 
@@ -205,12 +208,17 @@ class Evidence:
         such words are more than half of the topical ones (a question in another language, or
         garbled); a program's name of three words or more (``fetchUserById``) is never such a word
         (:data:`PROGRAM_NAME_WORDS`). Measured on the six eval sets with MiniLM: abstention on ``none`` questions
-        8 → 17 of 35, one answerable question of 266 lost (:mod:`rag.search.english`).
+        8 → 17 of 35, one answerable question of 266 lost (:mod:`rag.search.english`). Nor when the best chunk
+        covers ``policy.rare_absent_below_coverage`` (0.6) of the question or more: the rare word then sets the
+        scene ("… how do I skip a **subtree** …" of graphql's visitor, best chunk 0.70); measured on the 21 eval
+        sets (137 ``none`` questions, 980 answerable), no ``none`` question the rule abstains on has a best chunk
+        above 0.44.
         """
         if self.explicit_path:
             return False
         if (policy.abstain_rare_absent and self.rare_absent and not self.names_structure
-                and 2 * self.rare_absent <= self.topical_terms):
+                and 2 * self.rare_absent <= self.topical_terms
+                and self.coverage < policy.rare_absent_below_coverage):
             return True
         weak = self.matched_terms == 0 or (self.matched_terms <= policy.abstain_max_matched
                                            and self.topical_terms >= policy.abstain_min_terms
@@ -570,6 +578,13 @@ SOURCE_DOC_PRIOR = 0.5
 BEHAVIOUR_DOC_PRIOR = 0.9
 """Prose's prior when the question asks what the code does in a case ("what happens when…", "why
 does…", "how is X resolved?": the ``behaviour`` intent of :mod:`rag.search.query`) and not how to use it."""
+NO_INTENT_DOC_PRIOR = 0.9
+"""Prose's prior when the question says nothing of what it wants (no docs, release, source, location or behaviour
+intent): a README or guide section holds a question's everyday words more often than the code answering it (blind
+held-out sets: prom-client's, qs's and pyjwt's docs led 12 questions about their code). Measured on the 23 eval
+sets (MiniLM hybrid, MRR@10, with the docs intent's "documented", "write-up", "is there an example" …): all 1,064
+answerable questions +0.005, paraphrase +0.011, docs +0.012, ``dev-hard`` 0.648 → 0.659, ``dev`` unchanged; 0.85
+gained more (+0.008) but cost ``dev``'s concept questions 0.028."""
 _PROJECT_DOCS = tuple((re.compile(rf"(^|/)({files})([-.][\w.-]*)?$", re.I), re.compile(rf"\b({asks})\b", re.I))
                       for files, asks in (
     (r"licen[cs]es?/[^/]+|licen[cs]e|copying|notice", r"licen[cs]\w*|copyright|copying"),
@@ -657,7 +672,8 @@ def intent_prior(c: Candidate, query: Query, *, traits: PathTraits | None = None
     and its cosine: tests, examples and the documentation's sample code × 0.55 unless the question
     asks for tests; declarations (kind ``types``: ``.d.ts`` and sources declaring only types) × 0.7
     unless it asks for types; manifests, docs and source by intent (a question asking for source files
-    by name, the ``source`` intent: prose and ``dist/`` output × :data:`SOURCE_DOC_PRIOR`); changelogs up for release
+    by name, the ``source`` intent: prose and ``dist/`` output × :data:`SOURCE_DOC_PRIOR`; a question with no intent
+    of these: prose × :data:`NO_INTENT_DOC_PRIOR`); changelogs up for release
     questions and down (:data:`CHANGELOG_PRIOR`) for the others; community files down
     (:data:`PROJECT_DOC_PRIOR`) unless the question is about what the file is about (a licence
     question keeps ``LICENSE``). ``traits``: :func:`path_traits` of ``c.path`` when known already."""
@@ -683,6 +699,8 @@ def intent_prior(c: Candidate, query: Query, *, traits: PathTraits | None = None
             factor *= 0.85
         elif "behaviour" in intents:
             factor *= BEHAVIOUR_DOC_PRIOR
+        else:
+            factor *= NO_INTENT_DOC_PRIOR
     elif "location" in intents and c.kind == "source":
         factor *= 1.1
     if "source" in intents and traits.build_output:

@@ -21,12 +21,20 @@ Signals from the parsed structure of the repository's files (JavaScript, TypeScr
   ("how is the pool used in ``src/server.js``?") the named file is the answer: neither signal;
 - **package importers**: "which files import ``tornado``?" (a question asking for a list of
   files, :data:`FILE_LIST`, with an import verb followed by a package name, :data:`IMPORT_OF`,
-  that some file imports and no indexed file is) → those files, ranked and boosted as
-  dependants are ("does the stop condition depend on time …" asks for no list: nothing);
-- **importers of a name**: "which modules import ``createAction``?" (:data:`FILE_LIST`,
-  :data:`IMPORT_VERB` and an identifier, when neither signal above answered) → the files whose
-  imports bind that name, ranked and boosted as dependants are (before: the file defining it led
-  and its importers followed as lexical matches, mixed with files merely mentioning it);
+  that some file imports) → those files, ranked and boosted as dependants are ("does the stop
+  condition depend on time …" asks for no list: nothing); a package of the repository's own
+  (an indexed folder of that name), when the signal below finds nothing: the files importing its module
+  (``import h11``); a possessive ("import ``typer``'s ``rich_utils``") names no package asked about;
+- **importers of a name**: "which modules import ``createAction``?", "which files import from ``_abnf``?"
+  (:data:`FILE_LIST`, :data:`IMPORT_VERB` and an identifier, when neither signal above answered) → the files
+  whose imports bind that name or import the module of that name, ranked and boosted as dependants are (before:
+  the file defining it led and its importers followed as lexical matches, mixed with files merely mentioning it); a
+  name the question says it looks in ("in the ``h11`` package", :data:`_LOCATION`) is not one of them;
+- **callers of a name**: "which modules call ``assertValidSchema`` …?", "which modules raise
+  ``RemoteProtocolError`` directly, rather than raising ``LocalProtocolError``?" (:data:`FILE_LIST`,
+  :data:`CALLS_OF` and an identifier after the verb, not set aside, when no signal above answered) → the files
+  calling it (:func:`caller_table`), ranked and boosted as dependants are (before: a soft bonus, below the lexical
+  match of the file defining it and of the one re-exporting it);
 - **subclasses**: "which modules define a subclass of ``Environment``?", "which classes build on
   ``BaseReload``?" (:data:`FILE_LIST` and :data:`SUBCLASS_INTENT`, when no signal above answered) → the files
   defining a class that extends the class named after the verb, directly or not (:func:`subclass_files`), ranked
@@ -60,7 +68,7 @@ from rag.search.lexical import LOW_VALUE_DIRS, explicit_paths
 from rag.search.query import Query
 
 __all__ = ["DEPENDANTS_INTENT", "USERS_INTENT", "DEPENDENCIES_OF", "IMPORT_VERB", "ENV_INTENT", "CALLERS_INTENT",
-           "DEFINITION_INTENT", "IMPORT_OF", "FILE_LIST",
+           "DEFINITION_INTENT", "IMPORT_OF", "FILE_LIST", "CALLS_OF",
            "SUBCLASS_INTENT", "SymbolTable", "CallerTable", "subclass_files",
            "symbol_table", "caller_table", "package_importers", "file_is_subject", "structure_bonus"]
 
@@ -102,11 +110,16 @@ IMPORT_VERB = re.compile(r"\b(import(s|ed|ing)?|requir(e|es|ed|ing))\b", re.I)
 SUBCLASS_INTENT = re.compile(
     r"\b(?:subclass(?:es|ed|ing)?(?: of)?|extend(?:s|ed|ing)?|inherit(?:s|ed|ing)?(?: \w+ly)?(?: from)?|"
     r"derived?(?: \w+ly)? from|(?:built|build(?:s|ing)?|based)(?: \w+ly)? (?:up )?on(?: top of)?)\s+"
-    r"(?:the |a |an |its |their )?"
+    r"(?:the |a |an |its |their )?(?:(?!(?:of|and|or|that|which|in|with|to|for|from)\b)[a-z][a-z-]* ){0,2}"
     r"(?:[a-z_]\w*(?:'s\s+|\.))?(?P<name>[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*)\b")
-"""A subclass wording followed by the class it names, capitalised and not all capitals ("subclass of Environment",
-"build on BaseReload", "extend the compiler's CodeGenerator", "built directly on top of QueueBase"): "which classes
-does Engine extend?" asks the other way."""
+"""A subclass wording followed by the class it names, capitalised and not all capitals, perhaps after two words
+describing it ("subclass of Environment", "build on BaseReload", "extend the compiler's CodeGenerator", "built
+directly on top of QueueBase", "subclasses of the abstract Metric base class"): "which classes does Engine extend?"
+asks the other way."""
+_LOCATION = re.compile(r"\b(?:in|inside|within|of|across) (?:the )?[`'\"]?(?P<name>[\w.-]+)[`'\"]? "
+                       r"(?:package|library|project|codebase|code base|repo|repository)\b", re.I)
+"""Where the question looks, not what it asks about: "which modules in the h11 package import … from _abnf?" asks
+for the importers of ``_abnf``, not of ``h11``."""
 _DIRECT = re.compile(r"\bdirect(ly)?\b|\bwithout an intermediate\b", re.I)
 """Only the classes extending the named one themselves ("built directly on top of QueueBase")."""
 # "Which file reads the process environment / environment variables?"
@@ -116,6 +129,14 @@ ENV_INTENT = re.compile(r"\b(process environment|environment variables?|env(iron
 CALLERS_INTENT = re.compile(
     r"\b(call(s|ed|ing)?|callers?|invok(e|es|ed|ing)|fire[sd]?|firing|emit(s|ted|ting)?|trigger(s|ed|ing)?|"
     r"register(s|ed|ing)?)\b", re.I)
+CALLS_OF = re.compile(r"\b(?:call(?:s|ed|ing)?|invok(?:e|es|ed|ing)|rais(?:e|es|ed|ing)|throw(?:s|n|ing)?|"
+                      r"instantiat(?:e|es|ed|ing))\s+(?:the\s+|an?\s+)?(?:new\s+)?[`'\"]?(?P<name>[A-Za-z_$][\w$.]*)")
+"""A call verb and the name after it: "which modules call ``assertValidSchema`` …?", "which modules raise
+``RemoteProtocolError``?" (a raise or a ``throw new`` calls the class; with :data:`FILE_LIST`: its callers are the
+answer)."""
+_NOT_THIS = re.compile(r"\b(?:rather than|instead of|not|never|n't)\s*$", re.I)
+"""What precedes a call verb the question sets aside: "… raise ``RemoteProtocolError`` directly, rather than raising
+``LocalProtocolError``"."""
 # "Where is X defined / implemented?": the definition stays first.
 DEFINITION_INTENT = re.compile(r"\b(defined|declared|implemented|implementation|definition)\b", re.I)
 # An import verb and the package after it: "import tornado", "require('lodash')", "depend on the events package".
@@ -253,17 +274,31 @@ def structure_bonus(
                 code_graph = graph()
                 deps = sorted({d for p in named for d in code_graph.dependants(p) if d not in named})
                 out.update(_hard_ranked(deps, first=_importing_names(structures, deps, named, query.identifiers)))
+    local: set[str] = set()
     if not out and FILE_LIST.search(query.text):
-        packages = {_package_root(m.group("name").rstrip(".:")) for m in IMPORT_OF.finditer(query.text)}
-        packages -= {p for p in packages if any(k == p or k.startswith(f"{p}/") for k in known_paths)}
-        importers = [path for name in sorted(packages) for path in package_importers(structures(), name)]
+        # a possessive qualifies what follows it ("import typer's rich_utils"): not the package asked about
+        packages = {_package_root(m.group("name").rstrip(".:")) for m in IMPORT_OF.finditer(query.text)
+                    if not query.text.startswith("'s", m.end("name"))}
+        local = {p for p in packages if any(k == p or k.startswith(f"{p}/") for k in known_paths)}
+        importers = [path for name in sorted(packages - local) for path in package_importers(structures(), name)]
         out.update(_hard_ranked(list(dict.fromkeys(importers))))
     if not out and query.identifiers and FILE_LIST.search(query.text) and IMPORT_VERB.search(query.text):
         # "which modules import createAction?": the files whose imports bind a name the question writes
-        wanted = set(query.identifiers)
+        wanted = set(query.identifiers) - {m.group("name") for m in _LOCATION.finditer(query.text)}
         importers = [path for path, structure in structures().items()
-                     if any(_binds(i, wanted) for i in structure.imports)]
+                     if any(_binds(i, wanted) or _module_name(i.resolved) in wanted for i in structure.imports)]
         out.update(_hard_ranked(importers))
+    if not out and local:   # "which files import pkg?" of the repository's own package: the files importing it
+        out.update(_hard_ranked([path for path, structure in structures().items()
+                                 if any(_module_name(i.resolved) in local for i in structure.imports)]))
+    if not out and callers is not None and FILE_LIST.search(query.text):
+        # "which modules call assertValidSchema?": the files calling the name written after the verb
+        called = {m.group("name").rsplit(".", 1)[-1] for m in CALLS_OF.finditer(query.text)
+                  if m.group("name") in query.identifiers
+                  and not _NOT_THIS.search(query.text[max(0, m.start() - 20):m.start()])}
+        if called:
+            table = callers()
+            out.update(_hard_ranked(sorted({path for name in called for path in table.get(name, ())})))
     named = [m.group("name") for m in SUBCLASS_INTENT.finditer(query.text)] if not out else []
     if named and FILE_LIST.search(query.text):
         # "which modules define a subclass of Environment?": the files whose classes extend it (where it is defined
@@ -312,6 +347,16 @@ def _base_name(base: str) -> str:
     """A base class as written, without its module and type arguments: ``environment.Environment[T]`` →
     ``Environment``."""
     return base.split("[", 1)[0].split("(", 1)[0].rsplit(".", 1)[-1].strip()
+
+
+def _module_name(path: str | None) -> str | None:
+    """The name a module is imported by, from its indexed path: ``h11/_abnf.py`` → ``_abnf``, ``lib/x/index.js``
+    and ``pkg/x/__init__.py`` → ``x``; ``None`` for ``None`` (an import resolved to no indexed file)."""
+    if path is None:
+        return None
+    folder, _, name = path.rpartition("/")
+    stem = name.split(".", 1)[0]
+    return folder.rpartition("/")[2] if stem in ("index", "__init__") and folder else stem
 
 
 def _binds(item: Import, wanted: set[str]) -> bool:
