@@ -99,7 +99,7 @@ Fingerprint = array
 
 __all__ = [
     "CopyRelation", "Fingerprint", "SharedLines", "update_copies", "detect_copies", "fingerprint_lines", "file_fingerprint", "derived_rank", "map_sources",
-    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "FORMAT_EXTENSIONS", "COPY_RULES_VERSION", "SIBLING_SHARE",
+    "OUTPUT_FOLDERS", "SOURCE_FOLDERS", "FORMAT_EXTENSIONS", "TWIN_MAX_GROWTH", "COPY_RULES_VERSION", "SIBLING_SHARE",
     "FORMAT_SIBLING_SHARE",
     "output_folder",
     "COMPILED_MAX_GROWTH", "COMPILED_MIN_LINES", "NEAR_DUPLICATE_JACCARD", "CONTAINED_SHARE", "BUNDLE_MIN_HELD",
@@ -125,6 +125,10 @@ COMPILED_SOURCES = (".ts", ".tsx", ".mts", ".cts", ".coffee", ".litcoffee")
 """Sources of languages compiled to JavaScript: TypeScript (declarations aside), and CoffeeScript (bottleneck 2.19.5
 compiles ``src/Bottleneck.coffee`` to ``lib/Bottleneck.js``)."""
 JS_OUTPUTS = (".js", ".jsx", ".mjs", ".cjs")
+TWIN_MAX_GROWTH = 3
+"""Rule 1b, for scripts told apart only by their extensions: one has at most this many times the other's informative
+lines (two builds of one module are about one size; a break-it review's 13-line ``parser.mjs`` holding a few lines of
+a 301-line ``parser.js`` stood for it)."""
 FORMAT_EXTENSIONS = (".mjs", ".js", ".cjs")
 """Extensions naming a script's module format (Node.js: ``.mjs`` an ES module, ``.cjs`` CommonJS, ``.js`` the
 package's default), best first as rule 1b's stand-in: of ``x.mjs``, ``x.js`` and ``x.cjs`` in one folder (graphql
@@ -421,6 +425,9 @@ def _sibling_builds(fingerprints: dict[str, Sequence[int]], copies: set[str]) ->
         first = set(fingerprints[members[0]])
         for copy in members[1:]:
             lines: Iterable[int] = fingerprints[copy]
+            if posixpath.dirname(copy) == posixpath.dirname(members[0]) and \
+                    max(len(first), len(lines)) > TWIN_MAX_GROWTH * min(len(first), len(lines)):
+                continue   # x.mjs beside x.js, one far larger: not one module's two builds
             share, kept = SIBLING_SHARE, first
             if _formats_apart(members[0], copy):   # cjs/x.js beside esm2015/x.js: boilerplate lines say nothing
                 if boilerplate is None:

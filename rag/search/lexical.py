@@ -104,9 +104,10 @@ class RetrievalPolicy:
             cosines of answerable and unanswerable questions overlap; :meth:`Evidence.abstain`).
         vector_floor_ratio: vector hits below this share of the best hit's cosine are
             not fused (they would only add unrelated files).
-        abstain_rare_absent, rare_absent_below_coverage: abstain when a topical word of the question is
-            rare English and found nowhere in the index (:meth:`Evidence.abstain`, :mod:`rag.search.english`),
-            unless the best chunk covers at least ``rare_absent_below_coverage`` of the question.
+        abstain_rare_absent, rare_absent_below_coverage, rare_absent_override_min_terms: abstain when a topical
+            word of the question is rare English and found nowhere in the index (:meth:`Evidence.abstain`,
+            :mod:`rag.search.english`), unless the question has at least ``rare_absent_override_min_terms`` topical
+            words and its best chunk covers at least ``rare_absent_below_coverage`` of them.
         streams: the streams to run, a subset of :data:`STREAMS` (``lexical`` = BM25 with
             its priors, ``structure`` = the code-graph stream, ``vectors`` = embeddings).
             Without ``lexical`` (``{"vectors"}``) the result is the vector ranking alone,
@@ -151,6 +152,7 @@ class RetrievalPolicy:
     doc_link_share: float = 0.05
     abstain_rare_absent: bool = True
     rare_absent_below_coverage: float = 0.6
+    rare_absent_override_min_terms: int = 10
     streams: frozenset[str] = frozenset({"lexical", "structure", "vectors"})
 
 
@@ -208,17 +210,21 @@ class Evidence:
         such words are more than half of the topical ones (a question in another language, or
         garbled); a program's name of three words or more (``fetchUserById``) is never such a word
         (:data:`PROGRAM_NAME_WORDS`). Measured on the six eval sets with MiniLM: abstention on ``none`` questions
-        8 → 17 of 35, one answerable question of 266 lost (:mod:`rag.search.english`). Nor when the best chunk
-        covers ``policy.rare_absent_below_coverage`` (0.6) of the question or more: the rare word then sets the
-        scene ("… how do I skip a **subtree** …" of graphql's visitor, best chunk 0.70); measured on the 21 eval
-        sets (137 ``none`` questions, 980 answerable), no ``none`` question the rule abstains on has a best chunk
-        above 0.44.
+        8 → 17 of 35, one answerable question of 266 lost (:mod:`rag.search.english`). Nor, in a long question
+        (``policy.rare_absent_override_min_terms``, 10 topical words or more), when the best chunk covers
+        ``policy.rare_absent_below_coverage`` (0.6) of it or more: the rare word then sets the scene ("When walking
+        a parsed document with the visitor API, how do I skip a **subtree**, delete or replace a node, or stop the
+        whole traversal early?" of graphql's visitor: 14 words, best chunk 0.70); measured on the 21 eval sets (137
+        ``none`` questions, 980 answerable), no ``none`` question the rule abstains on has a best chunk above 0.44.
+        In a shorter question the rare word is the point ("… render a view and send the HTML over a
+        **websocket**?" of express: 8 words, 0.64, a break-it review).
         """
         if self.explicit_path:
             return False
         if (policy.abstain_rare_absent and self.rare_absent and not self.names_structure
                 and 2 * self.rare_absent <= self.topical_terms
-                and self.coverage < policy.rare_absent_below_coverage):
+                and (self.topical_terms < policy.rare_absent_override_min_terms
+                     or self.coverage < policy.rare_absent_below_coverage)):
             return True
         weak = self.matched_terms == 0 or (self.matched_terms <= policy.abstain_max_matched
                                            and self.topical_terms >= policy.abstain_min_terms

@@ -116,10 +116,13 @@ SUBCLASS_INTENT = re.compile(
 describing it ("subclass of Environment", "build on BaseReload", "extend the compiler's CodeGenerator", "built
 directly on top of QueueBase", "subclasses of the abstract Metric base class"): "which classes does Engine extend?"
 asks the other way."""
-_LOCATION = re.compile(r"\b(?:in|inside|within|of|across) (?:the )?[`'\"]?(?P<name>[\w.-]+)[`'\"]? "
-                       r"(?:package|library|project|codebase|code base|repo|repository)\b", re.I)
-"""Where the question looks, not what it asks about: "which modules in the h11 package import … from _abnf?" asks
-for the importers of ``_abnf``, not of ``h11``."""
+_LOCATION = re.compile(r"\b(?:(?:in|inside|within|of|across) (?:the )?[`'\"]?(?P<name>[\w.-]+)[`'\"]? "
+                       r"(?:package|library|project|codebase|code base|repo|repository)|"
+                       r"(?:which|what) [`'\"]?(?P<owner>[\w.-]+)[`'\"]? (?:files|modules|sources))\b", re.I)
+"""Where the question looks, not what it asks about: "which modules in the h11 package import … from _abnf?", "which
+h11 files import from _abnf?" ask for the importers of ``_abnf``, not of ``h11``."""
+_POSSESSIVE = re.compile(r"[`'\"]?['’]s\b")
+"""A possessive after a name, perhaps after its closing quote: "typer's", "`typer`'s", "typer’s"."""
 _DIRECT = re.compile(r"\bdirect(ly)?\b|\bwithout an intermediate\b", re.I)
 """Only the classes extending the named one themselves ("built directly on top of QueueBase")."""
 # "Which file reads the process environment / environment variables?"
@@ -127,18 +130,25 @@ ENV_INTENT = re.compile(r"\b(process environment|environment variables?|env(iron
 # "Which files call / fire / invoke / register through X?" ("use" and "via" are left out: "when using
 # async handlers" asks how X behaves, not who calls it)
 CALLERS_INTENT = re.compile(
-    r"\b(call(s|ed|ing)?|callers?|invok(e|es|ed|ing)|fire[sd]?|firing|emit(s|ted|ting)?|trigger(s|ed|ing)?|"
-    r"register(s|ed|ing)?)\b", re.I)
-CALLS_OF = re.compile(r"\b(?:call(?:s|ed|ing)?|invok(?:e|es|ed|ing)|rais(?:e|es|ed|ing)|throw(?:s|n|ing)?|"
-                      r"instantiat(?:e|es|ed|ing))\s+(?:the\s+|an?\s+)?(?:new\s+)?[`'\"]?(?P<name>[A-Za-z_$][\w$.]*)")
+    r"\b(calls?|calling|called(?!\s+(?!(?:by|from|in|inside|within|with|on|when|if|before|after|at|during|once|"
+    r"twice)\b)[`'\"]?[A-Za-z_$])|callers?|invok(e|es|ed|ing)|fire[sd]?|firing|emit(s|ted|ting)?|"
+    r"trigger(s|ed|ing)?|register(s|ed|ing)?)\b", re.I)
+"""Not "called" before a name: "the function called ``normalizeOptions``" names it (a break-it review)."""
+CALLS_OF = re.compile(r"\b(?:call(?:s|ing)?|invok(?:e|es|ing)|rais(?:e|es|ing)|throw(?:s|ing)?|"
+                      r"instantiat(?:e|es|ing))\s+(?:the\s+|an?\s+)?(?:new\s+)?[`'\"]?(?P<name>[A-Za-z_$][\w$.]*)")
 """A call verb and the name after it: "which modules call ``assertValidSchema`` …?", "which modules raise
-``RemoteProtocolError``?" (a raise or a ``throw new`` calls the class; with :data:`FILE_LIST`: its callers are the
-answer)."""
-_NOT_THIS = re.compile(r"\b(?:rather than|instead of|not|never|n't)\s*$", re.I)
-"""What precedes a call verb the question sets aside: "… raise ``RemoteProtocolError`` directly, rather than raising
-``LocalProtocolError``"."""
+``RemoteProtocolError``?" (a raise or a ``throw new`` calls the class; with :data:`FILE_LIST`, the list's noun its
+subject, :data:`_LISTED_SUBJECT`: its callers are the answer). Not a participle: "the function called
+``normalizeOptions``" names it."""
+_LISTED_SUBJECT = re.compile(r"\b(?:files?|modules?|sources?|scripts?|classes|components|parts)\s+"
+                             r"(?:(?!(?:do|does|did|i|we|you|to|use|should|can|could|would)\b)[\w./-]+\s+){0,3}$", re.I)
+"""The list's noun right before a call verb, at most three words between them and no clause of another subject:
+"which source modules raise …", "which files in the repo call …", not "which module do I use to call …"."""
+_NOT_THIS = re.compile(r"\b(?:rather than|instead of|as opposed to|not|never|n't|without|except)\s*$", re.I)
+"""What precedes a call verb the question sets aside: "… raise ``RemoteProtocolError`` directly, rather than
+(without) raising ``LocalProtocolError``"."""
 # "Where is X defined / implemented?": the definition stays first.
-DEFINITION_INTENT = re.compile(r"\b(defined|declared|implemented|implementation|definition)\b", re.I)
+DEFINITION_INTENT = re.compile(r"\b(defines?|defined|declared|implemented|implementation|definition)\b", re.I)
 # An import verb and the package after it: "import tornado", "require('lodash')", "depend on the events package".
 IMPORT_OF = re.compile(
     r"\b(?:import(?:s|ed|ing)?|requir(?:e|es|ed|ing)|depend(?:s|ing)? on)\s*\(?\s*(?:from\s+)?(?:the\s+)?[`'\"]?"
@@ -278,13 +288,13 @@ def structure_bonus(
     if not out and FILE_LIST.search(query.text):
         # a possessive qualifies what follows it ("import typer's rich_utils"): not the package asked about
         packages = {_package_root(m.group("name").rstrip(".:")) for m in IMPORT_OF.finditer(query.text)
-                    if not query.text.startswith("'s", m.end("name"))}
+                    if not _POSSESSIVE.match(query.text, m.end("name"))}
         local = {p for p in packages if any(k == p or k.startswith(f"{p}/") for k in known_paths)}
         importers = [path for name in sorted(packages - local) for path in package_importers(structures(), name)]
         out.update(_hard_ranked(list(dict.fromkeys(importers))))
     if not out and query.identifiers and FILE_LIST.search(query.text) and IMPORT_VERB.search(query.text):
         # "which modules import createAction?": the files whose imports bind a name the question writes
-        wanted = set(query.identifiers) - {m.group("name") for m in _LOCATION.finditer(query.text)}
+        wanted = set(query.identifiers) - {m.group("name") or m.group("owner") for m in _LOCATION.finditer(query.text)}
         importers = [path for path, structure in structures().items()
                      if any(_binds(i, wanted) or _module_name(i.resolved) in wanted for i in structure.imports)]
         out.update(_hard_ranked(importers))
@@ -295,7 +305,10 @@ def structure_bonus(
         # "which modules call assertValidSchema?": the files calling the name written after the verb
         called = {m.group("name").rsplit(".", 1)[-1] for m in CALLS_OF.finditer(query.text)
                   if m.group("name") in query.identifiers
-                  and not _NOT_THIS.search(query.text[max(0, m.start() - 20):m.start()])}
+                  and _LISTED_SUBJECT.search(query.text[max(0, m.start() - 80):m.start()])}
+        set_aside = {m.group("name").rsplit(".", 1)[-1] for m in CALLS_OF.finditer(query.text)
+                     if _NOT_THIS.search(query.text[max(0, m.start() - 20):m.start()])}
+        called -= set_aside
         if called:
             table = callers()
             out.update(_hard_ranked(sorted({path for name in called for path in table.get(name, ())})))

@@ -233,6 +233,14 @@ def test_one_module_built_twice_beside_itself_by_extension_is_one_module_the_es_
         assert copies["utils/format.cjs"] == ["utils/format.js"]
         paths = [s.path for s in engine.retrieve("How does execute get the argument values?", limit=10)]
         assert paths[0] == "execution/execute.mjs" and "execution/execute.js" not in paths
+    # a small .mjs holding a few lines of a far larger .js is not its build (a break-it review)
+    helpers = "".join(f"function helper{i}(value) {{\n  return transform(value, {i}, 'helper number {i}');\n}}\n"
+                      for i in range(40))
+    small = "".join(f"function helper{i}(value) {{\n  return transform(value, {i}, 'helper number {i}');\n}}\n"
+                    for i in range(4))
+    with indexed_engine(tmp_path.parent / f"{tmp_path.name}-subset", {"lib/util.js": helpers,
+                                                                      "lib/util.mjs": small}) as engine:
+        assert recorded(engine) == {}
 
 
 def test_of_two_whole_library_bundles_the_es_module_one_stands_for_the_library(tmp_path):

@@ -105,8 +105,11 @@ def test_absent_jargon_that_only_sets_the_scene_of_a_well_matched_question_does_
         question = ("When walking a parsed document with the visitor, how do I skip a subtree, delete or replace a node, "
                     "or stop the whole traversal early?")
         assert result_paths(engine.retrieve(question))[0] == "language/visitor.js"
-        # a weakly matched question naming absent jargon still abstains
+        # a weakly matched question naming absent jargon still abstains, and so does a short one matched well: its
+        # rare word is its point (a break-it review: "… send the HTML response over a websocket?" of express)
         assert engine.retrieve("Does the parser cache documents in a subtree of a trie?") == []
+        assert engine.retrieve("How does the visitor walk a parsed document and stop the traversal early over a "
+                               "websocket?") == []
 
 
 def test_a_word_for_line_endings_finds_the_code_that_writes_them(tmp_path):

@@ -109,7 +109,8 @@ def test_only_a_question_about_type_declarations_has_the_types_intent():
     44 eval questions saying "type", "types" or "interface" wanted no declaration."""
     for question in ("What do the type docs say a function passed to any.error() may return?",
                      "According to lib/main.d.ts, what can the path option be?", "What do I declare so TypeScript knows?",
-                     "Which type definitions describe the router option?", "Is the options object generic?"):
+                     "Which type definitions describe the router option?", "Is the options object generic?",
+                     "Which interface describes the response returned by the client?"):   # a break-it review
         assert "types" in analyze(question).intents, question
     for question in ("What does the schema check verify, like root types and interface implementations?",
                      "How does the backoff type pick a strategy?", "Which schema types override _validate?"):
@@ -146,7 +147,9 @@ def test_a_question_asking_for_written_guidance_has_the_docs_intent():
                      "What does the project suggest checking for TLS errors?", "Is that a known limitation?"):
         assert "docs" in analyze(question).intents, question
     for question in ("How are coroutine functions retried without blocking the event loop?",
-                     "How does fromJS handle a circular reference, for example?"):
+                     "How does fromJS handle a circular reference, for example?",
+                     # code comments say "workaround" too (a break-it review)
+                     "Which function contains the workaround for loading the default SSL certificates?"):
         assert "docs" not in analyze(question).intents, question
 
 

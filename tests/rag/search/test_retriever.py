@@ -133,11 +133,17 @@ def test_files_calling_a_named_function_outrank_its_definition_only_when_the_que
     # a list of callers asked for: they are the answer, hard-ranked (CALLS_OF); asked without a list, a soft bonus
     assert structure_bonus(analyze("Which files call connectPool?"), **args) == {"src/db.js": 0.5, "src/app.js": 10.5}
     assert structure_bonus(analyze("Does anything call connectPool?"), **args) == {"src/db.js": 0.5, "src/app.js": 0.6}
+    # the list's noun must be the verb's subject, and "called X" names X (a break-it review)
+    assert structure_bonus(analyze("Which module do I use to call connectPool?"), **args) == {
+        "src/db.js": 0.5, "src/app.js": 0.6}
+    assert structure_bonus(analyze("Which file has the function called connectPool?"), **args) == {"src/db.js": 0.5}
     assert structure_bonus(analyze("Where is connectPool defined?"), **args) == {"src/db.js": 0.5}
     # raising a class calls it; a name the question sets aside ("rather than raising X") is not asked about
     raisers = dict(args, symbols=lambda: {}, callers=lambda: {"RemoteError": {"src/db.js"}, "LocalError": {"src/app.js"}})
-    assert structure_bonus(analyze("Which modules raise RemoteError rather than raising LocalError?"), **raisers) == {
-        "src/db.js": 10.5}
+    for question in ("Which modules raise RemoteError rather than raising LocalError?",
+                     "Which modules raise RemoteError without raising LocalError?",   # a break-it review
+                     "Which modules raise RemoteError, as opposed to raising LocalError?"):
+        assert structure_bonus(analyze(question), **raisers) == {"src/db.js": 10.5}, question
     # "using X" asks how X behaves, not who calls it; asked where it is defined, the definition stays first
     assert structure_bonus(analyze("How does connectPool behave when using timeouts?"), **args) == {"src/db.js": 0.5}
     assert structure_bonus(analyze("Where is connectPool defined, and who calls it?"), **args) == {
@@ -430,6 +436,12 @@ def test_the_callers_of_a_name_asked_for_as_a_list_are_its_answer(tmp_path):
         paths = distinct_paths(engine.retrieve(
             "Which modules throw SchemaError directly, rather than throwing a plain Error?"))
         assert set(paths[:2]) == {"type/validate.js", "validation/validate.js"}
+        # a break-it review: "called X" names X, and a list whose noun is not the verb's subject asks for no callers
+        for question in ("Which file defines the function called assertValidSchema?",
+                         "Which module contains the helper called assertValidSchema?"):
+            rank = {path: i for i, path in enumerate(distinct_paths(engine.retrieve(question)))}
+            assert rank.get("type/validate.js", 98) < min(rank.get("validation/validate.js", 99),
+                                                          rank.get("execution/execute.js", 99)), question
 
 
 MODULE_IMPORT_FILES = {
@@ -455,9 +467,12 @@ def test_the_importers_of_a_module_named_without_its_path_are_its_answer(tmp_pat
         # the package asked for is still an import when nothing says it is where to look
         assert set(distinct_paths(engine.retrieve("Which files import pkg?"))[:2]) == {"docs/conf.py",
                                                                                       "tests/test_pkg.py"}
-        # a possessive names where the module is, not what is imported (h12-typer-12, lost by a first version)
-        assert set(distinct_paths(engine.retrieve("Which modules import pkg's _abnf?"))[:2]) == {"pkg/_events.py",
-                                                                                                "pkg/_readers.py"}
+        # a possessive names where the module is, not what is imported (h12-typer-12, lost by a first version), also
+        # after a closing backtick or with a typographic apostrophe (a break-it review), and so does "which pkg files"
+        for question in ("Which modules import pkg's _abnf?", "Which modules import `pkg`'s `_abnf`?",
+                         "Which modules import pkg\u2019s _abnf?", "Which pkg files import from _abnf?"):
+            assert set(distinct_paths(engine.retrieve(question))[:2]) == {"pkg/_events.py", "pkg/_readers.py"}, question
+            assert "docs/conf.py" not in distinct_paths(engine.retrieve(question))[:3], question
 
 
 def test_dependants_of_a_named_file_are_hard_boosted_on_the_code_fixture(tmp_path):
