@@ -121,6 +121,9 @@ _LOCATION = re.compile(r"\b(?:(?:in|inside|within|of|across) (?:the )?[`'\"]?(?P
                        r"(?:which|what) [`'\"]?(?P<owner>[\w.-]+)[`'\"]? (?:files|modules|sources))\b", re.I)
 """Where the question looks, not what it asks about: "which modules in the h11 package import … from _abnf?", "which
 h11 files import from _abnf?" ask for the importers of ``_abnf``, not of ``h11``."""
+_IN_FOLDER = re.compile(r"\b(?:in|inside|within|under) (?:the )?[`'\"]?(?P<name>[\w.-]+)")
+""""… in ``h11`` …": where to look when ``h11`` is a folder at the repository's top ("which modules in h11 import
+``normalize_and_validate``?", a break-it review)."""
 _POSSESSIVE = re.compile(r"[`'\"]?['’]s\b")
 """A possessive after a name, perhaps after its closing quote: "typer's", "`typer`'s", "typer’s"."""
 _DIRECT = re.compile(r"\bdirect(ly)?\b|\bwithout an intermediate\b", re.I)
@@ -294,7 +297,9 @@ def structure_bonus(
         out.update(_hard_ranked(list(dict.fromkeys(importers))))
     if not out and query.identifiers and FILE_LIST.search(query.text) and IMPORT_VERB.search(query.text):
         # "which modules import createAction?": the files whose imports bind a name the question writes
+        tops = {path.split("/", 1)[0] for path in known_paths if "/" in path}
         wanted = set(query.identifiers) - {m.group("name") or m.group("owner") for m in _LOCATION.finditer(query.text)}
+        wanted -= {m.group("name") for m in _IN_FOLDER.finditer(query.text) if m.group("name") in tops}
         importers = [path for path, structure in structures().items()
                      if any(_binds(i, wanted) or _module_name(i.resolved) in wanted for i in structure.imports)]
         out.update(_hard_ranked(importers))

@@ -175,6 +175,29 @@ def test_package_importers_match_the_package_a_specifier_names_and_never_a_repos
     assert package_importers(structures, "gen") == []
 
 
+def test_a_name_the_question_looks_in_is_no_module_whose_importers_it_asks_for():
+    """A break-it review: "Which modules in h11 import normalize_and_validate?" counted ``h11`` (an identifier, and
+    the repository's own package) among the names imported, and hard-ranked every file importing ``h11``."""
+    def imports(path, *items):
+        return FileStructure(path=path, language="python", imports=list(items))
+
+    structures = {
+        "h11/_headers.py": imports("h11/_headers.py", Import(spec="._util.normalize_and_validate", line=1, kind="from",
+                                                            names=["normalize_and_validate"], resolved="h11/_util.py")),
+        "docs/conf.py": imports("docs/conf.py", Import(spec="h11", line=1, kind="import", names=["h11"],
+                                                      resolved="h11/__init__.py")),
+        "h11/__init__.py": imports("h11/__init__.py"), "h11/_util.py": imports("h11/_util.py"),
+    }
+    args = {"known_paths": sorted(structures), "structures": lambda: structures, "graph": lambda: None,
+            "symbols": lambda: {}}
+    for question in ("Which modules in h11 import normalize_and_validate?",
+                     "Which modules in the h11 package import normalize_and_validate?"):
+        bonus = structure_bonus(analyze(question), **args)
+        assert bonus == {"h11/_headers.py": 10.5}, question
+    # a name that is no folder of the repository is still one to look for
+    assert "docs/conf.py" in structure_bonus(analyze("Which modules in docs import h11?"), **args)
+
+
 PACKAGE_FILES = {
     "pkg/__init__.py": "try:\n    import tornado\nexcept ImportError:\n    tornado = None\n\n\ndef retry():\n    return 1\n",
     "pkg/web.py": "from tornado import gen\n\n\ndef sleep_later(seconds):\n    return gen.sleep(seconds)\n",
