@@ -409,8 +409,7 @@ def _build_groups(paths: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
 
 def _extension(path: str) -> str:
     """``path``'s last extension, lower-case, with its dot (``""`` without one)."""
-    name = path.rsplit("/", 1)[-1].lower()
-    return name[name.rfind("."):] if "." in name else ""
+    return posixpath.splitext(path)[1].lower()
 
 
 def _sibling_builds(fingerprints: dict[str, Sequence[int]], copies: set[str]) -> dict[str, str]:

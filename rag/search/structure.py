@@ -308,11 +308,15 @@ def structure_bonus(
                                  if any(_module_name(i.resolved) in local for i in structure.imports)]))
     if not out and callers is not None and FILE_LIST.search(query.text):
         # "which modules call assertValidSchema?": the files calling the name written after the verb
-        called = {m.group("name").rsplit(".", 1)[-1] for m in CALLS_OF.finditer(query.text)
-                  if m.group("name") in query.identifiers
-                  and _LISTED_SUBJECT.search(query.text[max(0, m.start() - 80):m.start()])}
-        set_aside = {m.group("name").rsplit(".", 1)[-1] for m in CALLS_OF.finditer(query.text)
-                     if _NOT_THIS.search(query.text[max(0, m.start() - 20):m.start()])}
+        called: set[str] = set()
+        set_aside: set[str] = set()
+        for m in CALLS_OF.finditer(query.text):
+            name = m.group("name").rsplit(".", 1)[-1]
+            if _NOT_THIS.search(query.text[max(0, m.start() - 20):m.start()]):
+                set_aside.add(name)
+            elif m.group("name") in query.identifiers and \
+                    _LISTED_SUBJECT.search(query.text[max(0, m.start() - 80):m.start()]):
+                called.add(name)
         called -= set_aside
         if called:
             table = callers()
