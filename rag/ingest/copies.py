@@ -91,7 +91,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag.ingest.walk import DECLARATIONS, build_format_rank, es_target_folder, format_folder
+from rag.ingest.walk import DECLARATIONS, browser_build, build_format_rank, es_target_folder, format_folder
 from rag.ingest.walk import module_format as walk_module_format
 
 Fingerprint = array
@@ -150,14 +150,15 @@ say they are one module's builds. TypeScript's CommonJS output rewrites every ca
 lines with ``esm2015/`` (129 modules, 75 under :data:`SIBLING_SHARE`; its barrels ``index.js`` 24%,
 ``decorators.js`` 7%). An ES module wrapper re-exporting a CommonJS implementation shares only its licence
 header with it: no copy."""
-COPY_RULES_VERSION = 10
+COPY_RULES_VERSION = 11
 """The version of the rules above, stored with the index (``copy_rules``): an update recomputes the
 copies of an index recorded by other rules, even when no file changed. 2: ``sibling_build``; 3: its
 builds share code (:data:`SIBLING_SHARE`); 4: ``bundle_twin``; 5: rule 1b's stand-in by format; 6: rule 3c; 7: of
 near-identical ES module and CommonJS scripts, the CommonJS one is the copy (by content); 8: ECMAScript target
 folders (``esm5/``, ``esm2015/``) are build folders, and builds told apart by module-format folders need
 :data:`FORMAT_SIBLING_SHARE` only; 9: so do twins told apart by their extensions (``x.mjs`` beside ``x.js``); 10:
-CoffeeScript sources, and a compiled copy is at most :data:`COMPILED_MAX_GROWTH` times its source (rule 1)."""
+CoffeeScript sources, and a compiled copy is at most :data:`COMPILED_MAX_GROWTH` times its source (rule 1); 11: a
+build for Node stands for its module before one for browsers (rule 1b, :func:`rag.ingest.walk.browser_build`)."""
 
 NEAR_DUPLICATE_JACCARD = 0.8
 """Two files sharing at least this Jaccard share of their informative lines are near-identical."""
@@ -383,7 +384,8 @@ def _compiled(paths: tuple[str, ...]) -> dict[str, list[str]]:
 def _build_groups(paths: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
     """Rule 1b's candidates: the build outputs of ``paths`` (JavaScript, or declarations, under a build folder)
     grouped by module path, each group of two or more in the order its stand-in is chosen (the one in a
-    source folder, else the best format, :func:`rag.ingest.walk.build_format_rank`: an ES module build over a
+    source folder, else a build for Node over one for browsers (:func:`rag.ingest.walk.browser_build`), else the
+    best format, :func:`rag.ingest.walk.build_format_rank`: an ES module build over a
     CommonJS one, as the walk chooses, else the shortest path); then the scripts under no build folder whose
     paths differ only in their :data:`FORMAT_EXTENSIONS`, in that order. Depends on the paths alone (kept per
     tuple of paths)."""
@@ -399,7 +401,7 @@ def _build_groups(paths: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
             groups[(declaration, keys[-1].lower())].append(path)
         elif path.lower().endswith(FORMAT_EXTENSIONS):
             twins[key.lower()].append(path)
-    ordered = [sorted(members, key=lambda p: (p.split("/", 1)[0].lower() not in SOURCE_FOLDERS,
+    ordered = [sorted(members, key=lambda p: (p.split("/", 1)[0].lower() not in SOURCE_FOLDERS, browser_build(p),
                                               build_format_rank(p), len(p), p))
                for members in groups.values() if len(members) > 1]
     ordered += [sorted(members, key=lambda p: (FORMAT_EXTENSIONS.index(_extension(p)), p))

@@ -88,6 +88,8 @@ from rag.types import MAX_PROBLEMS, WalkedFile, WalkReport
 
 __all__ = [
     "build_format_rank",
+    "browser_build",
+    "BROWSER_DIRS",
     "es_target_folder",
     "format_folder",
     "FORMAT_DIRS",
@@ -525,7 +527,8 @@ class _Walker:
 
     def choose_outputs(self) -> None:
         """Keep one compiled copy of each module found only in build output: the one that best stands for
-        it (an ES module build by its content, :func:`module_format`, then :func:`build_format_rank`, then
+        it (a build for Node over one for browsers, :func:`browser_build`; then an ES module build by its content,
+        :func:`module_format`, then :func:`build_format_rank`, then
         the shorter path: ``dist/x.js`` over ``dist/cjs/x.js``, ``dist/esm/x.js`` over a CommonJS
         ``dist/x.js``), the next one when that cannot be read or is too large; and its best declaration file
         too when that is larger than the code (it declares more than the code implements: interfaces and
@@ -537,8 +540,9 @@ class _Walker:
             code = [c for c in candidates if not c[1].lower().endswith(DECLARATIONS)]
             declarations = [c for c in candidates if c[1].lower().endswith(DECLARATIONS)]
             formats = {c[1]: module_format(c[0].path) for c in code} if len(code) > 1 else {}
-            code.sort(key=lambda c: (formats.get(c[1], 1), build_format_rank(c[1]), len(c[1]), c[1]))
-            declarations.sort(key=lambda c: (build_format_rank(c[1]), len(c[1]), c[1]))
+            code.sort(key=lambda c: (browser_build(c[1]), formats.get(c[1], 1), build_format_rank(c[1]), len(c[1]),
+                                     c[1]))
+            declarations.sort(key=lambda c: (browser_build(c[1]), build_format_rank(c[1]), len(c[1]), c[1]))
             kept = self._take_first(code)
             if declarations and (kept is None or _size(declarations[0][0]) > kept.size):
                 self._take_first(declarations)
@@ -656,6 +660,19 @@ def es_target_folder(folder: str) -> str | None:
     if match is None:
         return None
     return "es5" if match["target"] == "5" else "esm"
+
+
+BROWSER_DIRS = frozenset({"browser", "browsers", "web", "deno", "worker", "workers", "edge"})
+"""Build folders for a platform other than Node (yaml 2.6.1 ships its Node build in ``dist/`` and an ES module
+build for browsers in ``browser/dist/``)."""
+
+
+def browser_build(path: str) -> bool:
+    """Whether a build output's folders say it is built for a browser or another non-Node platform
+    (:data:`BROWSER_DIRS`, case-insensitive): ``browser/dist/errors.js``, ``dist/browser/index.js``. Of a module's
+    builds, one for Node stands for it first (the walk's one-compiled-copy rule, copy rule 1b): it is what the
+    package's ``main`` names, where a reader of the package looks and what a question naming a path names."""
+    return any(folder in BROWSER_DIRS for folder in path.lower().split("/")[:-1])
 
 
 def format_folder(folder: str) -> bool:

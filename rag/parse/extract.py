@@ -156,6 +156,29 @@ def _callee_name(fn: Node) -> str | None:
     return None
 
 
+_INHERIT_CALLS = frozenset({"inherits", "Object.setPrototypeOf"})
+"""Calls that make a constructor function extend another, besides any ``x.inherits`` (Node's ``util.inherits``, the
+``inherits`` package, axios's ``utils.inherits``, Closure's ``goog.inherits``)."""
+
+
+def _innermost(spans: list[tuple[int, int, int]], offset: int, *, skip: int | None = None) -> int | None:
+    """The index of the smallest definition span ``(start_byte, end_byte, index)`` holding ``offset`` (not
+    ``skip``), else ``None`` (the file's top level, or an anonymous wrapper's)."""
+    best: tuple[int, int] | None = None
+    for start, end, index in spans:
+        if index != skip and start <= offset < end and (best is None or end - start < best[0]):
+            best = (end - start, index)
+    return None if best is None else best[1]
+
+
+def _prototype_owner(node: Node) -> str | None:
+    """``Base`` of ``Base.prototype`` (``ns.Base`` of ``ns.Base.prototype``), else ``None``."""
+    name = simple_name(node) if node.type == "member_expression" else None
+    if name is None or not name.endswith(".prototype"):
+        return None
+    return name[: -len(".prototype")] or None
+
+
 def _compact(node: Node, limit: int) -> str:
     """The node's text with whitespace runs collapsed, cut to ``limit`` characters (``…``)."""
     text = " ".join(text_of(node).split())
@@ -290,6 +313,9 @@ class _Collector:
         self.constants: dict[str, str | None] = {}
         # (index into out.env_vars, key name) of `process.env[NAME]` reads awaiting the constants.
         self.named_keys: list[tuple[int, str]] = []
+        # (constructor, base, byte offset) of pre-class inheritance (`Child.prototype = new Base()`,
+        # `util.inherits(Child, Base)`).
+        self.inherits: list[tuple[str, str, int]] = []
 
     # -- definitions ---------------------------------------------------------
     def definition(self, kind: str, name_node: Node, def_node: Node) -> None:
@@ -324,6 +350,8 @@ class _Collector:
         self.call_sites.append((call.start_byte, callee, line_of(call)))
         if call.type != "call_expression":
             return
+        if callee in _INHERIT_CALLS or callee.rsplit(".", 1)[-1] == "inherits":   # utils.inherits, _.inherits …
+            self._inherit_call(call, callee)
         if callee == "require":
             if self._import_call(call, "require"):
                 self.cjs_lines.append(line_of(call))
@@ -545,6 +573,36 @@ class _Collector:
         self.out.env_vars.append(EnvVar(name="*", line=line_of(args[0]), default=_fallback_default(call),
                                         dynamic=True, expression=_compact(args[0], _MAX_EXPRESSION_CHARS)))
 
+    # -- pre-class inheritance -------------------------------------------------
+    def prototype(self, assignment: Node) -> None:
+        """``Child.prototype = new Base()`` or ``= Object.create(Base.prototype)``: ``Child`` extends ``Base``."""
+        left, right = assignment.child_by_field_name("left"), assignment.child_by_field_name("right")
+        child = left.child_by_field_name("object") if left is not None else None
+        if child is None or right is None:
+            return
+        base = None
+        if right.type == "new_expression":
+            base = simple_name(right.child_by_field_name("constructor"))
+        elif simple_name(right.child_by_field_name("function")) == "Object.create":
+            args = argument_nodes(right)
+            base = _prototype_owner(args[0]) if args else None
+        if base:
+            self.inherits.append((text_of(child), base, assignment.start_byte))
+
+    def _inherit_call(self, call: Node, callee: str) -> None:
+        """``util.inherits(Child, Base)``, ``inherits(Child, Base)`` or
+        ``Object.setPrototypeOf(Child.prototype, Base.prototype)``."""
+        args = argument_nodes(call)
+        if len(args) < 2:
+            return
+        if callee == "Object.setPrototypeOf":
+            child, base = _prototype_owner(args[0]), _prototype_owner(args[1])
+        else:
+            child = text_of(args[0]) if args[0].type == "identifier" else None
+            base = simple_name(args[1])
+        if child and base:
+            self.inherits.append((child, base, call.start_byte))
+
     # -- sweep -------------------------------------------------------------------
     def constant(self, declaration: Node) -> None:
         """Record the ``NAME = "literal"`` bindings of a top-level ``const``/``let``/``var``."""
@@ -561,8 +619,9 @@ class _Collector:
 
     def finish(self) -> Extraction:
         """Name the ``process.env[NAME]`` reads whose ``NAME`` is a top-level string constant, and fill
-        ``Definition.parent`` and ``Call.enclosing`` with one sweep; give the routes of a router declared
-        with a ``basePath`` their prefix."""
+        ``Definition.parent`` and ``Call.enclosing`` with one sweep; give a constructor function the bases its
+        prototype was given in its own scope (:meth:`prototype`); give the routes of a router declared with a ``basePath``
+        their prefix."""
         out = self.out
         for position, key in self.named_keys:
             value = self.constants.get(key)
@@ -571,6 +630,14 @@ class _Collector:
                 out.env_vars[position] = EnvVar(name=value, line=read.line, default=read.default)
         out.calls.extend(nest_definitions(out.definitions, self.def_spans, owned=self.owned,
                                           call_sites=self.call_sites))
+        if self.inherits:  # the constructor function (or class) of that name in the same scope
+            spans = {index: (start, end) for start, end, index in self.def_spans}
+            for child, base, offset in self.inherits:
+                scope = _innermost(self.def_spans, offset)
+                for index, record in enumerate(out.definitions):
+                    if record.name == child and record.kind in ("function", "class") and base not in record.bases \
+                            and index in spans and _innermost(self.def_spans, spans[index][0], skip=index) == scope:
+                        record.bases.append(base)
         apply_inline_mounts(out.routes, self.inline_mounts)
         for router, prefix in self.base_paths:
             for route in out.routes:
@@ -711,6 +778,8 @@ def extract(matches: Iterable[tuple[int, dict[str, list[Node]]]], *, path: str, 
                 collector.env(node)
             elif key == "reference.constant":
                 collector.constant(node)
+            elif key == "reference.prototype":
+                collector.prototype(node)
             elif key == "reference.pathname":
                 collector.out.routes.extend(routes_from_pathname_compare(node))
             elif key == "reference.pathname_switch":

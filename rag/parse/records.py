@@ -46,7 +46,8 @@ __all__ = [
 # 10: Hono route chains, `app.route(prefix, sub)` mounts and `basePath` prefixes.
 # 11: Python `add_route` calls (Starlette `app.add_route("/x", v)`, aiohttp `router.add_route("GET", "/x", v)`).
 # 12: Python env readers of Starlette (`Config`, `environ`) and python-decouple (`config`, `AutoConfig`).
-PARSE_VERSION = 12
+# 13: bases of JavaScript constructor functions (`Child.prototype = new Base()`, `util.inherits(Child, Base)`).
+PARSE_VERSION = 13
 
 MODULE_SYSTEMS = ("esm", "commonjs", "mixed", "unknown")
 
@@ -130,8 +131,12 @@ class Definition:
         bases: for kind ``class``, the ``extends`` base as written (``Base``,
             ``events.EventEmitter``, ``mixin(A, B)``; TypeScript type arguments
             dropped) — one item at most; for a TypeScript ``interface``, every
-            extended type. ``implements`` clauses are not recorded. Python: every
-            positional base class as written (``metaclass=`` and other keywords left out).
+            extended type. ``implements`` clauses are not recorded. For a JavaScript ``function``
+            (a constructor), the constructors its prototype extends in the function's scope
+            (``Child.prototype = new Base()``, ``= Object.create(Base.prototype)``,
+            ``util.inherits(Child, Base)`` and any ``x.inherits``, ``Object.setPrototypeOf(Child.prototype,
+            Base.prototype)``).
+            Python: every positional base class as written (``metaclass=`` and other keywords left out).
     """
 
     name: str

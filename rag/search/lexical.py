@@ -568,7 +568,8 @@ def _path_match(path: str, terms: list[str], stems: dict[str, set[str]], path_id
     return score / total, matched
 
 
-_CHANGELOG = re.compile(r"(^|/)(changelog|history|changes|releases?|migrat)", re.I)
+_CHANGELOG = re.compile(r"(^|/)(changelog|history|changes|releases?|migrat|news\b|whats[-_]?new|version[-_]?history)",
+                        re.I)
 CHANGELOG_PRIOR = 0.7
 """A changelog's (or migration guide's) prior outside questions about releases (prose files only:
 ``django/db/migrations/autodetector.py`` or ``prompt_toolkit/history.py`` are code): an entry names a change
@@ -580,7 +581,8 @@ _BUILD_OUTPUT = re.compile(r"(^|/)dist/")
 their places to them anyway, :mod:`rag.search.copies`; this is for the rest: entry shims, bundles)."""
 SOURCE_DOC_PRIOR = 0.5
 """Prose's prior when the question asks for source files by name ("which source file reads …", the
-``source`` intent of :mod:`rag.search.query`): a README section on the same subject is not one."""
+``source`` intent of :mod:`rag.search.query`) or for how the code works inside ("… under the hood?", "what does X
+actually do?", the ``internals`` intent): a README section on the same subject is not one."""
 BEHAVIOUR_DOC_PRIOR = 0.9
 """Prose's prior when the question asks what the code does in a case ("what happens when…", "why
 does…", "how is X resolved?": the ``behaviour`` intent of :mod:`rag.search.query`) and not how to use it."""
@@ -678,7 +680,8 @@ def intent_prior(c: Candidate, query: Query, *, traits: PathTraits | None = None
     and its cosine: tests, examples and the documentation's sample code × 0.55 unless the question
     asks for tests; declarations (kind ``types``: ``.d.ts`` and sources declaring only types) × 0.7
     unless it asks for types; manifests, docs and source by intent (a question asking for source files
-    by name, the ``source`` intent: prose and ``dist/`` output × :data:`SOURCE_DOC_PRIOR`; a question with no intent
+    by name, the ``source`` intent: prose and ``dist/`` output × :data:`SOURCE_DOC_PRIOR`; one asking how the code
+    works inside, the ``internals`` intent: prose × :data:`SOURCE_DOC_PRIOR`; a question with no intent
     of these: prose × :data:`NO_INTENT_DOC_PRIOR`); changelogs up for release
     questions and down (:data:`CHANGELOG_PRIOR`) for the others; community files down
     (:data:`PROJECT_DOC_PRIOR`) unless the question is about what the file is about (a licence
@@ -699,7 +702,7 @@ def intent_prior(c: Candidate, query: Query, *, traits: PathTraits | None = None
     if is_doc:
         if "docs" in intents or "release" in intents:
             factor *= 1.25
-        elif "source" in intents:
+        elif "source" in intents or "internals" in intents:
             factor *= SOURCE_DOC_PRIOR
         elif "location" in intents:
             factor *= 0.85

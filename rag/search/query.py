@@ -37,10 +37,12 @@ _MODULE_MENTION = re.compile(r"(?<![\w./@$-])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_
 _ABBREVIATION = re.compile(r"(?:[a-z]\.){1,3}[a-z]?", re.I)
 # A version number: "4.0", "v1.2.3" (not part of a path, a longer number or a word).
 _VERSION = re.compile(r"(?<![\w./-])v?(\d+(?:\.\d+){1,3})(?![\w/-]|\.\w)", re.I)
-# A code identifier as written: camelCase, PascalCase with a lower→upper hump,
-# snake_case, SCREAMING_CASE, $-prefixed, or letters mixed with digits.
+# A code identifier as written: camelCase, PascalCase with a lower→upper hump or after an acronym
+# (``SQLParseError``, ``URLSearchParams``; not ``URLs`` or ``APIs``), snake_case, SCREAMING_CASE, $-prefixed, or
+# letters mixed with digits.
 _IDENTIFIER = re.compile(
-    r"\b(?:[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[A-Za-z0-9]*_[A-Za-z0-9_]+|[A-Z][A-Z0-9]{2,}|[A-Za-z]+[0-9]+[A-Za-z0-9]*)\b"
+    r"\b(?:[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z]{2,}[A-Za-z0-9]*|"
+    r"[A-Za-z0-9]*_[A-Za-z0-9_]+|[A-Z][A-Z0-9]{2,}|[A-Za-z]+[0-9]+[A-Za-z0-9]*)\b"
 )
 
 _INTENTS: dict[str, re.Pattern[str]] = {
@@ -53,10 +55,30 @@ _INTENTS: dict[str, re.Pattern[str]] = {
         r"(is there|any|a quick|an) examples?)\b",
         re.I,
     ),
-    # Version history.
+    # The project's history: a release, a change between versions, an upgrade of the package. Not the words a
+    # versioning, packaging, pool or protocol library uses for its subject ("a prerelease version", "the major
+    # version", "a compatible release clause", "sorts before 1.0.0", "v1.2.3", "released back to the pool", "an
+    # upgrade request", "upgrading the connection", "database migrations", "files that changed"): a version number
+    # counts after a change verb ("fixed in 2.32.0", "removed in httpx 0.28.0") or as a release ("in the 4.0
+    # release", "the v5 line"), an upgrade when the user does it ("after upgrading", "we upgraded to v3").
     "release": re.compile(
-        r"\b(release[sd]?|changelog|history|version|v\d+|\d+\.\d+|changed|upgrad\w*|migrat\w*|"
-        r"deprecat\w*|breaking|removed|taken out)\b",
+        r"\b(change ?logs?|release notes?|(change|release|version) history|history (file|page)|deprecat\w*|"
+        r"breaking changes?|taken out|since when|"
+        r"(upgrade|migration) (guide|notes?|path|instructions)|migrat(e|ing) (from|to) (v|version |\w+ )?\d|"
+        r"(after|since|when|before|while) upgrading|(i|we|i've|we've|we're|i'm|just) upgrad(ed|ing)|"
+        r"upgrad(e|ed|ing) (to|from) (v|version |\w+ )?\d|"
+        r"(which|what|each|every|major|minor|patch|next|latest|last|recent|previous|older|newer|new|this|that) "
+        r"releases?(?! (type|clause|segment|number|tag|candidate|packet|build)s?\b)|"
+        r"(which|what|in which) versions? (of \S+ )?(added|removed|introduced|dropped|changed|deprecated|fixed|made|"
+        r"broke|renamed|shipped)|"
+        r"when (was|were|did) .{1,60}? (added|removed|introduced|dropped|changed|deprecated|renamed|released)|"
+        r"what('s| has| was| have)? changed|"
+        r"changed (in|between|since|after) (v?\d|versions?|releases?|the (last|latest|new))|"
+        r"released (in|on|as of) (v|version |\w+ )?\d|"
+        r"(fixed|added|removed|introduced|dropped|renamed|changed|shipped|landed|broke|broken|new|available) "
+        r"(\w+ ){0,3}?(in|since|after|as of) (\w+ )?(version |release |v)?\d+(\.\d+)*(?![\w+-]|\.\d)|"
+        r"(in|since|as of) (the )?v?\d+(\.\d+)* (release|line|branch|series)|"
+        r"(to|from|in|since|on|for) v\d+(?![\w.])|v\d+ (line|release|branch|series))\b",
         re.I,
     ),
     # The user wants the code location.
@@ -67,6 +89,13 @@ _INTENTS: dict[str, re.Pattern[str]] = {
     ),
     # The user asks for source files by name: "which source files …", "in the library code".
     "source": re.compile(r"\b(source|library|implementation) (files?|code|modules?)\b", re.I),
+    # The user asks how the code does it, not how to use it: "how does X work under the hood?", "what does X
+    # actually do?", "how is X stored internally?" (ten eval questions, all answered by code; a README led four).
+    # Not how to use it: "Can I pass my own agent instead of the one it uses internally?", "What do I actually do to
+    # disable it?" (a break-it review): "internally" counts in a wh- question, "actually do" of the code.
+    "internals": re.compile(r"\b(under the hood|behind the scenes|under the covers|implementation details?|"
+                            r"(how|what|where|why|which)\b[^?.;]{0,80}?\binternally|"
+                            r"what (does|do) (?!(i|we|you|users?|people)\b)[^?.;]{1,80}? actually (do|return))\b", re.I),
     # The user asks what the code does in a case: "what happens when…", "why does…", "how is X resolved?"
     "behaviour": re.compile(
         r"\b(what happens|what (does|did) .{1,80}? (do|get|return|send|produce)|what ends up|what stops|"

@@ -47,7 +47,8 @@ Signals from the parsed structure of the repository's files (JavaScript, TypeScr
   ``FST_ERR_X``, ``handle_request``), matched case-sensitively in the
   :func:`symbol_table` → 0.5 × the table weight (definition 1.0, export 0.8, env var 0.6);
 - **callers**: when the question asks who calls, fires or registers through such an
-  identifier (:data:`CALLERS_INTENT`), the files that call it (:func:`caller_table`) → 0.6,
+  identifier (:data:`CALLERS_INTENT`, the verb within :data:`CALLER_WINDOW` characters of the identifier), the
+  files that call it (:func:`caller_table`) → 0.6,
   above its definition (0.45, below it, when the question also asks where it is defined;
   0.3 for tests, benchmarks and examples unless the question is about tests).
 
@@ -68,7 +69,7 @@ from rag.search.lexical import LOW_VALUE_DIRS, explicit_paths
 from rag.search.query import Query
 
 __all__ = ["DEPENDANTS_INTENT", "USERS_INTENT", "DEPENDENCIES_OF", "IMPORT_VERB", "ENV_INTENT", "CALLERS_INTENT",
-           "DEFINITION_INTENT", "IMPORT_OF", "FILE_LIST", "CALLS_OF",
+           "DEFINITION_INTENT", "IMPORT_OF", "FILE_LIST", "CALLS_OF", "CALLER_WINDOW",
            "SUBCLASS_INTENT", "SymbolTable", "CallerTable", "subclass_files",
            "symbol_table", "caller_table", "package_importers", "file_is_subject", "structure_bonus"]
 
@@ -108,14 +109,17 @@ DEPENDENCIES_OF = re.compile(r"\b(dependencies|imports)\s+of\b|'s\s+(dependencie
 IMPORT_VERB = re.compile(r"\b(import(s|ed|ing)?|requir(e|es|ed|ing))\b", re.I)
 # "Which classes subclass / extend / build on X?" — with FILE_LIST: the files extending the class named after the verb.
 SUBCLASS_INTENT = re.compile(
-    r"\b(?:subclass(?:es|ed|ing)?(?: of)?|extend(?:s|ed|ing)?|inherit(?:s|ed|ing)?(?: \w+ly)?(?: from)?|"
-    r"derived?(?: \w+ly)? from|(?:built|build(?:s|ing)?|based)(?: \w+ly)? (?:up )?on(?: top of)?)\s+"
-    r"(?:the |a |an |its |their )?(?:(?!(?:of|and|or|that|which|in|with|to|for|from)\b)[a-z][a-z-]* ){0,2}"
-    r"(?:[a-z_]\w*(?:'s\s+|\.))?(?P<name>[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*)\b")
+    r"\b(?:(?P<strong>subclass(?:es|ed|ing)?(?: of)?|extend(?:s|ed|ing)?|inherit(?:s|ed|ing)?(?: \w+ly)?(?: from)?|"
+    r"derived?(?: \w+ly)? from)|(?:built|build(?:s|ing)?|based)(?: \w+ly)? (?:up )?on(?: top of)?)\s+"
+    r"(?:the |a |an |its |their )?"
+    r"(?:(?:(?!(?:of|and|or|that|which|in|with|to|for|from)\b)[a-z][a-z-]*|(?P<acronym>[A-Z]{2,})) ){0,2}"
+    r"[`'\"]?(?:[a-z_]\w*(?:'s\s+[`'\"]?|\.))*(?P<name>[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*)\b")
 """A subclass wording followed by the class it names, capitalised and not all capitals, perhaps after two words
 describing it ("subclass of Environment", "build on BaseReload", "extend the compiler's CodeGenerator", "built
-directly on top of QueueBase", "subclasses of the abstract Metric base class"): "which classes does Engine extend?"
-asks the other way."""
+directly on top of QueueBase", "subclasses of the abstract Metric base class", "subclass the AST Visitor", "a subclass
+of `TypedAttributeSet`", "subclass `starlette.middleware.base.BaseHTTPMiddleware`"): "which classes does Engine
+extend?" asks the other way. An acronym describes the class only after a subclass verb: "which files build on the JSON
+Schema spec?" names a standard (a break-it review)."""
 _LOCATION = re.compile(r"\b(?:(?:in|inside|within|of|across) (?:the )?[`'\"]?(?P<name>[\w.-]+)[`'\"]? "
                        r"(?:package|library|project|codebase|code base|repo|repository)|"
                        r"(?:which|what) [`'\"]?(?P<owner>[\w.-]+)[`'\"]? (?:files|modules|sources))\b", re.I)
@@ -138,9 +142,11 @@ CALLERS_INTENT = re.compile(
     r"trigger(s|ed|ing)?|register(s|ed|ing)?)\b", re.I)
 """Not "called" before a name: "the function called ``normalizeOptions``" names it (a break-it review)."""
 CALLS_OF = re.compile(r"\b(?:call(?:s|ing)?|invok(?:e|es|ing)|rais(?:e|es|ing)|throw(?:s|ing)?|"
-                      r"instantiat(?:e|es|ing))\s+(?:the\s+|an?\s+)?(?:new\s+)?[`'\"]?(?P<name>[A-Za-z_$][\w$.]*)")
+                      r"instantiat(?:e|es|ing)|construct(?:s|ing)?)\s+(?:the\s+|an?\s+)?[`'\"]?(?:new\s+)?[`'\"]?"
+                      r"(?P<name>[A-Za-z_$][\w$.]*)")
 """A call verb and the name after it: "which modules call ``assertValidSchema`` …?", "which modules raise
-``RemoteProtocolError``?" (a raise or a ``throw new`` calls the class; with :data:`FILE_LIST`, the list's noun its
+``RemoteProtocolError``?", "which files construct a ``new FormidableError``?" (a raise, a ``throw new`` or a
+``new`` calls the class; with :data:`FILE_LIST`, the list's noun its
 subject, :data:`_LISTED_SUBJECT`: its callers are the answer). Not a participle: "the function called
 ``normalizeOptions``" names it."""
 _LISTED_SUBJECT = re.compile(r"\b(?:files?|modules?|sources?|scripts?|classes|components|parts)\s+"
@@ -152,9 +158,11 @@ _NOT_THIS = re.compile(r"\b(?:rather than|instead of|as opposed to|not|never|n't
 (without) raising ``LocalProtocolError``"."""
 # "Where is X defined / implemented?": the definition stays first.
 DEFINITION_INTENT = re.compile(r"\b(defines?|defined|declared|implemented|implementation|definition)\b", re.I)
-# An import verb and the package after it: "import tornado", "require('lodash')", "depend on the events package".
+# An import verb and the package after it: "import tornado", "require('lodash')", "depend on the events package",
+# "pull in http-errors".
 IMPORT_OF = re.compile(
-    r"\b(?:import(?:s|ed|ing)?|requir(?:e|es|ed|ing)|depend(?:s|ing)? on)\s*\(?\s*(?:from\s+)?(?:the\s+)?[`'\"]?"
+    r"\b(?:import(?:s|ed|ing)?|requir(?:e|es|ed|ing)|depend(?:s|ing)? on|pull(?:s|ed|ing)? in)\s*\(?\s*(?:from\s+)?"
+    r"(?:the\s+)?[`'\"]?"
     r"(?P<name>@?[A-Za-z_][\w.:-]*(?:/[\w.-]+)*)", re.I)
 # The question asks for a list of files: "Which files / modules …", "List the sources that …".
 _CLAUSE_WORDS = r"(?:do|does|did|happens?|happened|when|if|where|how|why|can|could|should|would|will)"
@@ -314,14 +322,15 @@ def structure_bonus(
             name = m.group("name").rsplit(".", 1)[-1]
             if _NOT_THIS.search(query.text[max(0, m.start() - 20):m.start()]):
                 set_aside.add(name)
-            elif m.group("name") in query.identifiers and \
-                    _LISTED_SUBJECT.search(query.text[max(0, m.start() - 80):m.start()]):
+            elif (m.group("name") in query.identifiers or _written_as_code(query.text, m.start("name"), m.end("name"))) \
+                    and _LISTED_SUBJECT.search(query.text[max(0, m.start() - 80):m.start()]):
                 called.add(name)
         called -= set_aside
         if called:
             table = callers()
             out.update(_hard_ranked(sorted({path for name in called for path in table.get(name, ())})))
-    named = [m.group("name") for m in SUBCLASS_INTENT.finditer(query.text)] if not out else []
+    named = [m.group("name") for m in SUBCLASS_INTENT.finditer(query.text)
+             if m.group("strong") or not m.group("acronym")] if not out else []
     if named and FILE_LIST.search(query.text):
         # "which modules define a subclass of Environment?": the files whose classes extend it (where it is defined
         # follows by its words)
@@ -337,11 +346,12 @@ def structure_bonus(
     for name in query.identifiers:
         for path, weight in table.get(name, {}).items():
             out[path] = max(out.get(path, 0.0), 0.5 * weight)
-    if callers is not None and CALLERS_INTENT.search(query.text):
+    verbs = [m.span() for m in CALLERS_INTENT.finditer(query.text)] if callers is not None else []
+    if verbs:
         # above the definition, unless the question asks where it is defined; tests' calls below both
         bonus = 0.45 if DEFINITION_INTENT.search(query.text) else 0.6
         called = callers()
-        for name in query.identifiers:
+        for name in _near_verbs(query.text, query.identifiers, verbs):
             for path in called.get(name.rsplit(".", 1)[-1], ()):
                 weight = bonus if "test" in query.intents or not _low_value(path) else 0.3
                 out[path] = max(out.get(path, 0.0), weight)
@@ -350,7 +360,8 @@ def structure_bonus(
 
 def subclass_files(structures: Mapping[str, FileStructure], names: Iterable[str], *,
                    indirect: bool = True) -> list[str]:
-    """The files defining a class that extends one of ``names`` (case-sensitive), directly or (with ``indirect``)
+    """The files defining a class (or a JavaScript constructor function) that extends one of ``names``
+    (case-sensitive), directly or (with ``indirect``)
     through a class that does (its parsed :attr:`rag.parse.records.Definition.bases`, as written: ``Base``,
     ``module.Base``, ``Base[T]``), in path order; ``[]`` when none does."""
     wanted = set(names)
@@ -359,10 +370,42 @@ def subclass_files(structures: Mapping[str, FileStructure], names: Iterable[str]
     while wanted:   # each round: the classes extending the last round's
         done |= wanted
         found = {(path, d.name) for path, structure in structures.items() for d in structure.definitions
-                 if d.kind == "class" and any(_base_name(b) in wanted for b in d.bases)}
+                 if d.kind in ("class", "function") and any(_base_name(b) in wanted for b in d.bases)}
         files |= {path for path, _ in found}
         wanted = {name for _, name in found} - done if indirect else set()
     return sorted(files)
+
+
+CALLER_WINDOW = 40
+"""Characters between a call verb and a name the callers signal counts for: "who calls ``connectPool``?", "where is
+``connectPool`` defined, and who calls it?" (25), not "how does an ``HTTPException`` raised in a path operation become
+the JSON error reply, …, and where is that default handler registered?" (a verb of another clause: the callers of a
+class raised in 70 files of fastapi led, above the handler asked about)."""
+
+
+def _written_as_code(text: str, start: int, end: int) -> bool:
+    """Whether the word at ``text[start:end]`` is written as code: in backticks or quotes, or called (``Headers(``,
+    a one-word class is no identifier by its form: "which files construct a ``new Headers(...)``?")."""
+    return (start > 0 and text[start - 1] in "`'\"") or text.startswith("(", end)
+
+
+_PRONOUN_OBJECT = re.compile(r"\s+(?:it|them|this|that|these|those)\b", re.I)
+"""A call verb whose object is a pronoun ("who calls it?") asks about a name written before it, at any distance."""
+
+
+def _near_verbs(text: str, names: Iterable[str], verbs: list[tuple[int, int]]) -> list[str]:
+    """The ``names`` occurring in ``text`` (as whole words) within :data:`CALLER_WINDOW` characters of a call
+    verb's span (either side), or anywhere before a call verb whose object is a pronoun ("``connectPool`` keeps
+    timing out under load; which functions call it?", a break-it review), in their order."""
+    pronoun_verbs = [end for _start, end in verbs if _PRONOUN_OBJECT.match(text, end)]
+    out = []
+    for name in names:
+        for m in re.finditer(rf"(?<![\w$]){re.escape(name)}(?![\w$])", text):
+            if any(m.start() - end <= CALLER_WINDOW and start - m.end() <= CALLER_WINDOW for start, end in verbs) \
+                    or any(m.end() <= end for end in pronoun_verbs):
+                out.append(name)
+                break
+    return out
 
 
 def _base_name(base: str) -> str:

@@ -32,6 +32,14 @@
   left: [(identifier) (member_expression property: (property_identifier))] @name.definition.generator
   right: (generator_function)) @definition.generator
 
+; ---- pre-class inheritance: `Child.prototype = new Base()` / `= Object.create(Base.prototype)` ----
+(assignment_expression
+  left: (member_expression
+    object: (identifier)
+    property: (property_identifier) @_prototype)
+  right: [(new_expression) (call_expression)]
+  (#eq? @_prototype "prototype")) @reference.prototype
+
 ; ---- imports / exports -----------------------------------------------------
 (import_statement) @reference.import
 (export_statement) @reference.export

@@ -174,6 +174,10 @@ def test_one_module_built_into_several_folders_without_its_source_is_one_module(
               "lib/a.js": fingerprint_lines(body), "src/a.js": fingerprint_lines(body)}
     # the ES module build stands for the module (rag.ingest.walk.build_format_rank, as the walk chooses)
     assert _sibling_builds(prints, set()) == {"dist/cjs/extra.cjs": "dist/esm/extra.mjs"}
+    # a build for Node before one for browsers, whatever their formats (yaml 2.6.1, as the walk chooses)
+    prints = {"lib/browser/esm/extra.js": fingerprint_lines(["export { extra };", *body]),
+              "lib/cjs/extra.js": fingerprint_lines(["exports.extra = extra;", *body])}
+    assert _sibling_builds(prints, set()) == {"lib/browser/esm/extra.js": "lib/cjs/extra.js"}
 
 
 def test_builds_told_apart_by_format_folders_need_a_fifth_of_their_lines_beyond_boilerplate():

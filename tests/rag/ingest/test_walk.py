@@ -197,6 +197,24 @@ def test_of_a_module_built_only_as_es_module_and_commonjs_the_es_module_build_is
     assert report.skipped == {"build_output": 5}
 
 
+def test_of_a_module_built_for_node_and_for_browsers_the_node_build_is_kept(tmp_path: Path) -> None:
+    """A blind held-out set: yaml 2.6.1 ships its Node build (CommonJS, what ``main`` names) in ``dist/`` and an ES
+    module build for browsers in ``browser/dist/``; the walk kept only the browser build (an ES module by its
+    content), so "In dist/errors.js, how does prettifyError …?" was answered with ``browser/dist/errors.js`` and
+    every question about ``dist/`` with the other build's path."""
+    esm, cjs = "export function f() {}\n", "'use strict';\nexports.f = f;\n"
+    make_tree(tmp_path, {
+        "dist/errors.js": cjs, "browser/dist/errors.js": esm, "dist/errors.d.ts": "x",
+        "dist/nodes/Alias.js": cjs, "browser/dist/nodes/Alias.js": esm,
+        "build/esm/client.js": esm, "build/browser/client.js": esm,
+        "build/web/only-web.js": esm,   # one build: kept wherever it is
+    })
+    report = walk(tmp_path)
+    assert [f.path for f in report.files] == ["build/esm/client.js", "build/web/only-web.js", "dist/errors.js",
+                                              "dist/nodes/Alias.js"]
+    assert report.skipped == {"build_output": 4}
+
+
 def test_of_a_module_built_for_several_ecmascript_targets_the_modern_es_module_build_is_kept(tmp_path: Path) -> None:
     """Angular's package format and TypeScript builds name folders by module format and target (``esm5/``,
     ``esm2015/``, ``fesm2022/``): those folders were taken for module names, so each target's copy was its own

