@@ -620,8 +620,8 @@ class _Collector:
     def finish(self) -> Extraction:
         """Name the ``process.env[NAME]`` reads whose ``NAME`` is a top-level string constant, and fill
         ``Definition.parent`` and ``Call.enclosing`` with one sweep; give a constructor function the bases its
-        prototype was given in its own scope (:meth:`prototype`); give the routes of a router declared with a ``basePath``
-        their prefix."""
+        prototype was given in its own scope (:meth:`prototype`); give the routes of a router declared with a
+        ``basePath`` their prefix."""
         out = self.out
         for position, key in self.named_keys:
             value = self.constants.get(key)

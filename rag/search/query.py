@@ -95,7 +95,8 @@ _INTENTS: dict[str, re.Pattern[str]] = {
     # disable it?" (a break-it review): "internally" counts in a wh- question, "actually do" of the code.
     "internals": re.compile(r"\b(under the hood|behind the scenes|under the covers|implementation details?|"
                             r"(how|what|where|why|which)\b[^?.;]{0,80}?\binternally|"
-                            r"what (does|do) (?!(i|we|you|users?|people)\b)[^?.;]{1,80}? actually (do|return))\b", re.I),
+                            r"what (does|do) (?!(i|we|you|users?|people)\b)[^?.;]{1,80}? actually (do|return))\b",
+                            re.I),
     # The user asks what the code does in a case: "what happens when…", "why does…", "how is X resolved?"
     "behaviour": re.compile(
         r"\b(what happens|what (does|did) .{1,80}? (do|get|return|send|produce)|what ends up|what stops|"

@@ -322,7 +322,8 @@ def structure_bonus(
             name = m.group("name").rsplit(".", 1)[-1]
             if _NOT_THIS.search(query.text[max(0, m.start() - 20):m.start()]):
                 set_aside.add(name)
-            elif (m.group("name") in query.identifiers or _written_as_code(query.text, m.start("name"), m.end("name"))) \
+            elif (m.group("name") in query.identifiers
+                  or _written_as_code(query.text, m.start("name"), m.end("name"))) \
                     and _LISTED_SUBJECT.search(query.text[max(0, m.start() - 80):m.start()]):
                 called.add(name)
         called -= set_aside
