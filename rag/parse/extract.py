@@ -156,9 +156,10 @@ def _callee_name(fn: Node) -> str | None:
     return None
 
 
-_INHERIT_CALLS = frozenset({"inherits", "Object.setPrototypeOf"})
-"""Calls that make a constructor function extend another, besides any ``x.inherits`` (Node's ``util.inherits``, the
-``inherits`` package, axios's ``utils.inherits``, Closure's ``goog.inherits``)."""
+def _inherit_call(callee: str) -> bool:
+    """Whether a call makes a constructor function extend another: ``Object.setPrototypeOf``, or any ``inherits``
+    (the ``inherits`` package, Node's ``util.inherits``, axios's ``utils.inherits``, Closure's ``goog.inherits``)."""
+    return callee == "Object.setPrototypeOf" or callee.rsplit(".", 1)[-1] == "inherits"
 
 
 def _innermost(spans: list[tuple[int, int, int]], offset: int, *, skip: int | None = None) -> int | None:
@@ -350,8 +351,8 @@ class _Collector:
         self.call_sites.append((call.start_byte, callee, line_of(call)))
         if call.type != "call_expression":
             return
-        if callee in _INHERIT_CALLS or callee.rsplit(".", 1)[-1] == "inherits":   # utils.inherits, _.inherits …
-            self._inherit_call(call, callee)
+        if _inherit_call(callee):
+            self._inherits_from_call(call, callee)
         if callee == "require":
             if self._import_call(call, "require"):
                 self.cjs_lines.append(line_of(call))
@@ -589,7 +590,7 @@ class _Collector:
         if base:
             self.inherits.append((text_of(child), base, assignment.start_byte))
 
-    def _inherit_call(self, call: Node, callee: str) -> None:
+    def _inherits_from_call(self, call: Node, callee: str) -> None:
         """``util.inherits(Child, Base)``, ``inherits(Child, Base)`` or
         ``Object.setPrototypeOf(Child.prototype, Base.prototype)``."""
         args = argument_nodes(call)
