@@ -36,6 +36,9 @@ then everything is taken in one **packing order** (smaller positions first):
   ``COMPACT_FILE_STEP`` apart instead of 1 and their rounds ``COMPACT_ROUND_STRIDE`` =
   ``ROUND_STRIDE × COMPACT_FILE_STEP`` apart (a short span costs about a third of a full
   one, so three of them come in the place of one); a called definition comes ``CALLEE_DELAY`` after its caller's span;
+  when the question names a file of the pool (:func:`rag.search.lexical.explicit_paths`), every span of it comes
+  first and the other files' spans follow, shifted past its last one (retrieval lists other files after a named
+  one; interleaved with it they cost held-out ``path`` questions the named file's later spans);
 - code entries naming a symbol or route of the question (score ≥ ``FULL_NAME_SCORE``) at
   ``NAMED_CODE_POSITION`` + i (after the first two files' best spans), other code entries
   at ``CODE_POSITION`` + i;
@@ -81,7 +84,8 @@ from rag.context.codegraph import FULL_NAME_SCORE, TOKEN_SCORE, CodeGraph, Route
 from rag.context.pool import DEFAULT_MIX_POLICY, context_pool
 from rag.context.spans import DEFAULT_SPAN_POLICY, SpanPolicy, evidence_spans
 from rag.errors import UserError
-from rag.search.lexical import Depth
+from rag.search.lexical import Depth, explicit_paths
+from rag.search.query import analyze
 from rag.sources.items import excerpt_label
 from rag.tokens import estimate_tokens
 from rag.types import Source
@@ -469,7 +473,16 @@ def _candidates(question: str, *, sources: Sequence[Source], code_entries: Seque
         """The symbol path of the retrieved chunk holding ``path:line`` (a span's own symbol)."""
         return next((s.symbol for s in sources if s.path == path and s.start <= line <= s.end and s.symbol), None)
 
-    for span in evidence_spans(question, sources=sources, read_lines=read_lines, graph=graph, policy=span_policy):
+    spans = evidence_spans(question, sources=sources, read_lines=read_lines, graph=graph, policy=span_policy)
+    positions = [_position("source", file_rank=span.file_rank, order=span.order, wide_files=span_policy.wide_files)
+                 + (CALLEE_DELAY if span.callee else 0.0) for span in spans]
+    # A file the question names leads: every span of it before the other files' (they follow, they do not
+    # interleave: "in bottle.py, how …?" is about bottle.py, whose later spans used to be all the context held).
+    named = set(explicit_paths(analyze(question), list(dict.fromkeys(s.path for s in sources)))) if sources else set()
+    named_last = max((p for span, p in zip(spans, positions) if span.path in named), default=None)
+    for span, position in zip(spans, positions):
+        if named_last is not None and span.path not in named:
+            position += named_last + 1.0
         kind = "code" if span.callee else "source"
         symbol = None if span.callee else symbol_at(span.path, span.start)
         if span.reason == "retrieved":
@@ -477,8 +490,6 @@ def _candidates(question: str, *, sources: Sequence[Source], code_entries: Seque
         else:  # where the lines live first (the symbol path), then why they were picked
             label = "; ".join(part for part in (symbol, span.reason) if part)
         block = _block(kind, span.path, span.start, span.end, span.text, label)
-        position = _position("source", file_rank=span.file_rank, order=span.order,
-                             wide_files=span_policy.wide_files) + (CALLEE_DELAY if span.callee else 0.0)
         score = SOURCE_BASE_SCORE + span.score
         candidates.append(_Candidate(kind, span.path, span.start, span.end, score, block,
                                      estimate_tokens(block + "\n\n"), -position, len(candidates),

@@ -127,7 +127,8 @@ class HttpReranker:
         deadline_s: overall deadline of one ``rerank`` call, seconds.
         max_retries: extra attempts after a retryable failure.
         min_score: relevance floor on the service's own scale (``RERANK_MIN_SCORE``): when
-            every reranked chunk scores below it, retrieval abstains (nothing really matches).
+            every reranked chunk scores below it, retrieval abstains (nothing really matches;
+            a file the question names is still given, alone).
             ``None`` (the default): never abstain on reranker scores. A cross-encoder's scores
             are calibrated per model (Cohere and Jina return 0..1 relevance), so the floor is
             the operator's choice for the model they run.

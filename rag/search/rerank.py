@@ -33,11 +33,11 @@ def rerank_candidates(cands: list[Candidate], *, question: str, reranker: Rerank
         top: how many candidates to rerank (``RetrievalPolicy.rerank_top``).
         pinned: candidate ids that must stay first.
         max_chars: chunk characters per document (see :func:`rerank_text`).
-        min_score: when set and nothing is pinned, every reranked score below it means
-            no real match: ``[]`` is returned (retrieval abstains).
+        min_score: when set, every reranked score below it means no real match: only the
+            pinned candidates are returned (``[]`` when nothing is pinned: retrieval abstains).
 
     Returns:
-        The reordered list; ``[]`` under ``min_score`` as above; ``cands`` unchanged in
+        The reordered list; only the pinned candidates under ``min_score`` as above; ``cands`` unchanged in
         order when the reranker fails (a warning is logged with the reason only; a
         failure never causes abstention) or there is nothing to reorder.
     """
@@ -65,10 +65,10 @@ def rerank_candidates(cands: list[Candidate], *, question: str, reranker: Rerank
         log.warning("rerank skipped, keeping the fused order: reranker=%s n=%d ms=%.0f reason=%s",
                     reranker.name, len(movable), (time.monotonic() - started) * 1000, exc)
         return cands
-    if min_score is not None and not fixed and max(scores) < min_score:
-        log.info("rerank abstained: reranker=%s n=%d best=%.4f min_score=%g", reranker.name, len(movable),
-                 max(scores), min_score)
-        return []
+    if min_score is not None and max(scores) < min_score:
+        log.info("rerank abstained: reranker=%s n=%d best=%.4f min_score=%g pinned=%d", reranker.name,
+                 len(movable), max(scores), min_score, len(fixed))
+        return fixed + [c for c in rest if c.id in pinned]
     order = sorted(range(len(movable)), key=lambda i: -scores[i])  # stable: ties keep the fused order
     reordered = fixed + [movable[i] for i in order]
     for c, score in zip(reordered, sorted((c.score for c in head), reverse=True)):

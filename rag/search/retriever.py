@@ -238,7 +238,8 @@ class Retriever:
             cands = lead_with_sources(cands, query, lead=policy.lead_files, min_source=policy.lead_min_source,
                                       pinned=pinned, min_score=policy.relative_threshold * cands[0].score)
         sources = lexical.diversify(cands, limit=limit, per_file=policy.per_file,
-                                    relative_threshold=policy.relative_threshold, depth=depth)
+                                    relative_threshold=policy.relative_threshold, depth=depth,
+                                    list_answer=any(b >= lexical.HARD_BOOST for b in (structure or {}).values()))
         for source in sources:
             source.focus = lexical.focus_line(source.text, source.start, query)
         return sources

@@ -23,8 +23,8 @@ Signals from the parsed structure of the repository's files (JavaScript, TypeScr
   files, :data:`FILE_LIST`, with an import verb followed by a package name, :data:`IMPORT_OF`,
   that some file imports) → those files, ranked and boosted as dependants are ("does the stop
   condition depend on time …" asks for no list: nothing); a package of the repository's own
-  (an indexed folder of that name), when the signal below finds nothing: the files importing its module
-  (``import h11``); a possessive ("import ``typer``'s ``rich_utils``") names no package asked about;
+  (an indexed folder of that name, or a Python module that is the whole distribution: ``bottle.py``), when the
+  signal below finds nothing: the files importing its module (``import h11``, ``import bottle``); a possessive ("import ``typer``'s ``rich_utils``") names no package asked about;
 - **importers of a name**: "which modules import ``createAction``?", "which files import from ``_abnf``?"
   (:data:`FILE_LIST`, :data:`IMPORT_VERB` and an identifier, when neither signal above answered) → the files
   whose imports bind that name or import the module of that name, ranked and boosted as dependants are (before:
@@ -300,7 +300,10 @@ def structure_bonus(
         # a possessive qualifies what follows it ("import typer's rich_utils"): not the package asked about
         packages = {_package_root(m.group("name").rstrip(".:")) for m in IMPORT_OF.finditer(query.text)
                     if not _POSSESSIVE.match(query.text, m.end("name"))}
-        local = {p for p in packages if any(k == p or k.startswith(f"{p}/") for k in known_paths)}
+        # the repository's own: a folder of that name, or a Python module that is the whole distribution
+        # (``bottle.py``, ``src/six.py``: ``import bottle`` resolves to it)
+        local = {p for p in packages if any(k == p or k.startswith(f"{p}/") or k in (f"{p}.py", f"src/{p}.py")
+                                            for k in known_paths)}
         importers = [path for name in sorted(packages - local) for path in package_importers(structures(), name)]
         out.update(_hard_ranked(list(dict.fromkeys(importers))))
     if not out and query.identifiers and FILE_LIST.search(query.text) and IMPORT_VERB.search(query.text):

