@@ -36,9 +36,10 @@ then everything is taken in one **packing order** (smaller positions first):
   ``COMPACT_FILE_STEP`` apart instead of 1 and their rounds ``COMPACT_ROUND_STRIDE`` =
   ``ROUND_STRIDE × COMPACT_FILE_STEP`` apart (a short span costs about a third of a full
   one, so three of them come in the place of one); a called definition comes ``CALLEE_DELAY`` after its caller's span;
-  when the question names a file of the pool (:func:`rag.search.lexical.explicit_paths`), every span of it comes
-  first and the other files' spans follow, shifted past its last one (retrieval lists other files after a named
-  one; interleaved with it they cost held-out ``path`` questions the named file's later spans);
+  when the pool leads with files the question names (:func:`rag.search.lexical.explicit_paths`), every span of
+  them comes first and the other files' spans follow, shifted past their last one (retrieval lists other files
+  after a named one; interleaved with it they cost held-out ``path`` questions the named file's later spans; a
+  named file that retrieval put after others, as the importers of it a question asks for, moves nothing);
 - code entries naming a symbol or route of the question (score ≥ ``FULL_NAME_SCORE``) at
   ``NAMED_CODE_POSITION`` + i (after the first two files' best spans), other code entries
   at ``CODE_POSITION`` + i;
@@ -478,7 +479,14 @@ def _candidates(question: str, *, sources: Sequence[Source], code_entries: Seque
                  + (CALLEE_DELAY if span.callee else 0.0) for span in spans]
     # A file the question names leads: every span of it before the other files' (they follow, they do not
     # interleave: "in bottle.py, how …?" is about bottle.py, whose later spans used to be all the context held).
-    named = set(explicit_paths(analyze(question), list(dict.fromkeys(s.path for s in sources)))) if sources else set()
+    # Only the named files retrieval put first: the importers of a named file lead its list (a break-it review).
+    files = list(dict.fromkeys(s.path for s in sources))
+    explicit = set(explicit_paths(analyze(question), files)) if files else set()
+    named: set[str] = set()
+    for path in files:
+        if path not in explicit:
+            break
+        named.add(path)
     named_last = max((p for span, p in zip(spans, positions) if span.path in named), default=None)
     for span, position in zip(spans, positions):
         if named_last is not None and span.path not in named:

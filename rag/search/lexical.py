@@ -35,7 +35,7 @@ from rag.search.english import is_rare_word
 from rag.search.query import Query, fts_expression, fts_phrases, version_pattern
 from rag.search.within_file import DEFAULT_WITHIN_CHUNKS, DEFAULT_WITHIN_FILES, DEFAULT_WITHIN_K
 from rag.store import queries
-from rag.text import index_text, light_stem, light_stems, synonyms_of
+from rag.text import index_text, light_stem, light_stems, query_terms, synonyms_of
 from rag.types import Source
 
 __all__ = ["STREAMS", "RetrievalPolicy", "DEFAULT_RETRIEVAL_POLICY", "Candidate", "Evidence", "HARD_BOOST", "FUSED_HARD_SCORE", "rank_chunks",
@@ -177,6 +177,9 @@ class Evidence:
             (:func:`rag.search.english.is_rare_word`: the jargon of a feature the repository lacks).
         names_structure: the structure stream ties the question to files (it names a symbol the
             repository defines, asks about the environment, …: ``symbol_files`` of :func:`rank_chunks`).
+        beyond_named: when the question names indexed files, whether other files match its words beyond
+            those files' names as an answer would (not weak evidence, as in :meth:`abstain`); ``True`` when it
+            names none. Only then does the rest of the ranking follow a named file (:func:`diversify`).
     """
 
     coverage: float
@@ -186,6 +189,7 @@ class Evidence:
     topical_terms: int = 0
     rare_absent: int = 0
     names_structure: bool = False
+    beyond_named: bool = True
 
     def abstain(self, policy: "RetrievalPolicy", *, vector_z: float | None = None) -> bool:
         """No real match (see :class:`RetrievalPolicy`): nothing matched at all, or a question of
@@ -497,6 +501,24 @@ def rank_chunks(
                 if c.path in explicit and c.path not in answer:
                     c.score = min(c.score, floor - 0.01)
     cands.sort(key=lambda c: c.score, reverse=True)
+    beyond_named = True
+    if explicit:
+        # The question's words beyond the files it names ("… README.rst … where do the version and the long
+        # description come from?"): other files follow a named one only when they match those words as an answer
+        # would (the weak-evidence test of Evidence.abstain); "what does src/cache.js do?" has none.
+        named_terms = set(query_terms(" ".join([*query.paths, *query.modules])))
+        rest = [t for t in evidence_terms if t not in named_terms]
+        rest_total = sum(idf[t] for t in rest) or 1.0
+        rest_cov, rest_matched = 0.0, 0
+        for c in cands:
+            if c.path not in explicit:
+                hit = [t for t in rest if t in c.matched]
+                cov = sum(idf[t] for t in hit) / rest_total
+                if cov > rest_cov or (cov == rest_cov and len(hit) > rest_matched):
+                    rest_cov, rest_matched = cov, len(hit)
+        beyond_named = bool(rest) and not (
+            rest_matched == 0 or (rest_matched <= policy.abstain_max_matched and len(rest) >= policy.abstain_min_terms
+                                  and rest_cov < policy.abstain_below_coverage))
     missing = [t for t in evidence_terms if dfs[t] == 0]
     rare_absent = 0
     if policy.abstain_rare_absent and missing:
@@ -504,7 +526,7 @@ def rank_chunks(
         rare_absent = sum(1 for t in missing if t not in names and is_rare_word(t))
     structural_answer = bool(answer)
     return cands, Evidence(best_cov, len(missing) / len(evidence_terms), bool(explicit) or structural_answer,
-                           best_matched, len(evidence_terms), rare_absent, bool(symbol_files))
+                           best_matched, len(evidence_terms), rare_absent, bool(symbol_files), beyond_named)
 
 
 def path_tables(paths: Sequence[str], cache: dict) -> None:
@@ -955,7 +977,7 @@ class Depth:
 
 
 def diversify(cands: list[Candidate], *, limit: int, per_file: int, relative_threshold: float,
-              depth: Depth | None = None, list_answer: bool = False) -> list[Source]:
+              depth: Depth | None = None, hard_alone: bool = False) -> list[Source]:
     """Pick up to ``limit`` chunks: every file's best chunk first (in file-score order), then seconds.
 
     Files scoring below ``relative_threshold`` × the best score are dropped. With ``depth``
@@ -965,10 +987,12 @@ def diversify(cands: list[Candidate], *, limit: int, per_file: int, relative_thr
 
     Hard candidates (score ≥ :data:`FUSED_HARD_SCORE`: a file the question names) come first with
     all their chunks, and the threshold is a share of the best *other* file: the rest of the list
-    follows them instead of being cut. With ``list_answer`` (the structure stream answered a
-    question asking for a list of files: the importers of a module, the callers of a name) the hard
-    files are the answer, and the threshold stays a share of the best: a list of importers is not
-    padded with files that merely share its words. Before, a question
+    follows them instead of being cut. With ``hard_alone`` the threshold stays a share of the best,
+    which keeps the hard files alone: when the structure stream answered a question asking for a list
+    of files (the importers of a module, the callers of a name), and when no other file matches the
+    question's words beyond the files it names (:attr:`Evidence.beyond_named`: "what does
+    ``src/cache.js`` do?"), so such a list is not padded with files that merely share a path's
+    words. Before, a question
     naming a file got that file alone ("I edited README.rst but the version on PyPI did not change:
     where does it come from?" of a blind held-out set got ``README.rst`` and not ``setup.py``);
     measured on the 29 eval sets with MiniLM, ``multi`` R@5 0.967 → 0.978, nothing else moved.
@@ -976,7 +1000,7 @@ def diversify(cands: list[Candidate], *, limit: int, per_file: int, relative_thr
     if not cands:
         return []
     top = cands[0].score
-    hard = set() if list_answer else {c.path for c in cands if c.score >= FUSED_HARD_SCORE}
+    hard = set() if hard_alone else {c.path for c in cands if c.score >= FUSED_HARD_SCORE}
     if hard:
         top = max((c.score for c in cands if c.path not in hard), default=top)
     caps = depth.caps if depth is not None else ()

@@ -239,7 +239,8 @@ class Retriever:
                                       pinned=pinned, min_score=policy.relative_threshold * cands[0].score)
         sources = lexical.diversify(cands, limit=limit, per_file=policy.per_file,
                                     relative_threshold=policy.relative_threshold, depth=depth,
-                                    list_answer=any(b >= lexical.HARD_BOOST for b in (structure or {}).values()))
+                                    hard_alone=not evidence.beyond_named
+                                    or any(b >= lexical.HARD_BOOST for b in (structure or {}).values()))
         for source in sources:
             source.focus = lexical.focus_line(source.text, source.start, query)
         return sources

@@ -227,3 +227,9 @@ def test_a_file_the_question_names_gives_all_its_spans_before_the_other_files():
     question = "When does the widget cache expire?"
     paths = [item.path for item in pack_context(question, sources=sources, code_entries=[], budget_tokens=4000).items]
     assert max(i for i, p in enumerate(paths) if p == "lib/cache.js") > paths.index("lib/other.js")
+    # a named file retrieval put after others (the importers a question asks for lead) moves nothing
+    importers = [chunk("lib/a.js", 1, 4.3, "require(cache).a"), chunk("lib/b.js", 1, 4.2, "require(cache).b"),
+                 chunk("lib/cache.js", 1, 4.1, "widgetCache.expire()"), chunk("lib/cache.js", 300, 4.0, "widgetCache")]
+    question = "Which files import lib/cache.js?"
+    paths = [item.path for item in pack_context(question, sources=importers, code_entries=[], budget_tokens=4000).items]
+    assert paths[:2] == ["lib/a.js", "lib/b.js"]

@@ -271,6 +271,23 @@ def test_a_file_the_question_names_leads_and_the_rest_of_the_answer_follows(tmp_
         assert [s.path for s in engine.retrieve("Which files import tiny.py?")] == ["setup.py", "tiny.py"]
 
 
+def test_a_named_file_is_not_padded_with_files_that_only_share_its_path_s_words(tmp_path):
+    """A break-it review: with the rest of the ranking following a named file, "what does src/cache.js do?" listed
+    every ``src/*.js`` after it (the path's "src" and "js" match them all, and the threshold is a share of the best of
+    them); so did "which files import src/cache.js?" when nothing imports it. Other files follow a named one only when
+    they match the question's words beyond the named file's own."""
+    files = {f"src/{name}.js": f"function {name}Thing(a) {{\n  return a + 1;\n}}\nmodule.exports = {{ {name}Thing }};\n"
+             for name in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta")}
+    files["src/cache.js"] = ("// A least-recently-used cache with a size limit\nclass LruCache {\n  constructor(limit) {\n"
+                             "    this.limit = limit;\n    this.items = new Map();\n  }\n}\nmodule.exports = { LruCache };\n")
+    with indexed_engine(tmp_path, files) as engine:
+        for question in ("What does src/cache.js do?", "Which files import src/cache.js?", "what does cache.js do?"):
+            assert [s.path for s in engine.retrieve(question)] == ["src/cache.js"], question
+        # words beyond the named file that other files match: they follow it
+        paths = [s.path for s in engine.retrieve("What does src/cache.js do, and where is alphaThing defined?")]
+        assert paths[0] == "src/cache.js" and "src/alpha.js" in paths
+
+
 def _conn_and_cache(engine):
     retriever = engine.retriever
     conn = engine.index.conn
