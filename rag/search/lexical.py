@@ -992,10 +992,10 @@ def diversify(cands: list[Candidate], *, limit: int, per_file: int, relative_thr
     of files (the importers of a module, the callers of a name), and when no other file matches the
     question's words beyond the files it names (:attr:`Evidence.beyond_named`: "what does
     ``src/cache.js`` do?"), so such a list is not padded with files that merely share a path's
-    words. Before, a question
-    naming a file got that file alone ("I edited README.rst but the version on PyPI did not change:
-    where does it come from?" of a blind held-out set got ``README.rst`` and not ``setup.py``);
-    measured on the 29 eval sets with MiniLM, ``multi`` R@5 0.967 → 0.978, nothing else moved.
+    words. Before, a question naming a file got that file alone ("I edited README.rst but the
+    version on PyPI did not change: where does it come from?" of a blind held-out set got
+    ``README.rst`` and not ``setup.py``); measured on the 29 eval sets with MiniLM, ``multi`` R@5
+    0.967 → 0.978, nothing else moved.
     """
     if not cands:
         return []
