@@ -239,12 +239,19 @@ class Evidence:
                 and (self.topical_terms < policy.rare_absent_override_min_terms
                      or self.coverage < policy.rare_absent_below_coverage)):
             return True
-        weak = self.matched_terms == 0 or (self.matched_terms <= policy.abstain_max_matched
-                                           and self.topical_terms >= policy.abstain_min_terms
-                                           and self.coverage < policy.abstain_below_coverage)
+        weak = weak_evidence(self.matched_terms, self.topical_terms, self.coverage, policy)
         if weak and vector_z is not None and self.topical_terms >= policy.vector_override_min_terms:
             return vector_z < policy.min_vector_z
         return weak
+
+
+def weak_evidence(matched: int, topical: int, coverage: float, policy: "RetrievalPolicy") -> bool:
+    """Whether the best-covering chunk's match is too weak to answer: it shares no topical word, or at most
+    ``policy.abstain_max_matched`` of a question of at least ``policy.abstain_min_terms`` with a coverage below
+    ``policy.abstain_below_coverage`` (the test of :meth:`Evidence.abstain`, also applied to a question's words
+    beyond the files it names: :attr:`Evidence.beyond_named`)."""
+    return matched == 0 or (matched <= policy.abstain_max_matched and topical >= policy.abstain_min_terms
+                            and coverage < policy.abstain_below_coverage)
 
 
 NO_EVIDENCE = Evidence(0.0, 1.0, False, 0, 0)
@@ -516,9 +523,7 @@ def rank_chunks(
                 cov = sum(idf[t] for t in hit) / rest_total
                 if cov > rest_cov or (cov == rest_cov and len(hit) > rest_matched):
                     rest_cov, rest_matched = cov, len(hit)
-        beyond_named = bool(rest) and not (
-            rest_matched == 0 or (rest_matched <= policy.abstain_max_matched and len(rest) >= policy.abstain_min_terms
-                                  and rest_cov < policy.abstain_below_coverage))
+        beyond_named = bool(rest) and not weak_evidence(rest_matched, len(rest), rest_cov, policy)
     missing = [t for t in evidence_terms if dfs[t] == 0]
     rare_absent = 0
     if policy.abstain_rare_absent and missing:
